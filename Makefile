@@ -1,0 +1,66 @@
+# fox: the commands users and CI rely on (see README.md and DESIGN.md).
+#   make deps    install the Debian packages the build and tests need
+#   make         build native images (build/native) and hosted programs (build/host)
+#   make test    everything above, then the whole CTest suite
+#   make run     boot one node that runs apps/hello, then stop it
+#   make iso     build/fox.iso, bootable through GRUB
+#   make bench [B=NAME]   run tests/bench programs; figures as `NAME.metric value unit`
+#   make debug   boot a node paused under QEMU's gdb stub and attach gdb
+SHELL := /bin/bash
+BUILD := build
+NATIVE := $(BUILD)/native
+HOST := $(BUILD)/host
+APP ?= hello
+ARGS ?=
+B ?=
+JOBS ?= $(shell nproc)
+
+DEB_PACKAGES := clang lld llvm cmake ninja-build g++ libstdc++-12-dev musl-dev libgtest-dev \
+  libclang-rt-14-dev qemu-system-x86 grub-pc-bin grub-common xorriso mtools gdb python3
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps native host test run iso bench debug clean
+all: native host
+
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "deps: installing $$missing"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "deps: all packages present"; fi
+
+$(NATIVE)/build.ninja: CMakeLists.txt cmake/native-toolchain.cmake
+	cmake -S . -B $(NATIVE) -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/native-toolchain.cmake >/dev/null
+
+$(HOST)/build.ninja: CMakeLists.txt
+	CC=clang CXX=clang++ cmake -S . -B $(HOST) -G Ninja -DFOX_NATIVE_DIR=$(abspath $(NATIVE)) >/dev/null
+
+native: $(NATIVE)/build.ninja
+	ninja -C $(NATIVE) -j $(JOBS)
+
+host: $(HOST)/build.ninja
+	ninja -C $(HOST) -j $(JOBS)
+
+iso: native
+	boot/make_iso.sh $(NATIVE)/$(APP).elf $(BUILD)/fox.iso
+
+test: deps
+	$(MAKE) all iso
+	cd $(HOST) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+run: native
+	python3 boot/qemu_run.py --image $(NATIVE)/$(APP).elf --append "$(ARGS)"
+
+bench: all
+	@set -e; for b in $(if $(B),$(B),$(notdir $(basename $(wildcard tests/bench/*.py)))); do \
+	  echo "== bench $$b"; python3 tests/bench/$$b.py; done
+
+debug: native
+	python3 boot/qemu_run.py --image $(NATIVE)/$(APP).elf --append "$(ARGS)" --gdb & \
+	sleep 1; gdb -q $(NATIVE)/$(APP).elf -ex 'set architecture i386:x86-64' \
+	  -ex 'target remote localhost:1234' -ex 'break KernelMain' -ex 'continue'; \
+	kill %1 2>/dev/null || true
+
+clean:
+	rm -rf $(BUILD)

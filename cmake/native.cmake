@@ -1,0 +1,64 @@
+# Native images. Every image = the kernel objects + one application, linked
+# twice so the image carries its own symbol table (boot/gen_symtab.py).
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+find_program(FOX_LLD ld.lld REQUIRED)
+
+add_library(fox_kernel OBJECT
+  ${FOX_KERNEL_COMMON}
+  kernel/x86_64/boot.S
+  kernel/x86_64/isr.S
+  kernel/x86_64/syscall_entry.S
+  kernel/x86_64/acpi.cc
+  kernel/x86_64/clock_gettime.cc
+  kernel/x86_64/cpu_init.cc
+  kernel/x86_64/exit_device.cc
+  kernel/x86_64/gdt.cc
+  kernel/x86_64/interrupts.cc
+  kernel/x86_64/main.cc
+  kernel/x86_64/memory.cc
+  kernel/x86_64/multiboot.cc
+  kernel/x86_64/paging.cc
+  kernel/x86_64/panic.cc
+  kernel/x86_64/percpu.cc
+  kernel/x86_64/random.cc
+  kernel/x86_64/rtc.cc
+  kernel/x86_64/runtime.cc
+  kernel/x86_64/serial.cc
+  kernel/x86_64/symbols.cc
+  kernel/x86_64/syscall.cc
+  kernel/x86_64/tsc.cc
+)
+target_include_directories(fox_kernel PUBLIC kernel/include)
+
+set(FOX_LINKER_SCRIPT ${CMAKE_SOURCE_DIR}/kernel/x86_64/linker.ld)
+set(FOX_RUNTIME_LIBS
+  ${FOX_GCC_DIR}/libstdc++.a ${FOX_GCC_DIR}/libgcc_eh.a ${FOX_GCC_DIR}/libgcc.a ${FOX_MUSL_LIB})
+
+# fox_add_app(NAME sources...): builds ${NAME}.elf, a bootable image whose
+# main() is the application's.
+function(fox_add_app name)
+  add_library(${name}_objs OBJECT ${ARGN})
+  target_link_libraries(${name}_objs PRIVATE fox_kernel)
+  set(out ${CMAKE_BINARY_DIR}/${name}.elf)
+  set(pass1 ${CMAKE_BINARY_DIR}/${name}.pass1.elf)
+  set(symtab ${CMAKE_BINARY_DIR}/${name}.symtab)
+  set(link ${FOX_LLD} -static -nostdlib --gc-sections --eh-frame-hdr -z max-page-size=4096
+           -z noexecstack -T ${FOX_LINKER_SCRIPT}
+           $<TARGET_OBJECTS:fox_kernel> $<TARGET_OBJECTS:${name}_objs>
+           --start-group ${FOX_RUNTIME_LIBS} --end-group)
+  add_custom_command(
+    OUTPUT ${out}
+    COMMAND ${link} -o ${pass1}
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/boot/gen_symtab.py ${pass1} ${symtab}.bin ${symtab}.S
+    COMMAND ${CMAKE_C_COMPILER} --target=x86_64-unknown-none-elf -c ${symtab}.S -o ${symtab}.o
+    COMMAND ${link} ${symtab}.o -o ${out}
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/boot/gen_symtab.py --check ${pass1} ${out}
+    DEPENDS fox_kernel ${name}_objs $<TARGET_OBJECTS:fox_kernel> $<TARGET_OBJECTS:${name}_objs>
+            ${FOX_LINKER_SCRIPT} ${CMAKE_SOURCE_DIR}/boot/gen_symtab.py
+    COMMAND_EXPAND_LISTS
+    COMMENT "Linking fox image ${name}.elf")
+  add_custom_target(${name} ALL DEPENDS ${out})
+endfunction()
+
+add_subdirectory(apps)
+add_subdirectory(tests/vm)

@@ -1,0 +1,15 @@
+// The table of every `fox.*` boot argument. A key is added here when the code
+// that honours it lands, never before: an accepted argument must do something.
+#include "fox/cmdline.h"
+
+namespace fox {
+
+const BootArgSpec kBootArgSpecs[] = {
+    {"fox.log", BootArgKind::kEnum, "debug|info|warn|error", 0, 0,
+     "console log level (default info)"},
+    {"fox.stack", BootArgKind::kSize, nullptr, 64 << 10, 1ull << 30,
+     "stack size of the application's main (default 1M)"},
+};
+const size_t kNumBootArgSpecs = sizeof kBootArgSpecs / sizeof kBootArgSpecs[0];
+
+}  // namespace fox

@@ -1,0 +1,86 @@
+// The kernel command line: `fox.KEY=VALUE ... -- APP ARGS`.
+//
+// Arguments before `--` must be known `fox.*` keys (see kBootArgSpecs) with a
+// valid value; anything else is an error that names the argument and what was
+// expected, and the node exits with kExitUsage. Words after `--` are the
+// application's argv[1..]. Double quotes group words ("a b" is one word).
+// The parser copies the text into a fixed buffer: it runs before any allocator
+// exists, and never allocates.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "fox/result.h"
+
+namespace fox {
+
+enum class BootArgKind : uint8_t {
+  kEnum,    // one of the '|'-separated words in `choices`
+  kUInt,    // decimal integer in [min, max]
+  kSize,    // bytes with optional K, M or G suffix, in [min, max]
+  kString,  // any non-empty text
+};
+
+struct BootArgSpec {
+  const char* key;
+  BootArgKind kind;
+  const char* choices;
+  uint64_t min;
+  uint64_t max;
+  const char* help;
+};
+
+// Every key the system understands, in one table (kernel/common/boot_args.cc).
+extern const BootArgSpec kBootArgSpecs[];
+extern const size_t kNumBootArgSpecs;
+
+class CommandLine {
+ public:
+  static constexpr size_t kMaxText = 4096;
+  static constexpr size_t kMaxArgs = 64;
+  static constexpr size_t kMaxAppArgs = 128;
+
+  // Parses `text`. When `skip_image_name` is set the first word is the image's
+  // path (multiboot1 loaders prepend it) and becomes argv[0]. On failure
+  // returns kInvalidArgument and Error() says why; the object is then empty.
+  Result<void> Parse(std::string_view text, bool skip_image_name,
+                     const BootArgSpec* specs = kBootArgSpecs, size_t num_specs = kNumBootArgSpecs);
+
+  // The value given for `key`, or nullptr if absent.
+  const char* Get(std::string_view key) const;
+  // The value of a kUInt or kSize key, or `fallback` if absent.
+  uint64_t GetNumber(std::string_view key, uint64_t fallback) const;
+
+  // argv for the application's main: argv[0] is the image name (or "fox"),
+  // then the words after `--`, then a null pointer.
+  int argc() const { return int(app_argc_); }
+  char** argv() { return app_argv_; }
+
+  // The `fox.*` part as given, for the boot banner, e.g. "fox.log=debug".
+  const char* error() const { return error_; }
+  size_t num_args() const { return num_args_; }
+  const char* key(size_t i) const { return keys_[i]; }
+  const char* value(size_t i) const { return values_[i]; }
+
+ private:
+  Result<void> Fail(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+  Result<void> Validate(const BootArgSpec& spec, const char* key, const char* value);
+
+  char text_[kMaxText + 1] = {};
+  const char* keys_[kMaxArgs] = {};
+  const char* values_[kMaxArgs] = {};
+  uint64_t numbers_[kMaxArgs] = {};
+  size_t num_args_ = 0;
+  char* app_argv_[kMaxAppArgs + 2] = {};
+  size_t app_argc_ = 0;
+  char error_[256] = {};
+};
+
+// Parses "123", "64K", "2M", "1G" into bytes; kInvalidArgument or kOutOfRange.
+Result<uint64_t> ParseSize(std::string_view text);
+// Parses a decimal unsigned integer; kInvalidArgument or kOutOfRange.
+Result<uint64_t> ParseUInt(std::string_view text);
+
+}  // namespace fox

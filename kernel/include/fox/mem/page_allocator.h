@@ -1,0 +1,143 @@
+// Physical page allocator: a binary buddy allocator over one contiguous span.
+//
+// The span [base, base + size) is described by two bytes of metadata per page,
+// held in storage the caller provides (no allocation, so it can run before any
+// heap exists): a state byte (reserved / tail / head of a free or allocated
+// block plus its order) and a user tag byte. Free blocks are kept on one
+// intrusive doubly linked list per order whose links live in the first 16
+// bytes of the free block itself, so the span must be mapped and writable at
+// its own addresses (identity map or direct map) once pages are added.
+//
+// Blocks are naturally aligned on absolute addresses: a block of order k
+// starts at a multiple of kPageSize << k, whatever the span's base. Every page
+// starts out reserved; only ranges given to AddFree are ever handed out.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "fox/result.h"
+#include "fox/spinlock.h"
+#include "fox/thread_annotations.h"
+
+namespace fox::mem {
+
+constexpr size_t kPageSize = 4096;
+constexpr int kPageShift = 12;
+constexpr int kMaxOrder = 18;  // blocks of 2^0 .. 2^18 pages (4 KiB .. 1 GiB)
+
+class PageAllocator {
+ public:
+  struct Stats {
+    size_t span_pages = 0;       // pages in [base, base + size)
+    size_t total_pages = 0;      // pages made available by AddFree
+    size_t free_pages = 0;       // of those, pages not allocated
+    uint64_t allocs = 0;         // successful Alloc calls
+    uint64_t frees = 0;          // successful Free calls
+    uint64_t failed_allocs = 0;  // Alloc calls that returned kNoMemory
+    int largest_free_order = -1;                  // -1 when nothing is free
+    size_t free_blocks[kMaxOrder + 1] = {};       // free blocks per order
+  };
+
+  constexpr PageAllocator() = default;
+  PageAllocator(const PageAllocator&) = delete;
+  PageAllocator& operator=(const PageAllocator&) = delete;
+
+  // Bytes of metadata Init needs for the span [base, base + size): two per
+  // page. Any context; pure.
+  static size_t MetaBytes(uintptr_t base, size_t size);
+
+  // Smallest order whose block holds `bytes` (0 for 0 bytes), or -1 when no
+  // block is large enough. Any context; pure.
+  static int OrderForBytes(size_t bytes);
+
+  // Takes the span [base, base + size) (both page-aligned, size > 0) with
+  // `meta` as metadata storage: MetaBytes(base, size) bytes, any alignment,
+  // owned by the allocator from now on. Every page starts out reserved. Writes
+  // only the metadata, never the span. Boot context, once, before any other
+  // call and before other cores can reach the allocator. Errors:
+  // kInvalidArgument (misaligned, empty, wrapping, null meta, already set up).
+  Result<void> Init(uintptr_t base, size_t size, void* meta);
+
+  // Makes the page-aligned range [start, start + size) allocatable, coalescing
+  // it (and any free neighbours) into the largest naturally aligned blocks.
+  // Writes the free-list links into the first 16 bytes of each resulting
+  // block. Errors: kInvalidArgument when the range is misaligned, empty,
+  // outside the span, or contains a page that is not reserved (already free or
+  // allocated); nothing changes then. Takes the allocator lock; thread
+  // context, never interrupt context; does not block beyond the spinlock.
+  Result<void> AddFree(uintptr_t start, size_t size);
+
+  // A naturally aligned block of 2^order pages; contents undefined; the caller
+  // owns it until Free. Errors: kInvalidArgument (order outside
+  // [0, kMaxOrder]), kNoMemory. Takes the allocator lock; thread context,
+  // never interrupt context.
+  Result<void*> Alloc(int order);
+
+  // Returns a block obtained from Alloc; its order comes from the metadata.
+  // Clears the tags of all its pages and merges it with free buddies.
+  // Errors: kInvalidArgument when `block` is not the head of an allocated
+  // block (double free, interior pointer, outside the span); nothing changes
+  // then. Takes the allocator lock; thread context, never interrupt context.
+  Result<void> Free(void* block);
+
+  // Order of the allocated block whose head is `p`, or kInvalidArgument.
+  // Takes the allocator lock; thread context.
+  Result<int> OrderOf(const void* p) const;
+
+  // Whether `p` lies inside the span. Any context; lock-free; pure after Init.
+  bool Contains(const void* p) const;
+
+  // One user byte per page: the heap records what a page belongs to. 0 for
+  // reserved pages and after a block is freed. Lock-free (relaxed atomic
+  // byte access); the caller keeps the meaning of a tag consistent with the
+  // block's ownership (only the owner of a block writes its tags).
+  // Precondition: Contains(p); out of span, Tag returns 0 and SetTag ignores.
+  uint8_t Tag(const void* p) const;
+  void SetTag(const void* p, uint8_t tag);
+
+  // Snapshot of the counters (STYLE §12). Takes the allocator lock; thread
+  // context.
+  Stats GetStats() const;
+
+ private:
+  struct FreeBlock {
+    FreeBlock* next;
+    FreeBlock* prev;
+  };
+
+  // State byte of a page.
+  static constexpr uint8_t kReserved = 0xFF;   // never added: not allocatable
+  static constexpr uint8_t kTail = 0xFE;       // inside a block, not its head
+  static constexpr uint8_t kFreeHead = 0x40;   // | order: head of a free block
+  static constexpr uint8_t kAllocHead = 0x80;  // | order: head of an allocated block
+  static constexpr uint8_t kHeadMask = 0xC0;
+  static constexpr uint8_t kOrderMask = 0x1F;
+
+  uintptr_t PageAddr(size_t index) const { return base_ + (index << kPageShift); }
+  size_t PageIndex(uintptr_t addr) const { return (addr - base_) >> kPageShift; }
+
+  void PushFree(size_t index, int order) REQUIRES(lock_);
+  void RemoveFree(size_t index, int order) REQUIRES(lock_);
+  // Inserts the block [index, index + 2^order) into the free lists after
+  // merging it with free buddies. Its pages must all be kTail.
+  void InsertFree(size_t index, int order) REQUIRES(lock_);
+
+  mutable SpinLock lock_;
+  // Set once by Init, read-only afterwards.
+  uintptr_t base_ = 0;
+  size_t span_pages_ = 0;
+  uint8_t* tag_ = nullptr;  // span_pages_ bytes, atomically accessed
+
+  uint8_t* state_ PT_GUARDED_BY(lock_) = nullptr;  // span_pages_ bytes
+  FreeBlock* free_[kMaxOrder + 1] GUARDED_BY(lock_) = {};
+  size_t free_blocks_[kMaxOrder + 1] GUARDED_BY(lock_) = {};
+  uint32_t nonempty_orders_ GUARDED_BY(lock_) = 0;  // bit k: free_[k] != null
+  size_t total_pages_ GUARDED_BY(lock_) = 0;
+  size_t free_pages_ GUARDED_BY(lock_) = 0;
+  uint64_t allocs_ GUARDED_BY(lock_) = 0;
+  uint64_t frees_ GUARDED_BY(lock_) = 0;
+  uint64_t failed_allocs_ GUARDED_BY(lock_) = 0;
+};
+
+}  // namespace fox::mem

@@ -1,0 +1,142 @@
+#include "acpi.h"
+
+#include <cstring>
+
+#include "cpu.h"
+#include "fox/log.h"
+
+namespace fox::acpi {
+namespace {
+
+struct __attribute__((packed)) Rsdp {
+  char signature[8];
+  uint8_t checksum;
+  char oem_id[6];
+  uint8_t revision;
+  uint32_t rsdt;
+  uint32_t length;
+  uint64_t xsdt;
+  uint8_t ext_checksum, reserved[3];
+};
+
+Rsdp g_rsdp;
+bool g_have_rsdp = false;
+
+bool Checksum(const void* p, size_t n) {
+  uint8_t sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += static_cast<const uint8_t*>(p)[i];
+  return sum == 0;
+}
+
+// Tables live in reserved RAM below the top of the identity map.
+bool Plausible(uint64_t phys) { return phys >= 0x1000 && phys < (1ull << 39); }
+
+const SdtHeader* Table(uint64_t phys) {
+  if (!Plausible(phys)) return nullptr;
+  auto* h = reinterpret_cast<const SdtHeader*>(phys);
+  if (h->length < sizeof(SdtHeader) || h->length > (16u << 20) || !Checksum(h, h->length)) return nullptr;
+  return h;
+}
+
+bool TryRsdp(const uint8_t* p) {
+  if (std::memcmp(p, "RSD PTR ", 8) != 0 || !Checksum(p, 20)) return false;
+  std::memcpy(&g_rsdp, p, sizeof g_rsdp);
+  if (g_rsdp.revision < 2) g_rsdp.xsdt = 0;
+  g_have_rsdp = true;
+  return true;
+}
+
+void Scan(uint64_t start, uint64_t end) {
+  for (uint64_t p = start; p + 20 <= end && !g_have_rsdp; p += 16) TryRsdp(reinterpret_cast<const uint8_t*>(p));
+}
+
+}  // namespace
+
+void Init(const uint8_t* rsdp_copy) {
+  if (rsdp_copy != nullptr) TryRsdp(rsdp_copy);
+  if (!g_have_rsdp) {
+    uint64_t ebda = uint64_t(*reinterpret_cast<volatile uint16_t*>(0x40E)) << 4;
+    if (ebda >= 0x80000 && ebda < 0xA0000) Scan(ebda, ebda + 1024);
+    Scan(0xE0000, 0x100000);
+  }
+  if (!g_have_rsdp) LOG_WARN("acpi: no RSDP found; one core assumed, no ACPI power-off");
+}
+
+const SdtHeader* FindTable(const char signature[4], int index) {
+  if (!g_have_rsdp) return nullptr;
+  bool x = g_rsdp.xsdt != 0;
+  const SdtHeader* root = Table(x ? g_rsdp.xsdt : g_rsdp.rsdt);
+  if (root == nullptr) return nullptr;
+  size_t width = x ? 8 : 4;
+  size_t n = (root->length - sizeof(SdtHeader)) / width;
+  auto* entries = reinterpret_cast<const uint8_t*>(root + 1);
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t phys = 0;
+    std::memcpy(&phys, entries + i * width, width);
+    const SdtHeader* t = Table(phys);
+    if (t != nullptr && std::memcmp(t->signature, signature, 4) == 0 && index-- == 0) return t;
+  }
+  return nullptr;
+}
+
+int CountProcessors() {
+  const SdtHeader* madt = FindTable("APIC");
+  if (madt == nullptr) return 1;
+  auto* p = reinterpret_cast<const uint8_t*>(madt) + sizeof(SdtHeader) + 8;
+  auto* end = reinterpret_cast<const uint8_t*>(madt) + madt->length;
+  int count = 0;
+  while (p + 2 <= end && p[1] >= 2 && p + p[1] <= end) {
+    uint32_t flags = 0;
+    if (p[0] == 0 && p[1] >= 8) std::memcpy(&flags, p + 4, 4);   // local APIC
+    if (p[0] == 9 && p[1] >= 16) std::memcpy(&flags, p + 8, 4);  // local x2APIC
+    if ((p[0] == 0 || p[0] == 9) && (flags & 3) != 0) ++count;
+    p += p[1];
+  }
+  return count > 0 ? count : 1;
+}
+
+void PowerOff() {
+  const SdtHeader* fadt = FindTable("FACP");
+  if (fadt == nullptr || fadt->length < 72) return;
+  auto* f = reinterpret_cast<const uint8_t*>(fadt);
+  uint32_t dsdt32, pm1a, pm1b, smi_cmd;
+  std::memcpy(&dsdt32, f + 40, 4);
+  std::memcpy(&smi_cmd, f + 48, 4);
+  std::memcpy(&pm1a, f + 64, 4);
+  std::memcpy(&pm1b, f + 68, 4);
+  uint64_t dsdt_phys = dsdt32;
+  if (fadt->length >= 148) {
+    uint64_t x;
+    std::memcpy(&x, f + 140, 8);
+    if (x != 0) dsdt_phys = x;
+  }
+  const SdtHeader* dsdt = Table(dsdt_phys);
+  if (dsdt == nullptr || pm1a == 0) return;
+  // Find "_S5_" followed by a package whose first elements are SLP_TYPa/b.
+  auto* aml = reinterpret_cast<const uint8_t*>(dsdt);
+  for (uint32_t i = sizeof(SdtHeader); i + 12 < dsdt->length; ++i) {
+    if (std::memcmp(aml + i, "_S5_", 4) != 0 || aml[i + 4] != 0x12) continue;
+    uint32_t j = i + 5;
+    j += ((aml[j] >> 6) & 3) + 1;  // PkgLength
+    ++j;                           // NumElements
+    auto element = [&](uint16_t* out) {
+      if (aml[j] == 0x0A) { *out = aml[j + 1]; j += 2; }  // BytePrefix
+      else if (aml[j] <= 1) { *out = aml[j]; j += 1; }    // ZeroOp / OneOp
+      else *out = 0;
+    };
+    uint16_t typ_a = 0, typ_b = 0;
+    element(&typ_a);
+    element(&typ_b);
+    // Enable ACPI mode if firmware left it in legacy mode.
+    uint8_t acpi_enable = f[52];
+    if (smi_cmd != 0 && acpi_enable != 0 && (x86::Inw(uint16_t(pm1a)) & 1) == 0) {
+      x86::Outb(uint16_t(smi_cmd), acpi_enable);
+      for (int k = 0; k < 1000000 && (x86::Inw(uint16_t(pm1a)) & 1) == 0; ++k) x86::Pause();
+    }
+    x86::Outw(uint16_t(pm1a), uint16_t((typ_a << 10) | (1 << 13)));
+    if (pm1b != 0) x86::Outw(uint16_t(pm1b), uint16_t((typ_b << 10) | (1 << 13)));
+    return;
+  }
+}
+
+}  // namespace fox::acpi

@@ -1,0 +1,188 @@
+// Multiboot entry: both boot protocols land in _start32 in 32-bit protected
+// mode with paging off. We save the loader's magic and info pointer, zero the
+// BSS, check for long mode, map the first 4 GiB with 2 MiB pages, enter long
+// mode and call KernelMain(magic, info) on the boot stack. Everything else
+// (final page tables, per-core GDT/TSS, IDT) is done in C++.
+//
+// One ELF64 image serves both loaders:
+//  - multiboot1 (QEMU -kernel, iPXE): the a.out-kludge address fields tell the
+//    loader to copy the file linearly from load_addr, so it never looks at the
+//    64-bit ELF headers (QEMU refuses to load ELF64 otherwise);
+//  - multiboot2 (GRUB): loads the ELF64 program headers and enters at e_entry.
+
+#define MB1_MAGIC 0x1BADB002
+#define MB1_FLAGS 0x00010003  // page-align modules, memory info, address fields
+#define MB2_MAGIC 0xE85250D6
+
+  .section .boot.header, "a"
+  .align 4
+mb1_header:
+  .long MB1_MAGIC
+  .long MB1_FLAGS
+  .long -(MB1_MAGIC + MB1_FLAGS)
+  .long mb1_header       // header_addr
+  .long __image_start    // load_addr: the ELF header, file offset 0
+  .long __load_end       // load_end_addr
+  .long __bss_end        // bss_end_addr
+  .long _start32         // entry_addr
+
+  .align 8
+mb2_header:
+  .long MB2_MAGIC
+  .long 0                // i386 protected mode
+  .long mb2_end - mb2_header
+  .long -(MB2_MAGIC + (mb2_end - mb2_header))
+  // Entry address tag (type 3): where GRUB jumps.
+  .align 8
+  .short 3, 0
+  .long 12
+  .long _start32
+  // End tag.
+  .align 8
+  .short 0, 0
+  .long 8
+mb2_end:
+
+  .section .boot.text, "ax"
+  .code32
+  .global _start32
+_start32:
+  cli
+  cld
+  movl %eax, boot_magic
+  movl %ebx, boot_info
+  rdtsc
+  movl %eax, boot_entry_tsc
+  movl %edx, boot_entry_tsc + 4
+
+  // Zero the BSS (loaders should, but a kludge loader may not).
+  movl $__bss_start, %edi
+  movl $__bss_end, %ecx
+  subl %edi, %ecx
+  shrl $2, %ecx
+  xorl %eax, %eax
+  rep stosl
+
+  movl $boot_stack_top, %esp
+
+  // Long mode and NX support: CPUID 0x80000001 EDX bits 29 and 20.
+  movl $0x80000000, %eax
+  cpuid
+  cmpl $0x80000001, %eax
+  jb no_long_mode
+  movl $0x80000001, %eax
+  cpuid
+  testl $(1 << 29), %edx
+  jz no_long_mode
+  movl %edx, %ebp        // remember for NX
+
+  // PML4[0] -> PDPT; PDPT[0..3] -> PD0..3; PDs map 0..4 GiB with 2 MiB pages.
+  movl $boot_pdpt, %eax
+  orl $3, %eax
+  movl %eax, boot_pml4
+  movl $boot_pd, %eax
+  orl $3, %eax
+  xorl %ecx, %ecx
+1:
+  movl %eax, boot_pdpt(,%ecx,8)
+  addl $4096, %eax
+  incl %ecx
+  cmpl $4, %ecx
+  jb 1b
+  xorl %ecx, %ecx
+2:
+  movl %ecx, %eax
+  shll $21, %eax
+  orl $0x83, %eax        // present, writable, 2 MiB page
+  movl %eax, boot_pd(,%ecx,8)
+  movl %ecx, %eax
+  shrl $11, %eax         // high dword of the physical address (ecx >> 11)
+  movl %eax, boot_pd + 4(,%ecx,8)
+  incl %ecx
+  cmpl $2048, %ecx
+  jb 2b
+
+  movl %cr4, %eax
+  orl $((1 << 5) | (1 << 9) | (1 << 10)), %eax  // PAE, OSFXSR, OSXMMEXCPT
+  movl %eax, %cr4
+  movl $boot_pml4, %eax
+  movl %eax, %cr3
+  movl $0xC0000080, %ecx // EFER
+  rdmsr
+  orl $(1 << 8), %eax    // LME
+  testl $(1 << 20), %ebp
+  jz 3f
+  orl $(1 << 11), %eax   // NXE
+3:
+  wrmsr
+  movl %cr0, %eax
+  andl $~((1 << 2) | (1 << 3)), %eax  // EM, TS: SSE usable
+  orl $0x80010023, %eax  // PG, WP, NE, MP, PE
+  movl %eax, %cr0
+
+  lgdt boot_gdt_ptr
+  ljmp $0x08, $start64
+
+no_long_mode:
+  movl $no_long_mode_msg, %esi
+4:
+  lodsb
+  testb %al, %al
+  jz 5f
+  movw $0x3f8, %dx
+  outb %al, %dx
+  jmp 4b
+5:
+  cli
+  hlt
+  jmp 5b
+
+  .code64
+start64:
+  movw $0x10, %ax
+  movw %ax, %ds
+  movw %ax, %es
+  movw %ax, %ss
+  xorw %ax, %ax
+  movw %ax, %fs
+  movw %ax, %gs
+  movq $boot_stack_top, %rsp
+  xorl %ebp, %ebp
+  movl boot_magic, %edi
+  movl boot_info, %esi
+  call KernelMain
+6:
+  cli
+  hlt
+  jmp 6b
+
+  .section .rodata
+no_long_mode_msg:
+  .asciz "fox: this CPU does not support x86-64 long mode\r\n"
+
+  .align 16
+boot_gdt:
+  .quad 0
+  .quad 0x00AF9A000000FFFF   // 0x08: 64-bit code
+  .quad 0x00CF92000000FFFF   // 0x10: data
+boot_gdt_end:
+boot_gdt_ptr:
+  .short boot_gdt_end - boot_gdt - 1
+  .quad boot_gdt
+
+  .section .data
+  .align 8
+  .global boot_entry_tsc
+boot_entry_tsc: .quad 0
+boot_magic: .long 0
+boot_info: .long 0
+
+  .section .bss
+  .align 4096
+boot_pml4: .skip 4096
+boot_pdpt: .skip 4096
+boot_pd: .skip 4096 * 4
+  .align 16
+boot_stack: .skip 65536
+  .global boot_stack_top
+boot_stack_top:

@@ -1,0 +1,15 @@
+#include "exit_device.h"
+
+#include "acpi.h"
+#include "cpu.h"
+
+namespace fox::exit_device {
+
+[[noreturn]] void PowerOff(int status) {
+  x86::DisableInterrupts();
+  x86::Outl(0xF4, uint32_t(status & 0x7F));
+  acpi::PowerOff();
+  x86::HaltForever();
+}
+
+}  // namespace fox::exit_device

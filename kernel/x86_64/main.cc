@@ -1,0 +1,103 @@
+// The native boot sequence (STYLE.md §3): boot.S enters long mode and calls
+// KernelMain, which brings the subsystems up one after another and hands the
+// boot core to the C library and the application's main.
+#include <cstdint>
+#include <cstdlib>
+
+#include "acpi.h"
+#include "cpu_init.h"
+#include "exit_device.h"
+#include "fox/cmdline.h"
+#include "fox/core.h"
+#include "fox/exit.h"
+#include "fox/format.h"
+#include "fox/log.h"
+#include "fox/panic.h"
+#include "gdt.h"
+#include "interrupts.h"
+#include "memory.h"
+#include "multiboot.h"
+#include "paging.h"
+#include "percpu.h"
+#include "rtc.h"
+#include "runtime.h"
+#include "serial.h"
+#include "symbols.h"
+#include "syscall.h"
+#include "tsc.h"
+
+namespace fox {
+namespace {
+
+boot::BootInfo g_boot_info;
+CommandLine g_cmdline;
+percpu::CoreLocal g_boot_core;
+
+// The loader's structures are below 4 GiB, which the boot page tables map.
+void ParseBootInfo(uint32_t magic, uint32_t info) {
+  boot::PhysWindow low_memory{reinterpret_cast<const uint8_t*>(0), 0, 4ull << 30};
+  char error[160];
+  auto r = boot::ParseBootInfo(magic, info, low_memory, &g_boot_info, error, sizeof error);
+  if (!r.ok()) {
+    Log(LogLevel::kError, "boot: %s", error);
+    exit_device::PowerOff(kExitFailure);
+  }
+}
+
+void ParseCommandLine() {
+  auto r = g_cmdline.Parse(g_boot_info.cmdline, g_boot_info.cmdline_has_image);
+  if (!r.ok()) {
+    Log(LogLevel::kError, "boot: %s", g_cmdline.error());
+    Log(LogLevel::kError, "fox: exit status %d (bad boot arguments)", kExitUsage);
+    exit_device::PowerOff(kExitUsage);
+  }
+  if (const char* level = g_cmdline.Get("fox.log")) SetLogLevel(*ParseLogLevel(level));
+}
+
+void PrintBanner() {
+  char args[512];
+  size_t n = 0;
+  args[0] = '\0';
+  for (size_t i = 0; i < g_cmdline.num_args() && n < sizeof args; ++i) {
+    n += Format(args + n, sizeof args - n, "%s%s=%s", i ? " " : "", g_cmdline.key(i), g_cmdline.value(i));
+  }
+  for (int i = 1; i < g_cmdline.argc() && n < sizeof args; ++i) {
+    n += Format(args + n, sizeof args - n, "%s%s", i == 1 ? (n ? " -- " : "-- ") : " ", g_cmdline.argv()[i]);
+  }
+  Log(LogLevel::kInfo, "fox %s x86_64 | %d cores (%d online) | %llu MiB | %s | boot args: %s", FOX_VERSION,
+      core::Present(), core::Online(), (unsigned long long)(memory::UsableBytes() >> 20),
+      g_boot_info.loader[0] ? g_boot_info.loader : (g_boot_info.protocol == 1 ? "multiboot1" : "multiboot2"),
+      n ? args : "(none)");
+}
+
+void Check(Result<void> r, const char* step) {
+  if (!r.ok()) Panic("boot: %s failed: %s", step, ErrorName(r.error()));
+}
+
+}  // namespace
+}  // namespace fox
+
+extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
+  using namespace fox;
+  serial::Init();
+  cpu::InitFeatures();
+  percpu::InitCore(&g_boot_core, 0);
+  gdt::InitCore(0);
+  interrupts::Init();
+  ParseBootInfo(magic, info);
+  ParseCommandLine();
+  acpi::Init(g_boot_info.has_rsdp_copy ? g_boot_info.rsdp_copy : nullptr);  // reads the BIOS data area in page 0
+  tsc::Init();
+  rtc::Init();
+  Check(memory::Init(g_boot_info), "memory");
+  percpu::SetPresent(acpi::CountProcessors());
+  percpu::SetOnline(1);
+  syscall::Init();
+  if (symbols::Count() == 0) LOG_WARN("boot: image has no symbol table; backtraces show addresses only");
+  PrintBanner();
+  runtime::StartMain(g_cmdline);
+}
+
+namespace fox {
+[[noreturn]] void Exit(int status) { std::exit(status); }
+}  // namespace fox

@@ -1,0 +1,117 @@
+// Panic reports. A panic may come from anywhere, including an exception in
+// the middle of another panic or inside the console: the report uses only the
+// polled console and the formatter, and a second panic stops at once.
+#include "panic.h"
+
+#include <atomic>
+#include <cstdarg>
+
+#include "cpu.h"
+#include "exit_device.h"
+#include "fox/console.h"
+#include "fox/exit.h"
+#include "fox/format.h"
+#include "fox/panic.h"
+#include "paging.h"
+#include "symbols.h"
+
+namespace fox::panic {
+namespace {
+
+std::atomic<int> g_panicking{0};
+
+void Print(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void Print(const char* fmt, ...) {
+  char buf[256];
+  va_list args;
+  va_start(args, fmt);
+  size_t n = FormatV(buf, sizeof buf, fmt, args);
+  va_end(args);
+  console::Write(buf, n < sizeof buf ? n : sizeof buf - 1);
+}
+
+void PrintFrame(int index, uint64_t addr) {
+  uint64_t offset = 0;
+  const char* name = symbols::Lookup(addr, &offset);
+  if (name != nullptr) Print("  #%-2d %#018llx %s+%#llx\n", index, (unsigned long long)addr, name, (unsigned long long)offset);
+  else Print("  #%-2d %#018llx ?\n", index, (unsigned long long)addr);
+}
+
+// Enters the panic; a nested panic (fault while reporting) stops at once.
+void Enter() {
+  x86::DisableInterrupts();
+  if (g_panicking.fetch_add(1) != 0) {
+    const char msg[] = "\nPANIC while panicking; stopping\n";
+    console::Write(msg, sizeof msg - 1);
+    Stop();
+  }
+}
+
+}  // namespace
+
+void PrintBacktrace(uint64_t rip, uint64_t rbp) {
+  Print("backtrace:\n");
+  PrintFrame(0, rip);
+  for (int i = 1; i < 32; ++i) {
+    // Follow the frame-pointer chain while it stays in mapped, aligned memory.
+    if (rbp == 0 || (rbp & 7) != 0 || !paging::IsMapped(rbp) || !paging::IsMapped(rbp + 15)) break;
+    uint64_t ret = reinterpret_cast<uint64_t*>(rbp)[1];
+    uint64_t next = reinterpret_cast<uint64_t*>(rbp)[0];
+    if (ret == 0) break;
+    PrintFrame(i, ret - 1);  // the call instruction, not the one after it
+    if (next <= rbp) break;  // stacks grow down: the chain must go up
+    rbp = next;
+  }
+}
+
+[[noreturn]] void FromException(interrupts::Frame* f) {
+  Enter();
+  uint64_t cr2 = x86::ReadCr2();
+  Print("\nPANIC: %s (vector %llu, error %#llx) at %#llx", interrupts::ExceptionName(f->vector),
+        (unsigned long long)f->vector, (unsigned long long)f->error, (unsigned long long)f->rip);
+  uint64_t offset = 0;
+  if (const char* fn = symbols::Lookup(f->rip, &offset)) Print(" in %s+%#llx", fn, (unsigned long long)offset);
+  Print("\n");
+  if (f->vector == 14) {
+    Print("page fault: %s address %#llx (%s, %s)%s\n", (f->error & 2) ? "write to" : (f->error & 16) ? "execute at" : "read from",
+          (unsigned long long)cr2, (f->error & 1) ? "protection violation" : "page not present",
+          (f->error & 4) ? "user" : "kernel", cr2 < 4096 ? ": null pointer dereference" : "");
+    if (const char* what = paging::DescribeAddress(cr2)) Print("page fault: %#llx is %s\n", (unsigned long long)cr2, what);
+  }
+  Print("rax %016llx rbx %016llx rcx %016llx rdx %016llx\n", (unsigned long long)f->rax, (unsigned long long)f->rbx,
+        (unsigned long long)f->rcx, (unsigned long long)f->rdx);
+  Print("rsi %016llx rdi %016llx rbp %016llx rsp %016llx\n", (unsigned long long)f->rsi, (unsigned long long)f->rdi,
+        (unsigned long long)f->rbp, (unsigned long long)f->rsp);
+  Print("r8  %016llx r9  %016llx r10 %016llx r11 %016llx\n", (unsigned long long)f->r8, (unsigned long long)f->r9,
+        (unsigned long long)f->r10, (unsigned long long)f->r11);
+  Print("r12 %016llx r13 %016llx r14 %016llx r15 %016llx\n", (unsigned long long)f->r12, (unsigned long long)f->r13,
+        (unsigned long long)f->r14, (unsigned long long)f->r15);
+  Print("rip %016llx rflags %08llx cr2 %016llx cr3 %016llx\n", (unsigned long long)f->rip,
+        (unsigned long long)f->rflags, (unsigned long long)cr2, (unsigned long long)x86::ReadCr3());
+  PrintBacktrace(f->rip, f->rbp);
+  Stop();
+}
+
+[[noreturn]] void Stop() {
+  Print("fox: exit status %d (panic)\n", kExitPanic);
+  exit_device::PowerOff(kExitPanic);
+}
+
+}  // namespace fox::panic
+
+namespace fox {
+
+[[noreturn]] __attribute__((noinline)) void Panic(const char* fmt, ...) {
+  panic::Enter();
+  char buf[256];
+  va_list args;
+  va_start(args, fmt);
+  FormatV(buf, sizeof buf, fmt, args);
+  va_end(args);
+  panic::Print("\nPANIC: %s\n", buf);
+  auto* frame = static_cast<uint64_t*>(__builtin_frame_address(0));
+  panic::PrintBacktrace(frame[1] - 1, frame[0]);  // start at our caller
+  panic::Stop();
+}
+
+}  // namespace fox

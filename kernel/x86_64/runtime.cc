@@ -1,0 +1,130 @@
+#include "runtime.h"
+
+#include <cstdint>
+#include <cstring>
+
+#include "cpu.h"
+#include "exit_device.h"
+#include "fox/exit.h"
+#include "fox/log.h"
+#include "fox/panic.h"
+#include "memory.h"
+#include "random.h"
+#include "tsc.h"
+
+extern "C" char __image_start[], __image_end[], __eh_frame_hdr_start[];
+extern "C" int __libc_start_main(int (*main)(int, char**, char**), int argc, char** argv, void (*init)(),
+                                 void (*fini)(), void (*ldso)());
+extern "C" int AppMain(int argc, char** argv, char** envp) asm("main");
+
+namespace fox::runtime {
+namespace {
+
+uint64_t g_main_tsc = 0;
+CommandLine* g_cmdline = nullptr;
+
+// The process stack musl expects: argc is passed separately; argv[], NULL,
+// envp[] (empty), NULL, then auxv pairs.
+uint64_t g_stack_vector[CommandLine::kMaxAppArgs + 64];
+uint8_t g_at_random[16];
+
+enum : uint64_t {
+  AT_NULL = 0, AT_PHDR = 3, AT_PHENT = 4, AT_PHNUM = 5, AT_PAGESZ = 6, AT_ENTRY = 9, AT_UID = 11,
+  AT_EUID = 12, AT_GID = 13, AT_EGID = 14, AT_HWCAP = 16, AT_SECURE = 23, AT_RANDOM = 25,
+};
+
+int MainTrampoline(int argc, char** argv, char** envp) {
+  g_main_tsc = x86::Rdtsc();
+  LOG_INFO("boot: entry to main took %llu us",
+           (unsigned long long)(tsc::TicksToNs(g_main_tsc - tsc::EntryTsc()) / 1000));
+  return AppMain(argc, argv, envp);
+}
+
+[[noreturn]] void EnterLibc() {
+  char** argv = g_cmdline->argv();
+  int argc = g_cmdline->argc();
+  size_t n = 0;
+  for (int i = 0; i < argc; ++i) g_stack_vector[n++] = reinterpret_cast<uint64_t>(argv[i]);
+  g_stack_vector[n++] = 0;  // end of argv
+  g_stack_vector[n++] = 0;  // end of envp
+  struct __attribute__((packed)) ElfHeader {
+    uint8_t ident[16];
+    uint16_t type, machine;
+    uint32_t version;
+    uint64_t entry, phoff, shoff;
+    uint32_t flags;
+    uint16_t ehsize, phentsize, phnum;
+  };
+  auto* eh = reinterpret_cast<const ElfHeader*>(__image_start);
+  random::Fill(g_at_random, sizeof g_at_random);
+  uint64_t aux[][2] = {{AT_PHDR, reinterpret_cast<uint64_t>(__image_start) + eh->phoff},
+                       {AT_PHENT, eh->phentsize},
+                       {AT_PHNUM, eh->phnum},
+                       {AT_PAGESZ, 4096},
+                       {AT_ENTRY, eh->entry},
+                       {AT_UID, 0},
+                       {AT_EUID, 0},
+                       {AT_GID, 0},
+                       {AT_EGID, 0},
+                       {AT_SECURE, 0},
+                       {AT_HWCAP, x86::Cpuid(1).edx},
+                       {AT_RANDOM, reinterpret_cast<uint64_t>(g_at_random)},
+                       {AT_NULL, 0}};
+  for (auto& pair : aux) {
+    g_stack_vector[n++] = pair[0];
+    g_stack_vector[n++] = pair[1];
+  }
+  int status = __libc_start_main(MainTrampoline, argc, reinterpret_cast<char**>(g_stack_vector), nullptr,
+                                 nullptr, nullptr);
+  exit_device::PowerOff(status);  // not reached: __libc_start_main calls exit
+}
+
+}  // namespace
+
+uint64_t MainTsc() { return g_main_tsc; }
+
+[[noreturn]] void StartMain(CommandLine& cmdline) {
+  g_cmdline = &cmdline;
+  size_t stack_bytes = cmdline.GetNumber("fox.stack", 1 << 20);
+  uintptr_t top = memory::AllocStack(stack_bytes, "the guard page below the main stack (stack overflow)");
+  if (top == 0) Panic("boot: cannot allocate the %zu-byte main stack", stack_bytes);
+  asm volatile(
+      "movq %0, %%rsp\n"
+      "xorl %%ebp, %%ebp\n"
+      "call *%1\n" ::"r"(top),
+      "r"(EnterLibc)
+      : "memory");
+  __builtin_unreachable();
+}
+
+}  // namespace fox::runtime
+
+// Symbols libstdc++ and libgcc_eh (built against glibc) expect from the C
+// library and musl lacks.
+extern "C" {
+
+// Never claim single-threadedness: other cores share the address space.
+char __libc_single_threaded = 0;
+
+uint32_t arc4random() { return uint32_t(fox::random::Next()); }
+
+struct dl_find_object {
+  unsigned long long dlfo_flags;
+  void* dlfo_map_start;
+  void* dlfo_map_end;
+  void* dlfo_link_map;
+  void* dlfo_eh_frame;
+  unsigned long long reserved[7];
+};
+
+// The unwinder asks which object holds a PC: there is exactly one.
+int _dl_find_object(void* pc, dl_find_object* result) {
+  if (pc < static_cast<void*>(__image_start) || pc >= static_cast<void*>(__image_end)) return -1;
+  std::memset(result, 0, sizeof *result);
+  result->dlfo_map_start = __image_start;
+  result->dlfo_map_end = __image_end;
+  result->dlfo_eh_frame = __eh_frame_hdr_start;
+  return 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,231 @@
+#include "syscall.h"
+
+#include <cstdint>
+#include <cstring>
+
+#include "cpu.h"
+#include "fox/clock.h"
+#include "fox/console.h"
+#include "fox/core.h"
+#include "fox/exit.h"
+#include "fox/log.h"
+#include "fox/panic.h"
+#include "exit_device.h"
+#include "memory.h"
+#include "panic.h"
+#include "random.h"
+#include "rtc.h"
+
+extern "C" char syscall_entry[];
+
+namespace fox::syscall {
+namespace {
+
+struct Args {
+  uint64_t nr, a[6];
+  uint64_t rbp, rflags, rip;  // the caller's, for backtraces
+};
+
+// Linux x86-64 numbers and constants used below.
+enum : uint64_t {
+  kRead = 0, kWrite = 1, kClose = 3, kFstat = 5, kLseek = 8, kMmap = 9, kMprotect = 10, kMunmap = 11,
+  kBrk = 12, kRtSigaction = 13, kRtSigprocmask = 14, kIoctl = 16, kWritev = 20, kSchedYield = 24,
+  kMremap = 25, kMadvise = 28, kNanosleep = 35, kGetpid = 39, kExit = 60, kKill = 62, kUname = 63,
+  kGetuid = 102, kGetgid = 104, kGeteuid = 107, kGetegid = 108, kSigaltstack = 131, kArchPrctl = 158,
+  kGettid = 186, kTkill = 200, kFutex = 202, kSchedGetaffinity = 204, kSetTidAddress = 218,
+  kClockGettime = 228, kClockGetres = 229, kClockNanosleep = 230, kExitGroup = 231, kTgkill = 234,
+  kOpenat = 257, kNewfstatat = 262, kPrlimit64 = 302, kGetrandom = 318, kOpen = 2,
+};
+constexpr int64_t kEperm = 1, kEnoent = 2, kEbadf = 9, kEagain = 11, kEnomem = 12, kEfault = 14,
+                  kEinval = 22, kEnotty = 25, kEspipe = 29, kEnosys = 38;
+constexpr uint64_t kSigAbrt = 6;
+
+bool g_warned[512];
+
+int64_t WriteConsole(uint64_t fd, const char* data, uint64_t n) {
+  if (fd != 1 && fd != 2) return -kEbadf;
+  console::Write(data, n);
+  return int64_t(n);
+}
+
+int64_t Mmap(uint64_t addr, uint64_t len, uint64_t flags, int64_t fd) {
+  constexpr uint64_t kMapFixed = 0x10, kMapAnonymous = 0x20;
+  if (!(flags & kMapAnonymous) || fd != -1) return -kEnoent;  // there are no files to map
+  if (flags & kMapFixed) return -kEnomem;  // one address space: no fixed placement
+  (void)addr;
+  if (len == 0) return -kEinval;
+  void* p = memory::AllocPagesZeroed(len);
+  return p ? int64_t(reinterpret_cast<uintptr_t>(p)) : -kEnomem;
+}
+
+void FillTimespec(uint64_t ns, uint64_t* ts) {
+  ts[0] = ns / 1000000000;
+  ts[1] = ns % 1000000000;
+}
+
+[[noreturn]] void Abort(const Args& args) {
+  // abort(), std::terminate: a panic with the caller's backtrace.
+  console::Write("\nPANIC: abort() called\n", 23);
+  panic::PrintBacktrace(args.rip - 1, args.rbp);
+  panic::Stop();
+}
+
+}  // namespace
+
+void Init() {
+  x86::WriteMsr(x86::kMsrEfer, x86::ReadMsr(x86::kMsrEfer) | 1);  // SCE
+  x86::WriteMsr(x86::kMsrStar, uint64_t(0x08) << 32);             // SYSCALL CS=0x08, SS=0x10
+  x86::WriteMsr(x86::kMsrLstar, reinterpret_cast<uint64_t>(syscall_entry));
+  x86::WriteMsr(x86::kMsrFmask, 0x47700);  // clear TF, IF, DF, IOPL, NT, AC
+}
+
+}  // namespace fox::syscall
+
+extern "C" int64_t SyscallDispatch(fox::syscall::Args* args) {
+  using namespace fox;
+  using namespace fox::syscall;
+  uint64_t* a = args->a;
+  switch (args->nr) {
+    case kRead:
+      return a[0] == 0 ? 0 : -kEbadf;  // stdin is always at end of file
+    case kWrite:
+      return WriteConsole(a[0], reinterpret_cast<const char*>(a[1]), a[2]);
+    case kWritev: {
+      struct Iov {
+        const char* base;
+        uint64_t len;
+      };
+      auto* iov = reinterpret_cast<const Iov*>(a[1]);
+      int64_t total = 0;
+      for (uint64_t i = 0; i < a[2]; ++i) {
+        int64_t r = WriteConsole(a[0], iov[i].base, iov[i].len);
+        if (r < 0) return r;
+        total += r;
+      }
+      return total;
+    }
+    case kClose:
+      return 0;
+    case kLseek:
+      return -kEspipe;
+    case kIoctl:
+      if (a[0] <= 2 && a[1] == 0x5413) {  // TIOCGWINSZ: the console is a terminal
+        uint16_t ws[4] = {24, 80, 0, 0};
+        std::memcpy(reinterpret_cast<void*>(a[2]), ws, sizeof ws);
+        return 0;
+      }
+      return -kEnotty;
+    case kFstat:
+    case kNewfstatat:
+      return -kEbadf;
+    case kOpen:
+    case kOpenat:
+      return -kEnoent;
+    case kMmap:
+      return Mmap(a[0], a[1], a[3], int64_t(a[4]));
+    case kMunmap:
+      memory::FreePages(reinterpret_cast<void*>(a[0]), a[1]);
+      return 0;
+    case kMprotect:
+    case kMadvise:
+    case kRtSigaction:
+    case kRtSigprocmask:
+    case kSigaltstack:
+      return 0;
+    case kMremap:
+    case kBrk:
+      return -kEnomem;
+    case kSchedYield:
+      x86::Pause();
+      return 0;
+    case kGetpid:
+      return 1;
+    case kGettid:
+    case kSetTidAddress:
+      return 1 + core::Current();
+    case kGetuid:
+    case kGetgid:
+    case kGeteuid:
+    case kGetegid:
+      return 0;
+    case kUname: {
+      char* u = reinterpret_cast<char*>(a[0]);
+      std::memset(u, 0, 6 * 65);
+      std::strcpy(u, "fox");
+      std::strcpy(u + 65, "node");
+      std::strcpy(u + 130, FOX_VERSION);
+      std::strcpy(u + 195, FOX_VERSION);
+      std::strcpy(u + 260, "x86_64");
+      return 0;
+    }
+    case kArchPrctl:
+      if (a[0] == 0x1002) {  // ARCH_SET_FS
+        x86::SetFsBase(a[1]);
+        return 0;
+      }
+      if (a[0] == 0x1003) {  // ARCH_GET_FS
+        *reinterpret_cast<uint64_t*>(a[1]) = x86::FsBase();
+        return 0;
+      }
+      return -kEinval;
+    case kFutex: {
+      int op = int(a[1] & 0x7F);
+      if (op == 0 || op == 9) {  // WAIT, WAIT_BITSET: a spurious wake-up is allowed
+        if (__atomic_load_n(reinterpret_cast<int*>(a[0]), __ATOMIC_SEQ_CST) != int(a[2])) return -kEagain;
+        x86::Pause();
+        return 0;
+      }
+      return 0;  // WAKE and friends: nobody sleeps
+    }
+    case kSchedGetaffinity: {
+      uint64_t bytes = a[1] < 32 ? a[1] : 32;
+      uint8_t mask[32] = {};
+      for (int i = 0; i < core::Online() && i < 256; ++i) mask[i / 8] |= uint8_t(1 << (i % 8));
+      std::memcpy(reinterpret_cast<void*>(a[2]), mask, bytes);
+      return int64_t(bytes);
+    }
+    case kClockGettime:
+      FillTimespec(clock::NowNs() + (a[0] == 0 ? rtc::BootEpochNs() : 0), reinterpret_cast<uint64_t*>(a[1]));
+      return 0;
+    case kClockGetres:
+      if (a[1] != 0) FillTimespec(1, reinterpret_cast<uint64_t*>(a[1]));
+      return 0;
+    case kNanosleep:
+    case kClockNanosleep: {
+      auto* ts = reinterpret_cast<const uint64_t*>(args->nr == kNanosleep ? a[0] : a[2]);
+      uint64_t ns = ts[0] * 1000000000 + ts[1];
+      if (args->nr == kClockNanosleep && (a[1] & 1)) {  // TIMER_ABSTIME
+        uint64_t now = clock::NowNs();
+        ns = ns > now ? ns - now : 0;
+      }
+      uint64_t end = clock::NowNs() + ns;
+      while (clock::NowNs() < end) x86::Pause();
+      return 0;
+    }
+    case kGetrandom:
+      random::Fill(reinterpret_cast<void*>(a[0]), a[1]);
+      return int64_t(a[1]);
+    case kExit:
+    case kExitGroup: {
+      int status = int(a[0] & 0xFF);
+      LOG_INFO("fox: exit status %d", status);
+      exit_device::PowerOff(status);
+    }
+    case kKill:
+    case kTkill:
+    case kTgkill:
+      if (a[args->nr == kTgkill ? 2 : 1] == kSigAbrt) Abort(*args);
+      return 0;
+    case kPrlimit64:
+      return -kEnosys;
+    default:
+      break;
+  }
+  if (args->nr < 512 && !g_warned[args->nr]) {
+    g_warned[args->nr] = true;
+    LOG_WARN("syscall: Linux system call %llu is not supported (called from %#llx)",
+             (unsigned long long)args->nr, (unsigned long long)args->rip);
+  }
+  (void)kEperm; (void)kEfault;
+  return -kEnosys;
+}

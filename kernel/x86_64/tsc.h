@@ -1,0 +1,22 @@
+// The TSC clock (fox::clock::NowNs on native nodes).
+#pragma once
+
+#include <cstdint>
+
+namespace fox::tsc {
+
+// Boot step: finds the TSC frequency, preferring exact sources (CPUID leaf
+// 0x15, the hypervisor frequency leaf, KVM's pvclock) over timing the PIT.
+// Runs on the boot core before interrupts are enabled.
+void Init();
+
+uint64_t FrequencyHz();
+const char* Source();  // "cpuid-15h", "hypervisor", "kvmclock", "pit", "assumed"
+// The TSC when the boot code was entered (the zero of NowNs).
+uint64_t EntryTsc();
+// TSC ticks -> nanoseconds, without overflow for centuries of ticks.
+uint64_t TicksToNs(uint64_t ticks);
+// Busy-waits (used where no event loop exists yet: PIT-free delays, exit).
+void SpinNs(uint64_t ns);
+
+}  // namespace fox::tsc
