@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdarg>
+#include <unwind.h>
 
 #include "cpu.h"
 #include "exit_device.h"
@@ -14,6 +15,8 @@
 #include "fox/panic.h"
 #include "paging.h"
 #include "symbols.h"
+
+extern "C" char __image_start[], __load_end[];
 
 namespace fox::panic {
 namespace {
@@ -64,6 +67,41 @@ void PrintBacktrace(uint64_t rip, uint64_t rbp) {
   }
 }
 
+void PrintUnwoundBacktrace() {
+  Print("backtrace:\n");
+  int index = 0;
+  _Unwind_Backtrace(
+      [](_Unwind_Context* context, void* arg) -> _Unwind_Reason_Code {
+        int* i = static_cast<int*>(arg);
+        uint64_t ip = _Unwind_GetIP(context);
+        if (ip == 0 || *i >= 48) return _URC_END_OF_STACK;
+        PrintFrame((*i)++, ip - 1);
+        return _URC_NO_REASON;
+      },
+      &index);
+}
+
+void PrintStackScan(uint64_t rsp) {
+  auto text_lo = reinterpret_cast<uint64_t>(__image_start), text_hi = reinterpret_cast<uint64_t>(__load_end);
+  Print("backtrace (stack scan; may include stale frames):\n");
+  int found = 0;
+  rsp &= ~uint64_t(7);
+  for (uint64_t p = rsp; found < 24 && p < rsp + 16384 && paging::IsMapped(p); p += 8) {
+    uint64_t w = *reinterpret_cast<const uint64_t*>(p);
+    if (w < text_lo + 8 || w >= text_hi) continue;
+    auto* code = reinterpret_cast<const uint8_t*>(w);
+    bool after_call = code[-5] == 0xE8 ||                                   // call rel32
+                      (code[-2] == 0xFF && (code[-1] & 0x38) == 0x10) ||    // call *%reg
+                      (code[-3] == 0xFF && (code[-2] & 0x38) == 0x10) ||    // call *disp8(%reg)
+                      (code[-6] == 0xFF && (code[-5] & 0x38) == 0x10) ||    // call *disp32(%reg)
+                      (code[-7] == 0xFF && (code[-6] & 0x38) == 0x10);      // call *disp32(%reg,%idx)
+    if (!after_call) continue;
+    uint64_t offset;
+    if (symbols::Lookup(w - 1, &offset) == nullptr) continue;
+    PrintFrame(found++, w - 1);
+  }
+}
+
 [[noreturn]] void FromException(interrupts::Frame* f) {
   Enter();
   uint64_t cr2 = x86::ReadCr2();
@@ -109,8 +147,7 @@ namespace fox {
   FormatV(buf, sizeof buf, fmt, args);
   va_end(args);
   panic::Print("\nPANIC: %s\n", buf);
-  auto* frame = static_cast<uint64_t*>(__builtin_frame_address(0));
-  panic::PrintBacktrace(frame[1] - 1, frame[0]);  // start at our caller
+  panic::PrintUnwoundBacktrace();
   panic::Stop();
 }
 

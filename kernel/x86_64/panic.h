@@ -13,6 +13,16 @@ namespace fox::panic {
 // Prints "  #n 0x... function+0xoff" for each frame found from (rip, rbp).
 void PrintBacktrace(uint64_t rip, uint64_t rbp);
 
+// Prints the backtrace of the calling context using the unwind tables, which
+// also covers the C library's frames (built without frame pointers). Not
+// for interrupt context.
+void PrintUnwoundBacktrace();
+
+// Prints the return addresses found on the stack from `rsp` upwards: for
+// code without frame pointers or unwind tables (musl). Words that point just
+// after a call instruction in the image count; stale ones may appear.
+void PrintStackScan(uint64_t rsp);
+
 // Stops the node after a report: kExitPanic through isa-debug-exit or ACPI.
 [[noreturn]] void Stop();
 

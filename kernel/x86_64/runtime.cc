@@ -1,6 +1,7 @@
 #include "runtime.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "cpu.h"
@@ -128,3 +129,36 @@ int _dl_find_object(void* pc, dl_find_object* result) {
 }
 
 }  // extern "C"
+
+namespace {
+// Destructors of thread_local objects, per core. A core's list runs when that
+// core's program ends: for the boot core, at exit(), before static
+// destructors registered earlier (as on Linux).
+struct TlsDestructor {
+  void (*fn)(void*);
+  void* object;
+  TlsDestructor* next;
+};
+thread_local TlsDestructor* tls_destructors = nullptr;
+
+void RunTlsDestructors() {
+  while (TlsDestructor* d = tls_destructors) {
+    tls_destructors = d->next;
+    d->fn(d->object);
+    std::free(d);
+  }
+}
+}  // namespace
+
+extern "C" int __cxa_thread_atexit_impl(void (*fn)(void*), void* object, void* /*dso*/) {
+  static bool registered = false;
+  if (!registered) {
+    if (std::atexit(RunTlsDestructors) != 0) return -1;
+    registered = true;
+  }
+  auto* d = static_cast<TlsDestructor*>(std::malloc(sizeof(TlsDestructor)));
+  if (d == nullptr) return -1;
+  *d = TlsDestructor{fn, object, tls_destructors};
+  tls_destructors = d;
+  return 0;
+}

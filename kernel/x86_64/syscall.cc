@@ -66,7 +66,8 @@ void FillTimespec(uint64_t ns, uint64_t* ts) {
 [[noreturn]] void Abort(const Args& args) {
   // abort(), std::terminate: a panic with the caller's backtrace.
   console::Write("\nPANIC: abort() called\n", 23);
-  panic::PrintBacktrace(args.rip - 1, args.rbp);
+  // The caller's stack pointer: above our saved registers and its red zone.
+  panic::PrintStackScan(reinterpret_cast<uint64_t>(&args.rip + 1) + 128);
   panic::Stop();
 }
 

@@ -7,11 +7,24 @@
   .section .text
   .global syscall_entry
 syscall_entry:
+  // Unwind information, so that abort() can be traced back through the
+  // system call into the C library and the application: the caller's RSP
+  // is the CFA, its RIP is in RCX and then on our stack.
+  .cfi_startproc simple
+  .cfi_def_cfa %rsp, 0
+  .cfi_register 16, 2      // return address (DWARF 16) in RCX (DWARF 2)
   leaq -128(%rsp), %rsp
+  .cfi_adjust_cfa_offset 128
   pushq %rcx               // return address
+  .cfi_adjust_cfa_offset 8
+  .cfi_rel_offset 16, 0
   pushq %r11               // caller's RFLAGS
+  .cfi_adjust_cfa_offset 8
   pushq %rbp
+  .cfi_adjust_cfa_offset 8
+  .cfi_rel_offset %rbp, 0
   movq %rsp, %rbp
+  .cfi_def_cfa_register %rbp
   pushq %r9                // SyscallArgs, lowest address first: nr, a0..a5
   pushq %r8
   pushq %r10
@@ -44,3 +57,4 @@ syscall_entry:
   popfq
   leaq 128(%rsp), %rsp     // LEA leaves the flags alone
   jmpq *%rcx
+  .cfi_endproc

@@ -1,0 +1,35 @@
+#include <cstring>
+
+#include "vmtest.h"
+
+namespace {
+struct Test {
+  const char* name;
+  int (*run)(int, char**);
+};
+const Test kTests[] = {
+    {"banner", vmtest::Banner},         {"alloc_stress", vmtest::AllocStress},
+    {"alloc_oom", vmtest::AllocOom},    {"exceptions", vmtest::Exceptions},
+    {"rtti", vmtest::Rtti},             {"static_ctors", vmtest::StaticCtors},
+    {"thread_local", vmtest::ThreadLocal}, {"stdlib", vmtest::StdLib},
+    {"clock", vmtest::Clock},           {"null_deref", vmtest::NullDeref},
+    {"stack_overflow", vmtest::StackOverflow}, {"terminate", vmtest::Terminate},
+    {"exit_code", vmtest::ExitCode},
+};
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2) {
+    for (const Test& t : kTests) {
+      if (std::strcmp(argv[1], t.name) == 0) {
+        int status = t.run(argc - 1, argv + 1);
+        std::printf("vmtest %s: %s\n", t.name, status == 0 ? "PASS" : "FAIL");
+        return status;
+      }
+    }
+  }
+  std::printf("usage: -- TEST [ARGS]; tests:");
+  for (const Test& t : kTests) std::printf(" %s", t.name);
+  std::printf("\n");
+  return 2;
+}
