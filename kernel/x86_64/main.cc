@@ -80,6 +80,7 @@ void Check(Result<void> r, const char* step) {
 extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   using namespace fox;
   serial::Init();
+  tsc::Init();
   cpu::InitFeatures();
   percpu::InitCore(&g_boot_core, 0);
   gdt::InitCore(0);
@@ -87,12 +88,12 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   ParseBootInfo(magic, info);
   ParseCommandLine();
   acpi::Init(g_boot_info.has_rsdp_copy ? g_boot_info.rsdp_copy : nullptr);  // reads the BIOS data area in page 0
-  tsc::Init();
-  rtc::Init();
   Check(memory::Init(g_boot_info), "memory");
   percpu::SetPresent(acpi::CountProcessors());
   percpu::SetOnline(1);
   syscall::Init();
+  tsc::FinishCalibration();
+  rtc::Init();
   if (symbols::Count() == 0) LOG_WARN("boot: image has no symbol table; backtraces show addresses only");
   PrintBanner();
   runtime::StartMain(g_cmdline);

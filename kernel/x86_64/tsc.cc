@@ -62,23 +62,62 @@ uint64_t FromKvmClock() {
   return shift >= 0 ? uint64_t(hz >> shift) : uint64_t(hz << -shift);
 }
 
-// Times 10 ms of PIT channel 2 (1.193182 MHz) in TSC ticks.
-uint64_t FromPit() {
-  constexpr uint32_t kPitHz = 1193182;
-  constexpr uint32_t kLatch = kPitHz / 100;
+// Without an exact source we time the TSC against PIT channel 2
+// (1.193182 MHz) over the rest of the boot instead of stalling it: Init starts
+// a 54.9 ms one-shot countdown, FinishCalibration reads how far it got
+// (at least 5 ms, waiting only if boot was faster than that).
+constexpr uint32_t kPitHz = 1193182;
+constexpr uint32_t kMinPitTicks = kPitHz / 200;  // 5 ms: +-1 tick is 170 ppm
+uint64_t g_pit_start_tsc = 0;
+bool g_pit_pending = false;
+
+void StartPit() {
   uint8_t gate = x86::Inb(0x61);
-  x86::Outb(0x61, (gate & ~0x02) | 0x01);
-  x86::Outb(0x43, 0xB0);  // channel 2, lo/hi byte, mode 0
-  x86::Outb(0x42, kLatch & 0xFF);
-  x86::Outb(0x42, kLatch >> 8);
-  uint64_t start = x86::Rdtsc();
-  uint64_t spins = 0;
-  while ((x86::Inb(0x61) & 0x20) == 0) {
-    if (++spins > 100000000) return 0;  // no PIT
+  x86::Outb(0x61, (gate & ~0x02) | 0x01);  // speaker off, gate on
+  x86::Outb(0x43, 0xB0);                   // channel 2, lo/hi byte, mode 0
+  x86::Outb(0x42, 0xFF);
+  x86::Outb(0x42, 0xFF);
+  g_pit_start_tsc = x86::Rdtsc();
+  g_pit_pending = true;
+}
+
+// Ticks elapsed on channel 2, or -1 once the countdown has run out.
+int64_t PitElapsed() {
+  x86::Outb(0x43, 0x80);  // latch channel 2
+  uint32_t lo = x86::Inb(0x42);
+  uint32_t hi = x86::Inb(0x42);
+  if (x86::Inb(0x61) & 0x20) return -1;  // OUT high: expired
+  return 0xFFFF - int64_t(lo | (hi << 8));
+}
+
+uint64_t FinishPit() {
+  g_pit_pending = false;
+  for (uint64_t spins = 0;; ++spins) {
+    int64_t ticks = PitElapsed();
+    uint64_t now = x86::Rdtsc();
+    if (ticks < 0 || spins > 100000000) return 0;  // too late, or no PIT
+    if (ticks >= kMinPitTicks) return (now - g_pit_start_tsc) * kPitHz / uint64_t(ticks);
+    x86::Pause();
   }
-  uint64_t ticks = x86::Rdtsc() - start;
-  x86::Outb(0x61, gate);
-  return ticks * 100;
+}
+
+// Times 10 ms of the PIT, for when the background window was missed.
+uint64_t FromPitNow() {
+  StartPit();
+  for (uint64_t spins = 0; spins < 100000000; ++spins) {
+    int64_t ticks = PitElapsed();
+    if (ticks < 0) return 0;
+    if (ticks >= int64_t(kPitHz / 100)) return (x86::Rdtsc() - g_pit_start_tsc) * kPitHz / uint64_t(ticks);
+  }
+  return 0;
+}
+
+bool Plausible(uint64_t hz) { return hz >= 100000000 && hz <= 20000000000ull; }
+
+void SetFrequency(uint64_t hz, const char* source) {
+  g_hz = hz;
+  g_source = source;
+  g_mult = uint64_t(((unsigned __int128)1000000000 << 32) / g_hz);
 }
 
 }  // namespace
@@ -87,24 +126,27 @@ void Init() {
   struct {
     uint64_t (*probe)();
     const char* name;
-  } sources[] = {{FromCpuid15, "cpuid-15h"},
-                 {FromHypervisorLeaf, "hypervisor"},
-                 {FromKvmClock, "kvmclock"},
-                 {FromPit, "pit"}};
+  } sources[] = {{FromCpuid15, "cpuid-15h"}, {FromHypervisorLeaf, "hypervisor"}, {FromKvmClock, "kvmclock"}};
   for (auto& s : sources) {
     uint64_t hz = s.probe();
-    if (hz >= 100000000 && hz <= 20000000000ull) {
-      g_hz = hz;
-      g_source = s.name;
-      break;
+    if (Plausible(hz)) {
+      SetFrequency(hz, s.name);
+      return;
     }
   }
+  StartPit();
+}
+
+void FinishCalibration() {
+  if (g_pit_pending) {
+    uint64_t hz = FinishPit();
+    if (!Plausible(hz)) hz = FromPitNow();
+    if (Plausible(hz)) SetFrequency(hz, "pit");
+  }
   if (g_hz == 0) {
-    g_hz = 2000000000;
-    g_source = "assumed";
+    SetFrequency(2000000000, "assumed");
     LOG_WARN("tsc: no way to measure the TSC frequency; assuming 2 GHz");
   }
-  g_mult = uint64_t(((unsigned __int128)1000000000 << 32) / g_hz);
   bool invariant = (x86::Cpuid(0x80000000).eax >= 0x80000007) && ((x86::Cpuid(0x80000007).edx >> 8) & 1);
   LOG_INFO("tsc: %llu.%03llu MHz from %s%s", (unsigned long long)(g_hz / 1000000),
            (unsigned long long)(g_hz / 1000 % 1000), g_source, invariant ? ", invariant" : ", not invariant");

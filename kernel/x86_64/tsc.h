@@ -5,10 +5,13 @@
 
 namespace fox::tsc {
 
-// Boot step: finds the TSC frequency, preferring exact sources (CPUID leaf
-// 0x15, the hypervisor frequency leaf, KVM's pvclock) over timing the PIT.
-// Runs on the boot core before interrupts are enabled.
+// Boot step: finds the TSC frequency from an exact source (CPUID leaf 0x15,
+// the hypervisor frequency leaf, KVM's pvclock) or else starts timing it
+// against the PIT in the background. Boot core, interrupts off.
 void Init();
+// Boot step, some milliseconds later: completes a PIT calibration (NowNs()
+// reads 0 until then) and logs the result.
+void FinishCalibration();
 
 uint64_t FrequencyHz();
 const char* Source();  // "cpuid-15h", "hypervisor", "kvmclock", "pit", "assumed"

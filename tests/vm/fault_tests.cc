@@ -41,43 +41,64 @@ int Terminate(int, char**) {
 
 // Random-size allocations and frees with every byte checked: a slot table
 // of live blocks, each filled with a pattern derived from its address and
-// size, verified when freed.
+// size (word by word, then the tail), verified when freed.
+namespace {
+struct Slot {
+  uint8_t* p;
+  size_t n;
+};
+
+uint64_t Pattern(const Slot& s, size_t word) {
+  uint64_t x = (reinterpret_cast<uintptr_t>(s.p) ^ (s.n << 40)) + word * 0x9E3779B97F4A7C15ull;
+  return x ^ (x >> 29);
+}
+
+void Fill(const Slot& s) {
+  size_t words = s.n / 8;
+  auto* w = reinterpret_cast<uint64_t*>(s.p);
+  for (size_t i = 0; i < words; ++i) w[i] = Pattern(s, i);
+  for (size_t i = words * 8; i < s.n; ++i) s.p[i] = uint8_t(Pattern(s, i));
+}
+
+void VerifyAndFree(Slot& s) {
+  size_t words = s.n / 8;
+  auto* w = reinterpret_cast<const uint64_t*>(s.p);
+  for (size_t i = 0; i < words; ++i) CHECK(w[i] == Pattern(s, i));
+  for (size_t i = words * 8; i < s.n; ++i) CHECK(s.p[i] == uint8_t(Pattern(s, i)));
+  std::free(s.p);
+  s = Slot{nullptr, 0};
+}
+}  // namespace
+
 int AllocStress(int argc, char** argv) {
   long ops = argc > 1 ? std::atol(argv[1]) : 2000000;
   constexpr int kSlots = 4096;
-  struct Slot {
-    uint8_t* p;
-    size_t n;
-  };
   std::vector<Slot> slots(kSlots, Slot{nullptr, 0});
   std::mt19937_64 rng(12345);
-  auto pattern = [](const Slot& s, size_t i) { return uint8_t((reinterpret_cast<uintptr_t>(s.p) >> 4) + i * 7 + s.n); };
-  auto verify_free = [&](Slot& s) {
-    for (size_t i = 0; i < s.n; ++i) CHECK(s.p[i] == pattern(s, i));
-    std::free(s.p);
-    s = Slot{nullptr, 0};
-  };
   size_t live_bytes = 0, peak = 0;
+  long allocations = 0;
   for (long op = 0; op < ops; ++op) {
     Slot& s = slots[rng() % kSlots];
     if (s.p != nullptr) {
       live_bytes -= s.n;
-      verify_free(s);
+      VerifyAndFree(s);
       continue;
     }
     uint64_t r = rng();
-    size_t n = (r % 100) < 90 ? 1 + (r >> 8) % 256 : (r % 100) < 99 ? 1 + (r >> 8) % 16384 : 1 + (r >> 8) % (1 << 20);
+    unsigned bucket = r % 1000;  // 90% up to 256 B, 9.9% up to 16 KiB, 0.1% up to 1 MiB
+    size_t n = 1 + (r >> 10) % (bucket < 900 ? 256 : bucket < 999 ? 16384 : 1 << 20);
     size_t align = (r >> 40) % 16 == 0 ? size_t(64) << ((r >> 44) % 7) : 0;
     s.p = static_cast<uint8_t*>(align ? std::aligned_alloc(align, (n + align - 1) / align * align) : std::malloc(n));
     CHECK(s.p != nullptr);
     if (align) CHECK(reinterpret_cast<uintptr_t>(s.p) % align == 0);
     s.n = n;
-    for (size_t i = 0; i < n; ++i) s.p[i] = pattern(s, i);
+    Fill(s);
+    ++allocations;
     live_bytes += n;
     if (live_bytes > peak) peak = live_bytes;
   }
   for (Slot& s : slots) {
-    if (s.p != nullptr) verify_free(s);
+    if (s.p != nullptr) VerifyAndFree(s);
   }
   // realloc keeps contents across growth and shrinking.
   char* p = static_cast<char*>(std::malloc(10));
@@ -87,18 +108,21 @@ int AllocStress(int argc, char** argv) {
   p = static_cast<char*>(std::realloc(p, 5));
   CHECK(p != nullptr && std::memcmp(p, "01234", 5) == 0);
   std::free(p);
-  std::printf("alloc_stress: %ld operations, peak %zu live bytes, all contents verified\n", ops, peak);
+  std::printf("alloc_stress: %ld operations (%ld allocations), peak %zu live bytes, all contents verified\n", ops,
+              allocations, peak);
   return 0;
 }
 
 int AllocOom(int, char**) {
   // Larger than the node's memory: malloc fails cleanly, new throws.
-  void* huge = std::malloc(size_t(64) << 30);
+  // volatile: the compiler may otherwise elide an allocation whose result is
+  // only compared with null, and fold the comparison.
+  void* volatile huge = std::malloc(size_t(64) << 30);
   CHECK(huge == nullptr);
   bool threw = false;
   try {
-    auto* big = new char[size_t(64) << 30];
-    (void)big;
+    char* volatile big = new char[size_t(64) << 30];
+    delete[] big;
   } catch (const std::bad_alloc&) {
     threw = true;
   }

@@ -1,0 +1,113 @@
+#include "fox/cmdline.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace fox {
+namespace {
+
+TEST(CommandLine, SplitsKernelAndApplicationArguments) {
+  CommandLine c;
+  ASSERT_TRUE(c.Parse("/boot/fox.elf fox.log=debug fox.stack=2M -- one \"two words\" three", true).ok());
+  EXPECT_STREQ(c.Get("fox.log"), "debug");
+  EXPECT_EQ(c.GetNumber("fox.stack", 0), 2u << 20);
+  ASSERT_EQ(c.argc(), 4);
+  EXPECT_STREQ(c.argv()[0], "/boot/fox.elf");
+  EXPECT_STREQ(c.argv()[1], "one");
+  EXPECT_STREQ(c.argv()[2], "two words");
+  EXPECT_STREQ(c.argv()[3], "three");
+  EXPECT_EQ(c.argv()[4], nullptr);
+  EXPECT_EQ(c.Get("fox.other"), nullptr);
+  EXPECT_EQ(c.GetNumber("fox.missing", 77), 77u);
+}
+
+TEST(CommandLine, EmptyAndImageOnly) {
+  CommandLine c;
+  ASSERT_TRUE(c.Parse("", false).ok());
+  EXPECT_EQ(c.argc(), 1);
+  EXPECT_STREQ(c.argv()[0], "fox");
+  ASSERT_TRUE(c.Parse("   /fox.elf   ", true).ok());
+  EXPECT_EQ(c.argc(), 1);
+  EXPECT_STREQ(c.argv()[0], "/fox.elf");
+  EXPECT_EQ(c.num_args(), 0u);
+  ASSERT_TRUE(c.Parse("-- a", true).ok());  // no image name given
+  ASSERT_EQ(c.argc(), 2);
+  EXPECT_STREQ(c.argv()[1], "a");
+}
+
+TEST(CommandLine, ArgumentsAfterDashDashAreNotKernelArguments) {
+  CommandLine c;
+  ASSERT_TRUE(c.Parse("-- fox.log=nonsense --", false).ok());
+  EXPECT_EQ(c.Get("fox.log"), nullptr);
+  ASSERT_EQ(c.argc(), 3);
+  EXPECT_STREQ(c.argv()[1], "fox.log=nonsense");
+  EXPECT_STREQ(c.argv()[2], "--");
+}
+
+struct BadCase {
+  const char* text;
+  const char* message;
+};
+
+void PrintTo(const BadCase& c, std::ostream* os) { *os << '"' << c.text << '"'; }
+
+class CommandLineErrors : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(CommandLineErrors, FailWithAClearMessage) {
+  CommandLine c;
+  auto r = c.Parse(GetParam().text, false);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), Error::kInvalidArgument);
+  EXPECT_NE(std::string(c.error()).find(GetParam().message), std::string::npos) << c.error();
+  EXPECT_EQ(c.num_args(), 0u);  // a failed parse leaves nothing half-applied
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, CommandLineErrors,
+    ::testing::Values(
+        BadCase{"fox.bogus=1", "unknown boot argument 'fox.bogus' (known: fox.log, fox.stack)"},
+        BadCase{"fox.log=loud", "bad boot argument 'fox.log=loud': expected one of debug|info|warn|error"},
+        BadCase{"fox.log", "has no value"},
+        BadCase{"fox.log=", "needs a value"},
+        BadCase{"fox.log=info fox.log=debug", "given twice"},
+        BadCase{"fox.stack=12Q", "expected a size"},
+        BadCase{"fox.stack=1K", "from 65536 to 1073741824"},
+        BadCase{"fox.stack=99999999999999999999999", "expected a size"},
+        BadCase{"fox.stack=-5", "expected a size"},
+        BadCase{"console=ttyS0", "unexpected boot argument 'console=ttyS0'"},
+        BadCase{"fox.log=\"info", "unterminated quote"}));
+
+TEST(CommandLine, RejectsOversizedInput) {
+  CommandLine c;
+  std::string huge(CommandLine::kMaxText + 1, 'a');
+  EXPECT_FALSE(c.Parse(huge, false).ok());
+  std::string many = "--";
+  for (int i = 0; i < 300; ++i) many += " x";
+  EXPECT_FALSE(c.Parse(many, false).ok());
+  EXPECT_NE(std::string(c.error()).find("too many"), std::string::npos) << c.error();
+  std::string nul("fox.log=info\0x", 14);
+  EXPECT_FALSE(c.Parse(nul, false).ok());
+}
+
+TEST(CommandLine, ReusableAfterAnError) {
+  CommandLine c;
+  EXPECT_FALSE(c.Parse("fox.nope=1", false).ok());
+  ASSERT_TRUE(c.Parse("fox.log=warn", false).ok());
+  EXPECT_STREQ(c.Get("fox.log"), "warn");
+}
+
+TEST(ParseSize, Suffixes) {
+  EXPECT_EQ(*ParseSize("123"), 123u);
+  EXPECT_EQ(*ParseSize("4k"), 4096u);
+  EXPECT_EQ(*ParseSize("3M"), 3u << 20);
+  EXPECT_EQ(*ParseSize("2G"), 2ull << 30);
+  EXPECT_EQ(ParseSize("").error(), Error::kInvalidArgument);
+  EXPECT_EQ(ParseSize("G").error(), Error::kInvalidArgument);
+  EXPECT_EQ(ParseSize("18446744073709551615G").error(), Error::kOutOfRange);
+  EXPECT_EQ(ParseUInt("18446744073709551616").error(), Error::kOutOfRange);
+  EXPECT_EQ(*ParseUInt("18446744073709551615"), UINT64_MAX);
+}
+
+}  // namespace
+}  // namespace fox

@@ -1,0 +1,82 @@
+# The table of in-VM tests (STYLE.md §10). Each row boots a native image in
+# QEMU and checks its exit status and console. Every row runs twice: under
+# TCG (vm.NAME.tcg) and under KVM (vm.NAME.kvm, skipped where KVM cannot run
+# fox guests; boot/qemu_run.py says why).
+#
+# fox_vm_test(NAME IMAGE image [NODES n] [SMP n] [MEM mib] [ARGS "boot args"]
+#             EXIT status [EXPECT regex...] [REJECT regex...] [CDROM iso] [TIMEOUT s])
+function(fox_vm_test name)
+  cmake_parse_arguments(T "" "IMAGE;SMP;MEM;ARGS;EXIT;CDROM;TIMEOUT;NODES" "EXPECT;REJECT" ${ARGN})
+  if(NOT T_SMP)
+    set(T_SMP 1)
+  endif()
+  if(NOT T_MEM)
+    set(T_MEM 128)
+  endif()
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 120)
+  endif()
+  set(cmd ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/boot/qemu_run.py --smp ${T_SMP} --mem ${T_MEM}
+          --timeout ${T_TIMEOUT} --expect-exit ${T_EXIT})
+  if(T_CDROM)
+    list(APPEND cmd --cdrom ${T_CDROM})
+  else()
+    list(APPEND cmd --image ${FOX_NATIVE_DIR}/${T_IMAGE}.elf "--append=${T_ARGS}")
+  endif()
+  foreach(re ${T_EXPECT})
+    list(APPEND cmd --expect ${re})
+  endforeach()
+  foreach(re ${T_REJECT})
+    list(APPEND cmd --reject ${re})
+  endforeach()
+  foreach(accel tcg kvm)
+    add_test(NAME vm.${name}.${accel} COMMAND ${cmd} --accel ${accel})
+    set_tests_properties(vm.${name}.${accel} PROPERTIES LABELS vm SKIP_RETURN_CODE 77
+                         TIMEOUT ${T_TIMEOUT} RESOURCE_LOCK qemu_${accel})
+  endforeach()
+endfunction()
+
+set(PANIC 125)  # fox::kExitPanic
+set(USAGE 2)    # fox::kExitUsage
+
+fox_vm_test(banner IMAGE vmtest ARGS "fox.log=info -- banner" EXIT 0
+  EXPECT "I fox 0\\.1\\.0-\\S+ x86_64 \\| [0-9]+ cores \\([0-9]+ online\\) \\| [0-9]+ MiB \\| qemu \\| boot args: fox\\.log=info -- banner"
+         "I tsc: [0-9]+\\.[0-9]+ MHz from "
+         "vmtest banner: PASS" "fox: exit status 0")
+fox_vm_test(hello IMAGE hello ARGS "-- world" EXIT 0 EXPECT "Hello from fox on world!")
+fox_vm_test(alloc_stress IMAGE vmtest ARGS "-- alloc_stress 2000000" MEM 256 EXIT 0 TIMEOUT 300
+  EXPECT "alloc_stress: 2000000 operations \\([0-9]+ allocations\\), peak [0-9]+ live bytes, all contents verified")
+fox_vm_test(alloc_oom IMAGE vmtest ARGS "-- alloc_oom" MEM 64 EXIT 0
+  EXPECT "E heap: out of memory allocating 68719476736 bytes" "alloc_oom: [0-9]+ MiB allocated, freed, and allocated again")
+fox_vm_test(exceptions IMAGE vmtest ARGS "-- exceptions" EXIT 0
+  EXPECT "caught TestError 'depth 3' code 30" "vmtest exceptions: PASS")
+fox_vm_test(rtti IMAGE vmtest ARGS "-- rtti" EXIT 0 EXPECT "vmtest rtti: PASS")
+fox_vm_test(static_ctors IMAGE vmtest ARGS "-- static_ctors" EXIT 0
+  EXPECT "vmtest static_ctors: PASS" "static destructor 7 ran")
+fox_vm_test(thread_local IMAGE vmtest ARGS "-- thread_local" EXIT 0 EXPECT "vmtest thread_local: PASS")
+fox_vm_test(stdlib IMAGE vmtest ARGS "-- stdlib" EXIT 0 EXPECT "iostream works: 12345" "vmtest stdlib: PASS")
+fox_vm_test(clock IMAGE vmtest ARGS "-- clock" EXIT 0 EXPECT "vmtest clock: PASS")
+fox_vm_test(exit_code IMAGE vmtest ARGS "-- exit_code" EXIT 3
+  EXPECT "static destructor 7 ran" "fox: exit status 3")
+fox_vm_test(null_deref IMAGE vmtest ARGS "-- null_deref" EXIT ${PANIC}
+  EXPECT "PANIC: page fault \\(vector 14, error 0\\) at 0x[0-9a-f]+ in vmtest::ReadThroughNull\\(int volatile\\*\\)"
+         "read from address 0 .*null pointer dereference"
+         "#1 +0x[0-9a-f]+ main\\+0x" "fox: exit status 125 \\(panic\\)")
+fox_vm_test(stack_overflow IMAGE vmtest ARGS "-- stack_overflow" EXIT ${PANIC}
+  EXPECT "PANIC: page fault .* in vmtest::Recurse\\(int\\)"
+         "is the guard page below the main stack \\(stack overflow\\)")
+fox_vm_test(terminate IMAGE vmtest ARGS "-- terminate" EXIT ${PANIC}
+  EXPECT "terminate called after throwing an instance of 'std::runtime_error'" "PANIC: abort\\(\\) called"
+         "std::terminate\\(\\)" "vmtest::ThrowUncaught\\(\\)")
+fox_vm_test(bad_boot_arg IMAGE hello ARGS "fox.bogus=1" EXIT ${USAGE}
+  EXPECT "E boot: unknown boot argument 'fox.bogus' \\(known: fox.log, fox.stack\\)"
+  REJECT "Hello from fox")
+fox_vm_test(bad_boot_value IMAGE hello ARGS "fox.log=loud -- x" EXIT ${USAGE}
+  EXPECT "bad boot argument 'fox.log=loud': expected one of debug\\|info\\|warn\\|error"
+  REJECT "Hello from fox")
+fox_vm_test(bad_boot_word IMAGE hello ARGS "console=ttyS0" EXIT ${USAGE}
+  EXPECT "unexpected boot argument 'console=ttyS0'")
+fox_vm_test(unknown_test IMAGE vmtest ARGS "-- no_such_test" EXIT ${USAGE} EXPECT "usage: -- TEST")
+fox_vm_test(grub_iso CDROM ${CMAKE_SOURCE_DIR}/build/fox.iso EXIT 0 TIMEOUT 180
+  EXPECT "\\| GRUB [0-9.]+" "Hello from fox on a compute node!")
+fox_vm_test(small_memory IMAGE hello MEM 32 EXIT 0 EXPECT "Hello from fox")
