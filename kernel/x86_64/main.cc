@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "acpi.h"
+#include "cpu.h"
 #include "cpu_init.h"
 #include "exit_device.h"
 #include "fox/cmdline.h"
@@ -74,6 +75,25 @@ void Check(Result<void> r, const char* step) {
   if (!r.ok()) Panic("boot: %s failed: %s", step, ErrorName(r.error()));
 }
 
+// TSC at the end of each boot step, logged (fox.log=debug) once the clock
+// is calibrated: where boot time goes.
+struct StepTime {
+  const char* name;
+  uint64_t tsc;
+};
+StepTime g_steps[16];
+int g_num_steps = 0;
+void Mark(const char* name) {
+  if (g_num_steps < 16) g_steps[g_num_steps++] = {name, x86::Rdtsc()};
+}
+void LogStepTimes() {
+  uint64_t prev = tsc::EntryTsc();
+  for (int i = 0; i < g_num_steps; ++i) {
+    LOG_DEBUG("boot: %-12s %6llu us", g_steps[i].name, (unsigned long long)(tsc::TicksToNs(g_steps[i].tsc - prev) / 1000));
+    prev = g_steps[i].tsc;
+  }
+}
+
 }  // namespace
 }  // namespace fox
 
@@ -85,15 +105,22 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   percpu::InitCore(&g_boot_core, 0);
   gdt::InitCore(0);
   interrupts::Init();
+  Mark("cpu");
   ParseBootInfo(magic, info);
   ParseCommandLine();
+  Mark("boot info");
   acpi::Init(g_boot_info.has_rsdp_copy ? g_boot_info.rsdp_copy : nullptr);  // reads the BIOS data area in page 0
+  Mark("acpi");
   Check(memory::Init(g_boot_info), "memory");
+  Mark("memory");
   percpu::SetPresent(acpi::CountProcessors());
   percpu::SetOnline(1);
   syscall::Init();
   tsc::FinishCalibration();
+  Mark("clock");
   rtc::Init();
+  Mark("rtc");
+  LogStepTimes();
   if (symbols::Count() == 0) LOG_WARN("boot: image has no symbol table; backtraces show addresses only");
   PrintBanner();
   runtime::StartMain(g_cmdline);

@@ -24,15 +24,20 @@ uint64_t g_usable = 0;
 // image, before the page allocator exists.
 uintptr_t g_bump = 0, g_bump_limit = 0;
 
+// Contents are undefined: page tables zero themselves, metadata is written
+// by PageAllocator::Init.
 uintptr_t BumpPages(size_t bytes) {
   bytes = (bytes + mem::kPageSize - 1) & ~(mem::kPageSize - 1);
   if (g_bump + bytes > g_bump_limit) return 0;
   uintptr_t p = g_bump;
   g_bump += bytes;
-  std::memset(reinterpret_cast<void*>(p), 0, bytes);
   return p;
 }
-uintptr_t BumpTable() { return BumpPages(mem::kPageSize); }
+uintptr_t BumpTable() {
+  uintptr_t p = BumpPages(mem::kPageSize);
+  if (p != 0) std::memset(reinterpret_cast<void*>(p), 0, mem::kPageSize);
+  return p;
+}
 
 uintptr_t PageTable() {
   auto p = g_pages.Alloc(0);

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Boot benchmark (make bench B=boot).
+
+Prints, for each accelerator that works here (KVM, TCG):
+  boot.entry_to_main_<accel>  guest time from the first instruction to main (TSC), ms
+  boot.qemu_to_banner_<accel> wall time from starting QEMU to the boot banner, s
+for hello on 4 cores and 1 GiB (median of 5 boots), and
+  boot.min_memory             the smallest -m (MiB) with which hello still runs.
+"""
+import os
+import re
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "boot"))
+import qemu_run  # noqa: E402
+
+IMAGE = os.path.join(qemu_run.ROOT, "build", "native", "hello.elf")
+MAIN = re.compile(r"entry to main took (\d+) us")
+RUNS = 5
+
+
+def boot(accel, mem, smp=4):
+    cmd = qemu_run.qemu_command(IMAGE, "", smp, mem, accel, None, False)
+    return qemu_run.run_qemu(cmd, 60, echo=False)
+
+
+def main():
+    if not os.path.exists(IMAGE):
+        sys.exit("bench boot: %s missing; run make first" % IMAGE)
+    kvm_ok, why = qemu_run.kvm_works()
+    for accel in ("kvm", "tcg"):
+        if accel == "kvm" and not kvm_ok:
+            print("# boot: KVM skipped: %s" % why)
+            continue
+        guest, banner = [], []
+        for _ in range(RUNS):
+            r = boot(accel, 1024)
+            m = MAIN.search(r["text"])
+            if r["status"] != 0 or not m:
+                sys.exit("bench boot: hello failed under %s: %s" % (accel, r["reason"] or r["text"][-500:]))
+            guest.append(int(m.group(1)) / 1000.0)
+            banner.append(r["banner_at"])
+        print("boot.entry_to_main_%s %.2f ms" % (accel, statistics.median(guest)))
+        print("boot.qemu_to_banner_%s %.3f s" % (accel, statistics.median(banner)))
+    accel = "kvm" if kvm_ok else "tcg"
+    lo, hi = 2, 64  # hello fails at lo (QEMU's minimum is larger), runs at hi
+    if boot(accel, hi, 1)["status"] != 0:
+        sys.exit("bench boot: hello does not run in %d MiB" % hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if boot(accel, mid, 1)["status"] == 0:
+            hi = mid
+        else:
+            lo = mid
+    print("boot.min_memory %d MiB" % hi)
+
+
+if __name__ == "__main__":
+    main()
