@@ -8,12 +8,19 @@ add_library(fox_kernel OBJECT
   kernel/x86_64/boot.S
   kernel/x86_64/isr.S
   kernel/x86_64/syscall_entry.S
+  kernel/common/event/context.cc
+  kernel/common/event/context_x86_64.S
+  kernel/common/event/loop.cc
+  kernel/x86_64/trampoline.S
   kernel/x86_64/acpi.cc
   kernel/x86_64/clock_gettime.cc
   kernel/x86_64/cpu_init.cc
+  kernel/x86_64/event_platform.cc
   kernel/x86_64/exit_device.cc
   kernel/x86_64/gdt.cc
   kernel/x86_64/interrupts.cc
+  kernel/x86_64/ioapic.cc
+  kernel/x86_64/lapic.cc
   kernel/x86_64/main.cc
   kernel/x86_64/memory.cc
   kernel/x86_64/multiboot.cc
@@ -24,6 +31,7 @@ add_library(fox_kernel OBJECT
   kernel/x86_64/rtc.cc
   kernel/x86_64/runtime.cc
   kernel/x86_64/serial.cc
+  kernel/x86_64/smp.cc
   kernel/x86_64/symbols.cc
   kernel/x86_64/syscall.cc
   kernel/x86_64/tsc.cc

@@ -9,6 +9,8 @@ const BootArgSpec kBootArgSpecs[] = {
      "console log level (default info)"},
     {"fox.stack", BootArgKind::kSize, nullptr, 64 << 10, 1ull << 30,
      "stack size of the application's main (default 1M)"},
+    {"fox.kcores", BootArgKind::kUInt, nullptr, 1, 256,
+     "number of kernel cores (default 1); the other cores are application cores"},
 };
 const size_t kNumBootArgSpecs = sizeof kBootArgSpecs / sizeof kBootArgSpecs[0];
 

@@ -21,6 +21,7 @@ struct __attribute__((packed)) Rsdp {
 
 Rsdp g_rsdp;
 bool g_have_rsdp = false;
+void ParseMadt();
 
 bool Checksum(const void* p, size_t n) {
   uint8_t sum = 0;
@@ -59,7 +60,11 @@ void Init(const uint8_t* rsdp_copy) {
     if (ebda >= 0x80000 && ebda < 0xA0000) Scan(ebda, ebda + 1024);
     Scan(0xE0000, 0x100000);
   }
-  if (!g_have_rsdp) LOG_WARN("acpi: no RSDP found; one core assumed, no ACPI power-off");
+  if (!g_have_rsdp) {
+    LOG_WARN("acpi: no RSDP found; one core assumed, no ACPI power-off");
+    return;
+  }
+  ParseMadt();
 }
 
 const SdtHeader* FindTable(const char signature[4], int index) {
@@ -79,21 +84,51 @@ const SdtHeader* FindTable(const char signature[4], int index) {
   return nullptr;
 }
 
-int CountProcessors() {
+namespace {
+InterruptTopology g_topology;
+
+void ParseMadt() {
+  InterruptTopology& t = g_topology;
   const SdtHeader* madt = FindTable("APIC");
-  if (madt == nullptr) return 1;
-  auto* p = reinterpret_cast<const uint8_t*>(madt) + sizeof(SdtHeader) + 8;
-  auto* end = reinterpret_cast<const uint8_t*>(madt) + madt->length;
-  int count = 0;
+  if (madt == nullptr || madt->length < sizeof(SdtHeader) + 8) return;
+  auto* base = reinterpret_cast<const uint8_t*>(madt);
+  uint32_t lapic32;
+  std::memcpy(&lapic32, base + sizeof(SdtHeader), 4);
+  t.lapic_address = lapic32;
+  auto* p = base + sizeof(SdtHeader) + 8;
+  auto* end = base + madt->length;
   while (p + 2 <= end && p[1] >= 2 && p + p[1] <= end) {
+    uint8_t type = p[0], len = p[1];
     uint32_t flags = 0;
-    if (p[0] == 0 && p[1] >= 8) std::memcpy(&flags, p + 4, 4);   // local APIC
-    if (p[0] == 9 && p[1] >= 16) std::memcpy(&flags, p + 8, 4);  // local x2APIC
-    if ((p[0] == 0 || p[0] == 9) && (flags & 3) != 0) ++count;
-    p += p[1];
+    if (type == 0 && len >= 8 && t.num_cpus < t.kMaxCpus) {  // processor local APIC
+      std::memcpy(&flags, p + 4, 4);
+      if (flags & 3) t.cpus[t.num_cpus++] = {p[3], (flags & 1) != 0};
+    } else if (type == 9 && len >= 16 && t.num_cpus < t.kMaxCpus) {  // processor local x2APIC
+      uint32_t id;
+      std::memcpy(&id, p + 4, 4);
+      std::memcpy(&flags, p + 8, 4);
+      if (flags & 3) t.cpus[t.num_cpus++] = {id, (flags & 1) != 0};
+    } else if (type == 1 && len >= 12 && t.num_ioapics < t.kMaxIoApics) {  // IOAPIC
+      InterruptTopology::IoApic io{p[2], 0, 0};
+      std::memcpy(&io.address, p + 4, 4);
+      std::memcpy(&io.gsi_base, p + 8, 4);
+      t.ioapics[t.num_ioapics++] = io;
+    } else if (type == 2 && len >= 10 && t.num_overrides < t.kMaxOverrides) {  // source override
+      InterruptTopology::Override o{p[3], 0, 0};
+      std::memcpy(&o.gsi, p + 4, 4);
+      std::memcpy(&o.flags, p + 8, 2);
+      t.overrides[t.num_overrides++] = o;
+    } else if (type == 5 && len >= 12) {  // 64-bit local APIC address override
+      std::memcpy(&t.lapic_address, p + 4, 8);
+    }
+    p += len;
   }
-  return count > 0 ? count : 1;
 }
+}  // namespace
+
+const InterruptTopology& Topology() { return g_topology; }
+
+int CountProcessors() { return g_topology.num_cpus > 0 ? g_topology.num_cpus : 1; }
 
 void PowerOff() {
   const SdtHeader* fadt = FindTable("FACP");

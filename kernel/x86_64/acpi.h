@@ -22,6 +22,29 @@ void Init(const uint8_t* rsdp_copy);
 // nullptr. `index` picks among tables sharing a signature.
 const SdtHeader* FindTable(const char signature[4], int index = 0);
 
+// What the MADT says about interrupt hardware. Without a MADT: one
+// processor (the boot core), the standard xAPIC address, no IOAPIC.
+struct InterruptTopology {
+  static constexpr int kMaxCpus = 256, kMaxIoApics = 8, kMaxOverrides = 16;
+  uint64_t lapic_address = 0xFEE00000;
+  struct Cpu {
+    uint32_t apic_id;
+    bool enabled;  // enabled now (else only online-capable)
+  } cpus[kMaxCpus];
+  int num_cpus = 0;
+  struct IoApic {
+    uint32_t id, address, gsi_base;
+  } ioapics[kMaxIoApics];
+  int num_ioapics = 0;
+  struct Override {  // ISA IRQ -> global system interrupt
+    uint8_t irq;
+    uint32_t gsi;
+    uint16_t flags;  // MPS INTI flags: polarity (bits 0-1), trigger (bits 2-3)
+  } overrides[kMaxOverrides];
+  int num_overrides = 0;
+};
+const InterruptTopology& Topology();
+
 // Processors the MADT lists as enabled (or online-capable); 1 if no MADT.
 int CountProcessors();
 

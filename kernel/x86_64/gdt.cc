@@ -1,6 +1,9 @@
 #include "gdt.h"
 
+#include <cstdlib>
 #include <cstring>
+
+#include "fox/panic.h"
 
 namespace fox::gdt {
 namespace {
@@ -38,10 +41,11 @@ void InitCore(int core) {
              (((limit >> 16) & 0xF) << 48) | (((tss >> 24) & 0xFF) << 56);
   t.gdt[4] = tss >> 32;
   t.tss.iomap_base = sizeof(Tss);
-  // Secondary cores get their IST stacks with the SMP bring-up.
-  if (core == 0) {
-    for (int i = 0; i < 3; ++i) t.tss.ist[i] = reinterpret_cast<uintptr_t>(g_boot_ist[i] + kIstStackSize);
-  }
+  // The boot core's IST stacks are static (no heap yet); other cores take
+  // theirs from the heap (their CoreLocal is set, so the heap works).
+  uint8_t* ist = core == 0 ? &g_boot_ist[0][0] : static_cast<uint8_t*>(std::aligned_alloc(64, 3 * kIstStackSize));
+  if (ist == nullptr) Panic("gdt: no memory for core %d's interrupt stacks", core);
+  for (int i = 0; i < 3; ++i) t.tss.ist[i] = reinterpret_cast<uintptr_t>(ist + (i + 1) * kIstStackSize);
   struct __attribute__((packed)) {
     uint16_t limit;
     uint64_t base;

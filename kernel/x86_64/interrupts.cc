@@ -1,6 +1,10 @@
 #include "interrupts.h"
 
+#include <atomic>
+
 #include "cpu.h"
+#include "lapic.h"
+#include "percpu.h"
 #include "gdt.h"
 #include "panic.h"
 
@@ -18,7 +22,7 @@ struct __attribute__((packed)) Gate {
 
 alignas(16) Gate g_idt[256];
 Handler g_handlers[256];
-uint64_t g_counts[256];  // core 0 only until per-core data exists
+std::atomic<int> g_next_vector{kFirstDeviceVector};
 
 const char* const kNames[32] = {
     "divide error", "debug", "NMI", "breakpoint", "overflow", "bound range exceeded",
@@ -55,16 +59,50 @@ void LoadIdt() {
 
 void SetHandler(uint8_t vector, Handler handler) { g_handlers[vector] = handler; }
 
-uint64_t Count(uint8_t vector) { return g_counts[vector]; }
+void InstallSystemHandlers() {
+  // The timer and wake-up interrupts exist to end a HLT: nothing to do.
+  SetHandler(lapic::kTimerVector, [](Frame*) { return true; });
+  SetHandler(lapic::kWakeVector, [](Frame*) { return true; });
+  SetHandler(lapic::kShootdownVector, [](Frame*) {
+    x86::WriteCr3(x86::ReadCr3());
+    return true;
+  });
+  SetHandler(lapic::kPanicVector, [](Frame*) -> bool { x86::HaltForever(); });
+}
+
+uint64_t Count(int core, uint8_t vector) {
+  percpu::CoreLocal* c = percpu::Of(core);
+  return c ? __atomic_load_n(&c->vector_counts[vector], __ATOMIC_RELAXED) : 0;
+}
+
+Result<uint8_t> AllocateVector(Handler handler) {
+  int v = g_next_vector.fetch_add(1);
+  if (v > kLastDeviceVector) return Error::kNoMemory;
+  g_handlers[v] = handler;
+  return uint8_t(v);
+}
+
+MsiMessage ComposeMsi(uint32_t apic_id, uint8_t vector) {
+  // Fixed delivery, edge triggered, physical destination.
+  return MsiMessage{0xFEE00000ull | (uint64_t(apic_id & 0xFF) << 12), vector};
+}
 
 }  // namespace fox::interrupts
 
 extern "C" void InterruptDispatch(fox::interrupts::Frame* frame) {
+  using namespace fox;
   using namespace fox::interrupts;
   uint8_t v = uint8_t(frame->vector);
-  ++g_counts[v];
+  // GS is valid on every core before its IDT is loaded (percpu first).
+  percpu::CoreLocal* local = percpu::Current();
+  ++local->interrupts;
+  ++local->vector_counts[v];
   Handler h = g_handlers[v];
-  if (h != nullptr && h(frame)) return;
-  if (v < 32) fox::panic::FromException(frame);
-  // An unexpected device vector: count it and carry on.
+  if (v < 32) {
+    if (h != nullptr && h(frame)) return;
+    panic::FromException(frame);
+  }
+  if (v == lapic::kSpuriousVector) return;  // no EOI for spurious interrupts
+  if (h != nullptr) h(frame);
+  lapic::Eoi();
 }

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "fox/result.h"
+
 namespace fox::interrupts {
 
 struct Frame {
@@ -26,11 +28,30 @@ using Handler = bool (*)(Frame* frame);
 void Init();
 void LoadIdt();
 
+// Boot step: handlers of the system vectors (APIC timer, wake-up,
+// TLB shootdown, panic stop).
+void InstallSystemHandlers();
+
 // Installs the handler for a vector; one handler per vector.
 void SetHandler(uint8_t vector, Handler handler);
 
-// Interrupts taken per vector on this core (STYLE.md §12).
-uint64_t Count(uint8_t vector);
+// Interrupts taken per vector by a core (STYLE.md §12).
+uint64_t Count(int core, uint8_t vector);
+
+// Device vectors: handed out once, to PCI drivers (MSI/MSI-X) and legacy
+// devices (IOAPIC). Handlers of vectors >= 32 return nothing useful; the
+// dispatcher acknowledges the APIC after them.
+constexpr int kFirstDeviceVector = 0x30;
+constexpr int kLastDeviceVector = 0xDF;
+Result<uint8_t> AllocateVector(Handler handler);
+
+// The address/data pair a PCI device writes to raise `vector` on the core
+// with APIC id `apic_id` (MSI and MSI-X use the same format).
+struct MsiMessage {
+  uint64_t address;
+  uint32_t data;
+};
+MsiMessage ComposeMsi(uint32_t apic_id, uint8_t vector);
 
 const char* ExceptionName(uint64_t vector);
 

@@ -16,6 +16,9 @@
 #include "fox/panic.h"
 #include "gdt.h"
 #include "interrupts.h"
+#include "ioapic.h"
+#include "lapic.h"
+#include "smp.h"
 #include "memory.h"
 #include "multiboot.h"
 #include "paging.h"
@@ -71,6 +74,14 @@ void PrintBanner() {
       n ? args : "(none)");
 }
 
+void StartCores() {
+  auto r = smp::StartCores(int(g_cmdline.GetNumber("fox.kcores", 1)));
+  if (!r.ok()) {
+    Log(LogLevel::kError, "fox: exit status %d (bad boot arguments)", kExitUsage);
+    exit_device::PowerOff(kExitUsage);
+  }
+}
+
 void Check(Result<void> r, const char* step) {
   if (!r.ok()) Panic("boot: %s failed: %s", step, ErrorName(r.error()));
 }
@@ -102,7 +113,7 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   serial::Init();
   tsc::Init();
   cpu::InitFeatures();
-  percpu::InitCore(&g_boot_core, 0);
+  percpu::InitCore(&g_boot_core, 0, true);
   gdt::InitCore(0);
   interrupts::Init();
   Mark("cpu");
@@ -114,12 +125,17 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   Check(memory::Init(g_boot_info), "memory");
   Mark("memory");
   percpu::SetPresent(acpi::CountProcessors());
-  percpu::SetOnline(1);
+  percpu::SetOnline(0, &g_boot_core);
   syscall::Init();
   tsc::FinishCalibration();
   Mark("clock");
   rtc::Init();
   Mark("rtc");
+  lapic::InitCore();
+  ioapic::Init();
+  interrupts::InstallSystemHandlers();
+  StartCores();
+  Mark("smp");
   LogStepTimes();
   if (symbols::Count() == 0) LOG_WARN("boot: image has no symbol table; backtraces show addresses only");
   PrintBanner();

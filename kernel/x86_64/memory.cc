@@ -148,6 +148,15 @@ uintptr_t AllocStack(size_t bytes, const char* name) {
   return base + size;
 }
 
+void FreeStack(uintptr_t top, size_t bytes) {
+  size_t size = mem::kPageSize << mem::PageAllocator::OrderForBytes(bytes + mem::kPageSize);
+  uintptr_t base = top - size;
+  paging::UnnameRegion(base);
+  if (!paging::MapPage(base).ok() || !g_pages.Free(reinterpret_cast<void*>(base)).ok()) {
+    LOG_ERROR("mem: could not free the stack at %#lx", (unsigned long)base);
+  }
+}
+
 }  // namespace fox::memory
 
 // The C allocation functions, on the fox heap.

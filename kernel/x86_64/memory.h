@@ -32,5 +32,7 @@ void FreePages(void* p, size_t bytes);
 // unmapped guard page below it; an overflow faults and the panic names `name`.
 // Returns the top of the stack, or 0.
 uintptr_t AllocStack(size_t bytes, const char* name);
+// Returns a stack from AllocStack (its guard page is mapped again).
+void FreeStack(uintptr_t top, size_t bytes);
 
 }  // namespace fox::memory

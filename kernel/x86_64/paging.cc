@@ -1,6 +1,8 @@
 #include "paging.h"
 
 #include "cpu.h"
+#include "fox/log.h"
+#include "fox/spinlock.h"
 
 namespace fox::paging {
 namespace {
@@ -10,6 +12,9 @@ constexpr uint64_t kAddrMask = 0x000FFFFFFFFFF000ull;
 constexpr uint64_t kGiB = 1ull << 30, k2MiB = 1ull << 21, k4KiB = 1ull << 12;
 
 uint64_t* g_pml4 = nullptr;
+// Serialises changes to the tables. Lock order: this, then the page
+// allocator (splits allocate table pages).
+SpinLock g_tables_lock;
 TableAllocator g_alloc = nullptr;
 bool g_giant = false;
 
@@ -17,8 +22,11 @@ struct NamedRegion {
   uintptr_t start, end;
   const char* name;
 };
-NamedRegion g_regions[32];
-int g_num_regions = 0;
+constexpr int kMaxNamedRegions = 1024;
+SpinLock g_regions_lock;
+NamedRegion g_regions[kMaxNamedRegions] GUARDED_BY(g_regions_lock);
+int g_num_regions GUARDED_BY(g_regions_lock) = 0;
+bool g_regions_full_warned = false;
 
 uint64_t* NewTable() {
   uintptr_t p = g_alloc ? g_alloc() : 0;
@@ -76,6 +84,7 @@ Result<void> Init(uint64_t top, TableAllocator alloc) {
 
 Result<void> UnmapPage(uintptr_t va) {
   if (g_pml4 == nullptr || (va >> 39) != 0) return Error::kInvalidArgument;
+  SpinGuard guard(g_tables_lock);
   uint64_t* pdpte = &Next(g_pml4[0])[(va >> 30) & 511];
   if (!(*pdpte & kPresent)) return Ok();
   if (*pdpte & kLarge) FOX_TRY(Split(pdpte, kGiB));
@@ -83,6 +92,10 @@ Result<void> UnmapPage(uintptr_t va) {
   if (!(*pde & kPresent)) return Ok();
   if (*pde & kLarge) FOX_TRY(Split(pde, k2MiB));
   Next(*pde)[(va >> 12) & 511] = 0;
+  // Only this core's TLB is flushed: UnmapPage makes guard pages, and a
+  // stale entry elsewhere only delays detection on a core that does not run
+  // on that stack. Permission changes that must hold everywhere (SAS
+  // segments) use a shootdown.
   x86::InvalidatePage(va);
   return Ok();
 }
@@ -99,12 +112,45 @@ bool IsMapped(uintptr_t va) {
   return Next(e)[(va >> 12) & 511] & kPresent;
 }
 
-void NameRegion(uintptr_t start, uintptr_t end, const char* name) {
-  if (g_num_regions < int(sizeof g_regions / sizeof g_regions[0])) g_regions[g_num_regions++] = {start, end, name};
+Result<void> MapPage(uintptr_t va) {
+  if (g_pml4 == nullptr || (va >> 39) != 0) return Error::kInvalidArgument;
+  SpinGuard guard(g_tables_lock);
+  uint64_t pdpte = Next(g_pml4[0])[(va >> 30) & 511];
+  if (!(pdpte & kPresent)) return Error::kNotFound;
+  if (pdpte & kLarge) return Ok();
+  uint64_t pde = Next(pdpte)[(va >> 21) & 511];
+  if (!(pde & kPresent)) return Error::kNotFound;
+  if (pde & kLarge) return Ok();
+  // A present entry may be cached by any core; an absent one is not, so no
+  // other core needs its TLB flushed.
+  Next(pde)[(va >> 12) & 511] = (va & ~(k4KiB - 1)) | kPresent | kWritable;
+  return Ok();
 }
 
-const char* DescribeAddress(uintptr_t va) {
+void NameRegion(uintptr_t start, uintptr_t end, const char* name) {
+  SpinGuard guard(g_regions_lock);
+  if (g_num_regions < kMaxNamedRegions) {
+    g_regions[g_num_regions++] = {start, end, name};
+  } else if (!g_regions_full_warned) {
+    g_regions_full_warned = true;
+    LOG_WARN("paging: more than %d named regions; faults in new ones are reported unnamed", kMaxNamedRegions);
+  }
+}
+
+void UnnameRegion(uintptr_t start) {
+  SpinGuard guard(g_regions_lock);
   for (int i = 0; i < g_num_regions; ++i) {
+    if (g_regions[i].start == start) {
+      g_regions[i] = g_regions[--g_num_regions];
+      return;
+    }
+  }
+}
+
+// Called from the panic path: no lock (the lock holder may be the one that
+// faulted); a concurrent change can at worst give a stale name.
+const char* DescribeAddress(uintptr_t va) NO_THREAD_SAFETY_ANALYSIS {
+  for (int i = 0; i < g_num_regions && i < kMaxNamedRegions; ++i) {
     if (va >= g_regions[i].start && va < g_regions[i].end) return g_regions[i].name;
   }
   return nullptr;

@@ -24,13 +24,19 @@ void SetTableAllocator(TableAllocator alloc);
 // page. Not from interrupt context.
 Result<void> UnmapPage(uintptr_t va);
 
+// Maps the 4 KiB page at `va` again (identity, read-write) after UnmapPage,
+// on every core.
+Result<void> MapPage(uintptr_t va);
+
 // True if `va` is mapped. Safe anywhere (used by the panic handler).
 bool IsMapped(uintptr_t va);
 
 // Names a known region containing `va` for fault reports ("the guard page of
 // the main stack"), or nullptr. Regions register with NameRegion.
 const char* DescribeAddress(uintptr_t va);
+// At most kMaxNamedRegions at a time; the name must outlive the region.
 void NameRegion(uintptr_t start, uintptr_t end, const char* name);
+void UnnameRegion(uintptr_t start);
 
 bool HasGiantPages();
 

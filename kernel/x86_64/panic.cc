@@ -8,6 +8,9 @@
 #include <unwind.h>
 
 #include "cpu.h"
+#include "fox/core.h"
+#include "lapic.h"
+#include "percpu.h"
 #include "exit_device.h"
 #include "fox/console.h"
 #include "fox/exit.h"
@@ -22,6 +25,7 @@ namespace fox::panic {
 namespace {
 
 std::atomic<int> g_panicking{0};
+int g_panic_core = -1;
 
 void Print(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void Print(const char* fmt, ...) {
@@ -44,9 +48,17 @@ void PrintFrame(int index, uint64_t addr) {
 void Enter() {
   x86::DisableInterrupts();
   if (g_panicking.fetch_add(1) != 0) {
+    // Another core panics too, or the report itself faulted: stay quiet.
+    if (g_panic_core != core::Current()) x86::HaltForever();
     const char msg[] = "\nPANIC while panicking; stopping\n";
     console::Write(msg, sizeof msg - 1);
     Stop();
+  }
+  g_panic_core = core::Current();
+  // Stop the other cores so the report is the last thing on the console.
+  for (int c = 0; c < core::kMaxCores; ++c) {
+    percpu::CoreLocal* local = percpu::Of(c);
+    if (local != nullptr && c != g_panic_core) lapic::SendIpi(local->apic_id, lapic::kPanicVector);
   }
 }
 
@@ -105,7 +117,7 @@ void PrintStackScan(uint64_t rsp) {
 [[noreturn]] void FromException(interrupts::Frame* f) {
   Enter();
   uint64_t cr2 = x86::ReadCr2();
-  Print("\nPANIC: %s (vector %llu, error %#llx) at %#llx", interrupts::ExceptionName(f->vector),
+  Print("\nPANIC on core %d: %s (vector %llu, error %#llx) at %#llx", core::Current(), interrupts::ExceptionName(f->vector),
         (unsigned long long)f->vector, (unsigned long long)f->error, (unsigned long long)f->rip);
   uint64_t offset = 0;
   if (const char* fn = symbols::Lookup(f->rip, &offset)) Print(" in %s+%#llx", fn, (unsigned long long)offset);

@@ -11,14 +11,27 @@ struct CoreLocal {
   CoreLocal* self;  // %gs:0
   int32_t index;    // %gs:8
   uint32_t apic_id;
+  bool kernel_core;
+  uint64_t interrupts;           // all vectors
+  uint64_t vector_counts[256];   // per vector
 };
 
 // Points this core's GS base at `local`. Boot step for every core, before
 // anything calls core::Current().
-void InitCore(CoreLocal* local, int index);
+void InitCore(CoreLocal* local, int index, bool kernel_core);
 
-// Marks `count` cores online (the SMP bring-up calls it as cores arrive).
-void SetOnline(int count);
+inline CoreLocal* Current() {
+  CoreLocal* self;
+  asm volatile("movq %%gs:0, %0" : "=r"(self));
+  return self;
+}
+
+// The CoreLocal of an online core, or nullptr.
+CoreLocal* Of(int core);
+
+// Marks a core online (the SMP bring-up calls it as cores arrive).
+void SetOnline(int core, CoreLocal* local);
 void SetPresent(int count);
+void SetKernelCores(int count);
 
 }  // namespace fox::percpu

@@ -11,6 +11,8 @@
 #include "fox/panic.h"
 #include "memory.h"
 #include "random.h"
+#include "smp.h"
+#include "../common/event/loop.h"
 #include "tsc.h"
 
 extern "C" char __image_start[], __image_end[], __eh_frame_hdr_start[];
@@ -35,13 +37,14 @@ enum : uint64_t {
 };
 
 int MainTrampoline(int argc, char** argv, char** envp) {
+  smp::AttachThreads();  // other cores become C library threads
   g_main_tsc = x86::Rdtsc();
   LOG_INFO("boot: entry to main took %llu us",
            (unsigned long long)(tsc::TicksToNs(g_main_tsc - tsc::EntryTsc()) / 1000));
   return AppMain(argc, argv, envp);
 }
 
-[[noreturn]] void EnterLibc() {
+void EnterLibc(void*) {
   char** argv = g_cmdline->argv();
   int argc = g_cmdline->argc();
   size_t n = 0;
@@ -75,9 +78,8 @@ int MainTrampoline(int argc, char** argv, char** envp) {
     g_stack_vector[n++] = pair[0];
     g_stack_vector[n++] = pair[1];
   }
-  int status = __libc_start_main(MainTrampoline, argc, reinterpret_cast<char**>(g_stack_vector), nullptr,
-                                 nullptr, nullptr);
-  exit_device::PowerOff(status);  // not reached: __libc_start_main calls exit
+  __libc_start_main(MainTrampoline, argc, reinterpret_cast<char**>(g_stack_vector), nullptr, nullptr, nullptr);
+  Panic("runtime: __libc_start_main returned");  // it calls exit()
 }
 
 }  // namespace
@@ -89,13 +91,12 @@ uint64_t MainTsc() { return g_main_tsc; }
   size_t stack_bytes = cmdline.GetNumber("fox.stack", 1 << 20);
   uintptr_t top = memory::AllocStack(stack_bytes, "the guard page below the main stack (stack overflow)");
   if (top == 0) Panic("boot: cannot allocate the %zu-byte main stack", stack_bytes);
-  asm volatile(
-      "movq %0, %%rsp\n"
-      "xorl %%ebp, %%ebp\n"
-      "call *%1\n" ::"r"(top),
-      "r"(EnterLibc)
-      : "memory");
-  __builtin_unreachable();
+  // main is the first event of the boot core, on its own stack, so that it
+  // may block like any event.
+  event::Loop* loop = event::CreateLoop(0);
+  event::SpawnOnStack(top, EnterLibc, nullptr);
+  x86::EnableInterrupts();
+  loop->Run();
 }
 
 }  // namespace fox::runtime

@@ -14,6 +14,7 @@
 #include "memory.h"
 #include "panic.h"
 #include "random.h"
+#include "smp.h"
 #include "rtc.h"
 
 extern "C" char syscall_entry[];
@@ -34,7 +35,8 @@ enum : uint64_t {
   kGetuid = 102, kGetgid = 104, kGeteuid = 107, kGetegid = 108, kSigaltstack = 131, kArchPrctl = 158,
   kGettid = 186, kTkill = 200, kFutex = 202, kSchedGetaffinity = 204, kSetTidAddress = 218,
   kClockGettime = 228, kClockGetres = 229, kClockNanosleep = 230, kExitGroup = 231, kTgkill = 234,
-  kOpenat = 257, kNewfstatat = 262, kPrlimit64 = 302, kGetrandom = 318, kOpen = 2,
+  kOpenat = 257, kNewfstatat = 262, kPrlimit64 = 302, kGetrandom = 318, kOpen = 2, kClone = 56,
+  kSetRobustList = 273, kMembarrier = 324,
 };
 constexpr int64_t kEperm = 1, kEnoent = 2, kEbadf = 9, kEagain = 11, kEnomem = 12, kEfault = 14,
                   kEinval = 22, kEnotty = 25, kEspipe = 29, kEnosys = 38;
@@ -219,6 +221,12 @@ extern "C" int64_t SyscallDispatch(fox::syscall::Args* args) {
       return 0;
     case kPrlimit64:
       return -kEnosys;
+    case kClone:
+      return smp::Clone(CloneArgs{a[0], a[1], a[2], a[3], a[4], a[0], a[1], a[2], a[3], a[4], a[5], args->rip});
+    case kSetRobustList:
+      return 0;
+    case kMembarrier:
+      return 0;
     default:
       break;
   }

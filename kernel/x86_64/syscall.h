@@ -9,7 +9,16 @@
 // the caller's stack; never call it from an interrupt handler.
 #pragma once
 
+#include <cstdint>
+
 namespace fox::syscall {
+
+// The register state a clone() system call asks the new thread to start
+// with: the caller's registers, except RSP (new_sp), RAX (0) and FS (tls).
+struct CloneArgs {
+  uint64_t flags, new_sp, parent_tid, child_tid, tls;
+  uint64_t rdi, rsi, rdx, r10, r8, r9, rip;
+};
 
 // Boot step: enables SYSCALL (EFER.SCE) and points LSTAR at the entry.
 void Init();

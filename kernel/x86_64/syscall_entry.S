@@ -58,3 +58,20 @@ syscall_entry:
   leaq 128(%rsp), %rsp     // LEA leaves the flags alone
   jmpq *%rcx
   .cfi_endproc
+
+// fox_enter_thread(const CloneArgs*): becomes the thread a clone() asked
+// for: the caller's registers, RSP = new_sp, RAX = 0, interrupts on.
+  .global fox_enter_thread
+fox_enter_thread:
+  movq 8(%rdi), %rsp
+  movq 88(%rdi), %r11
+  movq 48(%rdi), %rsi
+  movq 56(%rdi), %rdx
+  movq 64(%rdi), %r10
+  movq 72(%rdi), %r8
+  movq 80(%rdi), %r9
+  movq 40(%rdi), %rdi
+  xorl %eax, %eax
+  xorl %ebp, %ebp
+  sti
+  jmpq *%r11

@@ -158,6 +158,8 @@ uint64_t EntryTsc() { return boot_entry_tsc; }
 
 uint64_t TicksToNs(uint64_t ticks) { return uint64_t(((unsigned __int128)ticks * g_mult) >> 32); }
 
+uint64_t NsToTicks(uint64_t ns) { return uint64_t((unsigned __int128)ns * g_hz / 1000000000); }
+
 void SpinNs(uint64_t ns) {
   uint64_t end = clock::NowNs() + ns;
   while (clock::NowNs() < end) x86::Pause();

@@ -19,6 +19,8 @@ const char* Source();  // "cpuid-15h", "hypervisor", "kvmclock", "pit", "assumed
 uint64_t EntryTsc();
 // TSC ticks -> nanoseconds, without overflow for centuries of ticks.
 uint64_t TicksToNs(uint64_t ticks);
+// Nanoseconds -> TSC ticks.
+uint64_t NsToTicks(uint64_t ns);
 // Busy-waits (used where no event loop exists yet: PIT-free delays, exit).
 void SpinNs(uint64_t ns);
 

@@ -12,4 +12,13 @@ int Online();
 // Processors the platform reports (ACPI MADT natively, FOX_CORES hosted).
 int Present();
 
+// Core roles (fox.kcores=K): cores [0, K) are kernel cores (device
+// interrupts, timers, the console); the others are application cores, which
+// take no device or timer interrupts and run only work queued to them.
+int KernelCores();
+bool IsKernelCore(int core);
+
+// Interrupts (all vectors) core `core` has taken since it came online.
+uint64_t InterruptCount(int core);
+
 }  // namespace fox::core

@@ -1,0 +1,77 @@
+// The per-core event loop (EbbRT's execution model; DESIGN.md "Cores,
+// memory, events").
+//
+// Every core runs one non-preemptive loop. An event is a Function<void()>
+// that runs to completion on the core it was spawned on. An event may block
+// (event::Block): its stack is kept and the loop goes on on another stack
+// until someone resumes it. Nothing here may be called from interrupt
+// context unless its comment says so.
+#pragma once
+
+#include <cstdint>
+
+#include "fox/function.h"
+
+namespace fox::event {
+
+using Task = Function<void()>;
+
+// Runs `task` later on the calling core, after the events spawned before it
+// (FIFO). Allocates nothing for small tasks beyond the queue slot.
+void Spawn(Task task);
+
+// Runs `task` on core `core` (any online core, including the caller's).
+// Lock-free: the target's queue takes the task with one atomic exchange; an
+// IPI is sent only if the target is asleep. Allocates the queue node.
+void SpawnRemote(int core, Task task);
+
+// Adds a callback the loop runs whenever it has no events: for polling
+// devices. A core with idle handlers never sleeps. Returns an id for
+// RemoveIdleHandler. This core only.
+uint64_t AddIdleHandler(Function<void()> handler);
+void RemoveIdleHandler(uint64_t id);
+
+// A suspended event. Resume() makes it continue on its own core as a new
+// event; it must be called exactly once (a Continuation destroyed without
+// Resume leaks the suspended stack, which is reported).
+class Continuation {
+ public:
+  Continuation() = default;
+  Continuation(Continuation&& o) noexcept : context_(o.context_), core_(o.core_) { o.context_ = nullptr; }
+  Continuation& operator=(Continuation&& o) noexcept;
+  Continuation(const Continuation&) = delete;
+  Continuation& operator=(const Continuation&) = delete;
+  ~Continuation();
+
+  // Any core, any event; not from interrupt context.
+  void Resume();
+  explicit operator bool() const { return context_ != nullptr; }
+
+ private:
+  friend struct Internal;
+  void* context_ = nullptr;
+  int core_ = -1;
+};
+
+// Suspends the calling event: `arm` runs at once (on this stack) with the
+// Continuation that will resume it; the loop then runs other events. Returns
+// when the Continuation is resumed. Only from an event (or main).
+void Block(Function<void(Continuation)> arm);
+
+// True when called from an event of a running loop (where Block may be used).
+bool InEvent();
+
+// Counters for this node, per core (STYLE.md §12).
+struct Stats {
+  uint64_t local_events;   // Spawn
+  uint64_t remote_events;  // SpawnRemote received
+  uint64_t wakeups_sent;   // IPIs (or host wake-ups) sent to sleeping cores
+  uint64_t sleeps;         // times the core went to sleep
+  uint64_t blocks;         // Block calls
+  uint64_t resumes;
+  uint64_t timers_fired;
+  uint64_t stacks_allocated;
+};
+Stats GetStats(int core);
+
+}  // namespace fox::event

@@ -1,0 +1,68 @@
+#include "ioapic.h"
+
+#include "acpi.h"
+#include "fox/log.h"
+
+namespace fox::ioapic {
+namespace {
+
+uint32_t Read(uint32_t base, uint32_t reg) {
+  *reinterpret_cast<volatile uint32_t*>(uintptr_t(base)) = reg;
+  return *reinterpret_cast<volatile uint32_t*>(uintptr_t(base) + 0x10);
+}
+void Write(uint32_t base, uint32_t reg, uint32_t v) {
+  *reinterpret_cast<volatile uint32_t*>(uintptr_t(base)) = reg;
+  *reinterpret_cast<volatile uint32_t*>(uintptr_t(base) + 0x10) = v;
+}
+uint32_t Pins(uint32_t base) { return ((Read(base, 1) >> 16) & 0xFF) + 1; }
+
+struct Pin {
+  uint32_t base, index;
+  uint16_t flags;
+};
+
+Result<Pin> Find(uint8_t irq) {
+  const auto& t = acpi::Topology();
+  uint32_t gsi = irq;
+  uint16_t flags = 0;
+  for (int i = 0; i < t.num_overrides; ++i) {
+    if (t.overrides[i].irq == irq) {
+      gsi = t.overrides[i].gsi;
+      flags = t.overrides[i].flags;
+    }
+  }
+  for (int i = 0; i < t.num_ioapics; ++i) {
+    const auto& io = t.ioapics[i];
+    if (gsi >= io.gsi_base && gsi < io.gsi_base + Pins(io.address)) return Pin{io.address, gsi - io.gsi_base, flags};
+  }
+  return Error::kNotFound;
+}
+
+}  // namespace
+
+void Init() {
+  const auto& t = acpi::Topology();
+  for (int i = 0; i < t.num_ioapics; ++i) {
+    uint32_t base = t.ioapics[i].address;
+    for (uint32_t pin = 0; pin < Pins(base); ++pin) Write(base, 0x10 + 2 * pin, 1u << 16);
+  }
+}
+
+Result<void> RouteIsa(uint8_t irq, uint8_t vector, uint32_t apic_id) {
+  FOX_TRY_ASSIGN(Pin pin, Find(irq));
+  uint32_t low = vector;
+  if ((pin.flags & 3) == 3) low |= 1u << 13;         // active low
+  if (((pin.flags >> 2) & 3) == 3) low |= 1u << 15;  // level triggered
+  Write(pin.base, 0x11 + 2 * pin.index, apic_id << 24);
+  Write(pin.base, 0x10 + 2 * pin.index, low);
+  LOG_DEBUG("ioapic: IRQ %u -> vector %#x on APIC %u", irq, vector, apic_id);
+  return Ok();
+}
+
+Result<void> Mask(uint8_t irq) {
+  FOX_TRY_ASSIGN(Pin pin, Find(irq));
+  Write(pin.base, 0x10 + 2 * pin.index, 1u << 16);
+  return Ok();
+}
+
+}  // namespace fox::ioapic

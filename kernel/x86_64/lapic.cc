@@ -1,0 +1,128 @@
+#include "lapic.h"
+
+#include "cpu.h"
+#include "fox/log.h"
+#include "tsc.h"
+
+namespace fox::lapic {
+namespace {
+
+constexpr uint32_t kMsrApicBase = 0x1B;
+constexpr uint32_t kMsrTscDeadline = 0x6E0;
+constexpr uintptr_t kDefaultMmio = 0xFEE00000;
+
+// Register offsets (xAPIC MMIO); the x2APIC MSR is 0x800 + offset/16.
+enum : uint32_t {
+  kId = 0x20, kTpr = 0x80, kEoi = 0xB0, kSvr = 0xF0, kIcrLow = 0x300, kIcrHigh = 0x310,
+  kLvtTimer = 0x320, kLvtLint0 = 0x350, kLvtLint1 = 0x360, kLvtError = 0x370,
+  kTimerInitial = 0x380, kTimerCurrent = 0x390, kTimerDivide = 0x3E0,
+};
+constexpr uint32_t kMasked = 1u << 16;
+
+bool g_x2apic = false;
+bool g_tsc_deadline = false;
+uintptr_t g_mmio = kDefaultMmio;
+uint64_t g_apic_ticks_per_tsc_q32 = 0;  // one-shot mode: APIC ticks per TSC tick, 32.32
+
+uint32_t Read(uint32_t reg) {
+  if (g_x2apic) return uint32_t(x86::ReadMsr(0x800 + (reg >> 4)));
+  return *reinterpret_cast<volatile uint32_t*>(g_mmio + reg);
+}
+void Write(uint32_t reg, uint32_t v) {
+  if (g_x2apic) {
+    x86::WriteMsr(0x800 + (reg >> 4), v);
+    return;
+  }
+  *reinterpret_cast<volatile uint32_t*>(g_mmio + reg) = v;
+}
+
+void WriteIcr(uint32_t apic_id, uint32_t low) {
+  if (g_x2apic) {
+    asm volatile("mfence" ::: "memory");  // x2APIC ICR writes are not serializing
+    x86::WriteMsr(0x830, (uint64_t(apic_id) << 32) | low);
+    return;
+  }
+  while (Read(kIcrLow) & (1u << 12)) x86::Pause();  // previous IPI still pending
+  Write(kIcrHigh, apic_id << 24);
+  Write(kIcrLow, low);
+}
+
+// One-shot mode fallback: how fast the APIC timer counts, in TSC terms.
+void CalibrateOneShot() {
+  Write(kTimerDivide, 0xB);  // divide by 1
+  Write(kLvtTimer, kMasked);
+  Write(kTimerInitial, 0xFFFFFFFF);
+  uint64_t start = x86::Rdtsc();
+  uint64_t wait = tsc::FrequencyHz() / 1000;  // 1 ms
+  while (x86::Rdtsc() - start < wait) x86::Pause();
+  uint64_t elapsed_apic = 0xFFFFFFFFull - Read(kTimerCurrent);
+  uint64_t elapsed_tsc = x86::Rdtsc() - start;
+  Write(kTimerInitial, 0);
+  g_apic_ticks_per_tsc_q32 = elapsed_tsc ? (elapsed_apic << 32) / elapsed_tsc : 0;
+}
+
+}  // namespace
+
+void InitCore() {
+  static bool first = true;
+  if (first) {
+    auto r = x86::Cpuid(1);
+    g_x2apic = (r.ecx >> 21) & 1;
+    g_tsc_deadline = (r.ecx >> 24) & 1;
+  }
+  uint64_t base = x86::ReadMsr(kMsrApicBase);
+  base |= 1u << 11;  // global enable
+  if (g_x2apic) base |= 1u << 10;
+  x86::WriteMsr(kMsrApicBase, base);
+  if (!g_x2apic) g_mmio = base & ~uintptr_t(0xFFF);
+  Write(kTpr, 0);
+  Write(kLvtLint0, kMasked);
+  Write(kLvtLint1, kMasked);
+  Write(kLvtError, kMasked);
+  Write(kLvtTimer, kMasked);
+  Write(kSvr, (1u << 8) | kSpuriousVector);  // software enable
+  if (first) {
+    if (!g_tsc_deadline) CalibrateOneShot();
+    LOG_INFO("lapic: %s, timer in %s mode", g_x2apic ? "x2APIC" : "xAPIC", g_tsc_deadline ? "TSC-deadline" : "one-shot");
+    first = false;
+  }
+}
+
+uint32_t Id() { return g_x2apic ? Read(kId) : Read(kId) >> 24; }
+bool IsX2Apic() { return g_x2apic; }
+
+void Eoi() { Write(kEoi, 0); }
+
+void SendIpi(uint32_t apic_id, uint8_t vector) { WriteIcr(apic_id, (1u << 14) | vector); }
+
+void SendInit(uint32_t apic_id) { WriteIcr(apic_id, (5u << 8) | (1u << 14)); }
+
+void SendStartup(uint32_t apic_id, uint8_t page) { WriteIcr(apic_id, (6u << 8) | (1u << 14) | page); }
+
+void ArmTimer(uint64_t tsc_deadline) {
+  if (g_tsc_deadline) {
+    Write(kLvtTimer, (2u << 17) | kTimerVector);
+    x86::WriteMsr(kMsrTscDeadline, tsc_deadline);
+    return;
+  }
+  if (tsc_deadline == 0) {
+    Write(kTimerInitial, 0);
+    return;
+  }
+  uint64_t now = x86::Rdtsc();
+  uint64_t delta = tsc_deadline > now ? tsc_deadline - now : 1;
+  uint64_t ticks = uint64_t(((unsigned __int128)delta * g_apic_ticks_per_tsc_q32) >> 32);
+  if (ticks == 0) ticks = 1;
+  if (ticks > 0xFFFFFFFF) ticks = 0xFFFFFFFF;  // fires early; the loop re-arms
+  Write(kTimerDivide, 0xB);
+  Write(kLvtTimer, kTimerVector);  // one-shot
+  Write(kTimerInitial, uint32_t(ticks));
+}
+
+void DisableTimer() {
+  if (g_tsc_deadline) x86::WriteMsr(kMsrTscDeadline, 0);
+  Write(kTimerInitial, 0);
+  Write(kLvtTimer, kMasked);
+}
+
+}  // namespace fox::lapic

@@ -1,0 +1,31 @@
+// Bringing up the other processors (native).
+//
+// Boot (StartCores): every enabled processor the ACPI MADT lists is started
+// with INIT-SIPI-SIPI through a real-mode trampoline, gets its own GDT, TSS
+// and IST stacks, IDT, local APIC, and waits. Once the C library runs
+// (AttachThreads, before main), each waiting core becomes a C library
+// thread — pthread_create on the boot core, its clone() system call handed
+// to the waiting core — so TLS, errno and stdio locking work on every core,
+// and enters its event loop. Cores [0, fox.kcores) are kernel cores; the
+// rest are application cores with their timer masked and no device vectors.
+#pragma once
+
+#include <cstdint>
+
+#include "fox/result.h"
+#include "syscall.h"
+
+namespace fox::smp {
+
+// Boot step. `kernel_cores` from fox.kcores; kInvalidArgument (with a
+// message logged) if the node has fewer cores.
+Result<void> StartCores(int kernel_cores);
+
+// Called from the C library's first thread before main (boot core).
+void AttachThreads();
+
+// Syscall layer: a clone() from pthread_create. Hands the new thread to the
+// core waiting for one; returns its thread id or a negative errno.
+int64_t Clone(const syscall::CloneArgs& args);
+
+}  // namespace fox::smp
