@@ -44,8 +44,9 @@ void PrintFrame(int index, uint64_t addr) {
   else Print("  #%-2d %#018llx ?\n", index, (unsigned long long)addr);
 }
 
-// Enters the panic; a nested panic (fault while reporting) stops at once.
-void Enter() {
+}  // namespace
+
+void Begin() {
   x86::DisableInterrupts();
   if (g_panicking.fetch_add(1) != 0) {
     // Another core panics too, or the report itself faulted: stay quiet.
@@ -62,21 +63,29 @@ void Enter() {
   }
 }
 
-}  // namespace
-
 void PrintBacktrace(uint64_t rip, uint64_t rbp) {
   Print("backtrace:\n");
   PrintFrame(0, rip);
-  for (int i = 1; i < 32; ++i) {
+  uint64_t last = rip;
+  int repeats = 0;
+  for (int i = 1; i < 64; ++i) {
     // Follow the frame-pointer chain while it stays in mapped, aligned memory.
     if (rbp == 0 || (rbp & 7) != 0 || !paging::IsMapped(rbp) || !paging::IsMapped(rbp + 15)) break;
     uint64_t ret = reinterpret_cast<uint64_t*>(rbp)[1];
     uint64_t next = reinterpret_cast<uint64_t*>(rbp)[0];
     if (ret == 0) break;
-    PrintFrame(i, ret - 1);  // the call instruction, not the one after it
+    if (ret - 1 == last) {  // deep recursion: say so once instead of 60 lines
+      ++repeats;
+    } else {
+      if (repeats > 0) Print("  ... the frame above repeats %d more times\n", repeats);
+      repeats = 0;
+      PrintFrame(i, ret - 1);  // the call instruction, not the one after it
+      last = ret - 1;
+    }
     if (next <= rbp) break;  // stacks grow down: the chain must go up
     rbp = next;
   }
+  if (repeats > 0) Print("  ... the frame above repeats %d more times\n", repeats);
 }
 
 void PrintUnwoundBacktrace() {
@@ -115,7 +124,7 @@ void PrintStackScan(uint64_t rsp) {
 }
 
 [[noreturn]] void FromException(interrupts::Frame* f) {
-  Enter();
+  Begin();
   uint64_t cr2 = x86::ReadCr2();
   Print("\nPANIC on core %d: %s (vector %llu, error %#llx) at %#llx", core::Current(), interrupts::ExceptionName(f->vector),
         (unsigned long long)f->vector, (unsigned long long)f->error, (unsigned long long)f->rip);
@@ -152,7 +161,7 @@ void PrintStackScan(uint64_t rsp) {
 namespace fox {
 
 [[noreturn]] __attribute__((noinline)) void Panic(const char* fmt, ...) {
-  panic::Enter();
+  panic::Begin();
   char buf[256];
   va_list args;
   va_start(args, fmt);

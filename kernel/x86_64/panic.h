@@ -23,6 +23,10 @@ void PrintUnwoundBacktrace();
 // after a call instruction in the image count; stale ones may appear.
 void PrintStackScan(uint64_t rsp);
 
+// Starts a panic report: interrupts off, the other cores stopped; a second
+// panic on the same core stops at once, one on another core waits forever.
+void Begin();
+
 // Stops the node after a report: kExitPanic through isa-debug-exit or ACPI.
 [[noreturn]] void Stop();
 

@@ -1,6 +1,12 @@
 #include "rtc.h"
 
+#include <atomic>
+
 #include "cpu.h"
+#include "fox/irq_spinlock.h"
+#include "interrupts.h"
+#include "ioapic.h"
+#include "percpu.h"
 #include "fox/clock.h"
 #include "fox/log.h"
 
@@ -42,5 +48,47 @@ void Init() {
 }
 
 uint64_t BootEpochNs() { return g_epoch_ns; }
+
+namespace {
+std::atomic<uint64_t> g_ticks{0};
+uint8_t g_vector = 0;
+
+bool OnInterrupt(interrupts::Frame*) {
+  Cmos(0x0C);  // reading register C acknowledges the RTC
+  g_ticks.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+}  // namespace
+
+Result<void> StartPeriodicInterrupt(int rate) {
+  if (rate < 3 || rate > 15) return Error::kInvalidArgument;
+  if (g_vector == 0) {
+    FOX_TRY_ASSIGN(g_vector, interrupts::AllocateVector(OnInterrupt));
+  }
+  bool enabled = irq::Save();
+  x86::Outb(0x70, 0x8A);
+  uint8_t a = x86::Inb(0x71);
+  x86::Outb(0x70, 0x8A);
+  x86::Outb(0x71, uint8_t((a & 0xF0) | rate));
+  x86::Outb(0x70, 0x8B);
+  uint8_t b = x86::Inb(0x71);
+  x86::Outb(0x70, 0x8B);
+  x86::Outb(0x71, b | 0x40);  // periodic interrupt enable
+  Cmos(0x0C);
+  irq::Restore(enabled);
+  return ioapic::RouteIsa(8, g_vector, percpu::Of(0)->apic_id);
+}
+
+void StopPeriodicInterrupt() {
+  bool enabled = irq::Save();
+  x86::Outb(0x70, 0x8B);
+  uint8_t b = x86::Inb(0x71);
+  x86::Outb(0x70, 0x8B);
+  x86::Outb(0x71, b & ~0x40);
+  irq::Restore(enabled);
+  (void)ioapic::Mask(8);
+}
+
+uint64_t Ticks() { return g_ticks.load(std::memory_order_relaxed); }
 
 }  // namespace fox::rtc

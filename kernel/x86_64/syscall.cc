@@ -8,6 +8,7 @@
 #include "fox/console.h"
 #include "fox/core.h"
 #include "fox/exit.h"
+#include "fox/format.h"
 #include "fox/log.h"
 #include "fox/panic.h"
 #include "exit_device.h"
@@ -67,7 +68,10 @@ void FillTimespec(uint64_t ns, uint64_t* ts) {
 
 [[noreturn]] void Abort(const Args& args) {
   // abort(), std::terminate: a panic with the caller's backtrace.
-  console::Write("\nPANIC: abort() called\n", 23);
+  panic::Begin();
+  char line[64];
+  size_t n = Format(line, sizeof line, "\nPANIC on core %d: abort() called\n", core::Current());
+  console::Write(line, n);
   // The caller's stack pointer: above our saved registers and its red zone.
   panic::PrintStackScan(reinterpret_cast<uint64_t>(&args.rip + 1) + 128);
   panic::Stop();

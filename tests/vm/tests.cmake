@@ -59,17 +59,17 @@ fox_vm_test(clock IMAGE vmtest ARGS "-- clock" EXIT 0 EXPECT "vmtest clock: PASS
 fox_vm_test(exit_code IMAGE vmtest ARGS "-- exit_code" EXIT 3
   EXPECT "static destructor 7 ran" "fox: exit status 3")
 fox_vm_test(null_deref IMAGE vmtest ARGS "-- null_deref" EXIT ${PANIC}
-  EXPECT "PANIC: page fault \\(vector 14, error 0\\) at 0x[0-9a-f]+ in vmtest::ReadThroughNull\\(int volatile\\*\\)"
+  EXPECT "PANIC on core 0: page fault \\(vector 14, error 0\\) at 0x[0-9a-f]+ in vmtest::ReadThroughNull\\(int volatile\\*\\)"
          "read from address 0 .*null pointer dereference"
          "#1 +0x[0-9a-f]+ main\\+0x" "fox: exit status 125 \\(panic\\)")
 fox_vm_test(stack_overflow IMAGE vmtest ARGS "-- stack_overflow" EXIT ${PANIC}
-  EXPECT "PANIC: page fault .* in vmtest::Recurse\\(int\\)"
+  EXPECT "PANIC on core 0: page fault .* in vmtest::Recurse\\(int\\)"
          "is the guard page below the main stack \\(stack overflow\\)")
 fox_vm_test(terminate IMAGE vmtest ARGS "-- terminate" EXIT ${PANIC}
-  EXPECT "terminate called after throwing an instance of 'std::runtime_error'" "PANIC: abort\\(\\) called"
+  EXPECT "terminate called after throwing an instance of 'std::runtime_error'" "PANIC on core 0: abort\\(\\) called"
          "std::terminate\\(\\)" "vmtest::ThrowUncaught\\(\\)")
 fox_vm_test(bad_boot_arg IMAGE hello ARGS "fox.bogus=1" EXIT ${USAGE}
-  EXPECT "E boot: unknown boot argument 'fox.bogus' \\(known: fox.log, fox.stack\\)"
+  EXPECT "E boot: unknown boot argument 'fox.bogus' \\(known: fox.log, fox.stack, fox.kcores\\)"
   REJECT "Hello from fox")
 fox_vm_test(bad_boot_value IMAGE hello ARGS "fox.log=loud -- x" EXIT ${USAGE}
   EXPECT "bad boot argument 'fox.log=loud': expected one of debug\\|info\\|warn\\|error"
@@ -80,3 +80,27 @@ fox_vm_test(unknown_test IMAGE vmtest ARGS "-- no_such_test" EXIT ${USAGE} EXPEC
 fox_vm_test(grub_iso CDROM ${CMAKE_SOURCE_DIR}/build/fox.iso EXIT 0 TIMEOUT 180
   EXPECT "\\| GRUB [0-9.]+" "Hello from fox on a compute node!")
 fox_vm_test(small_memory IMAGE hello MEM 32 EXIT 0 EXPECT "Hello from fox")
+
+# Cores, roles, events (issue: native foundation II). Four cores.
+fox_vm_test(cores IMAGE vmtest SMP 4 ARGS "-- cores 4 1" EXIT 0
+  EXPECT "smp: 4 cores online: 1 kernel, 3 application" "core 3 here \\(application\\)" "vmtest cores: PASS")
+fox_vm_test(cores_kcores2 IMAGE vmtest SMP 4 ARGS "fox.kcores=2 -- cores 4 2" EXIT 0
+  EXPECT "smp: 4 cores online: 2 kernel, 2 application" "core 1 here \\(kernel\\)" "vmtest cores: PASS")
+fox_vm_test(spawn_storm IMAGE vmtest SMP 4 MEM 1024 ARGS "-- spawn_storm 250000" EXIT 0 TIMEOUT 300
+  EXPECT "spawn_storm: 4000000 cross-core events in [0-9]+ ms, counts exact")
+# Tolerance: a timer fires no earlier than asked and at most 20 ms late (TCG
+# on a loaded 2-core host included; under KVM lateness is microseconds).
+fox_vm_test(timers IMAGE vmtest SMP 4 ARGS "-- timers 20" EXIT 0
+  EXPECT "timers on core 0 \\(kernel\\)" "timers on core 1 \\(application\\)" "vmtest timers: PASS")
+fox_vm_test(app_cores_quiet IMAGE vmtest SMP 4 ARGS "-- app_quiet 300" EXIT 0
+  EXPECT "core 1 \\(application\\): 0 interrupts" "core 3 \\(application\\): 0 interrupts" "vmtest app_quiet: PASS")
+fox_vm_test(futures IMAGE vmtest SMP 4 ARGS "-- futures" EXIT 0 EXPECT "vmtest futures: PASS")
+fox_vm_test(event_stack_overflow IMAGE vmtest SMP 2 ARGS "-- event_stack_overflow" EXIT ${PANIC}
+  EXPECT "PANIC on core 0: page fault .* in vmtest::\\(anonymous namespace\\)::DeepEvent\\(int\\)"
+         "is the guard page below an event stack \\(stack overflow\\)" "the frame above repeats [0-9]+ more times")
+fox_vm_test(bad_kcores_zero IMAGE hello SMP 2 ARGS "fox.kcores=0" EXIT ${USAGE}
+  EXPECT "bad boot argument 'fox.kcores=0': expected an integer from 1 to 256")
+fox_vm_test(bad_kcores_word IMAGE hello SMP 2 ARGS "fox.kcores=two" EXIT ${USAGE}
+  EXPECT "bad boot argument 'fox.kcores=two'")
+fox_vm_test(bad_kcores_too_many IMAGE hello SMP 2 ARGS "fox.kcores=3" EXIT ${USAGE}
+  EXPECT "fox.kcores=3 but this node has 2 cores" REJECT "Hello from fox")

@@ -29,4 +29,10 @@ int NullDeref(int argc, char** argv);
 int StackOverflow(int argc, char** argv);
 int Terminate(int argc, char** argv);
 int ExitCode(int argc, char** argv);
+int Cores(int argc, char** argv);
+int SpawnStorm(int argc, char** argv);
+int Timers(int argc, char** argv);
+int AppCoresQuiet(int argc, char** argv);
+int Futures(int argc, char** argv);
+int EventStackOverflow(int argc, char** argv);
 }  // namespace vmtest

@@ -14,7 +14,10 @@ const Test kTests[] = {
     {"thread_local", vmtest::ThreadLocal}, {"stdlib", vmtest::StdLib},
     {"clock", vmtest::Clock},           {"null_deref", vmtest::NullDeref},
     {"stack_overflow", vmtest::StackOverflow}, {"terminate", vmtest::Terminate},
-    {"exit_code", vmtest::ExitCode},
+    {"exit_code", vmtest::ExitCode},       {"cores", vmtest::Cores},
+    {"spawn_storm", vmtest::SpawnStorm},   {"timers", vmtest::Timers},
+    {"app_quiet", vmtest::AppCoresQuiet},  {"futures", vmtest::Futures},
+    {"event_stack_overflow", vmtest::EventStackOverflow},
 };
 }  // namespace
 

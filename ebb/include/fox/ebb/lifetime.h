@@ -1,0 +1,55 @@
+// Destroying Ebbs, and the quiescent points that make it safe.
+//
+// Destroy(id) unpublishes the Ebb at once: it is marked dead, removed from
+// the registry and cleared from every core's table, so from the moment
+// Destroy returns any dereference of the id on any core misses and throws
+// DeadEbbError. Its representatives and root are freed later, once every core
+// that uses representatives has passed a quiescent point (quiescent-state-based
+// reclamation, as EbbRT does with its event loop). So a core that is in the
+// middle of a call on a representative when another core destroys the Ebb
+// finishes that call safely; the rule for users is:
+//
+//   A representative or root pointer is valid until the calling core's next
+//   quiescent point. Never keep one across events; keep the EbbRef.
+//
+// The event loop calls QuiescentPoint() between events; a core that stops
+// running Ebb code for a while (halting when idle, a hosted thread that
+// exits) calls EnterQuiescence() so that it does not hold up reclamation,
+// and ExitQuiescence() before it uses representatives again. A core is
+// quiescent until its first miss, so cores that never touch Ebbs cost
+// nothing. Destructors of representatives (first) and roots (then) run on
+// whichever core reclaims them, in thread context.
+#pragma once
+
+#include "fox/ebb/ebb_id.h"
+#include "fox/ebb/ebb_ref.h"
+
+namespace fox::ebb {
+
+// Destroys the live Ebb `id` as described above. Thread context, any core,
+// including from a method of the Ebb itself; takes the registry and entry
+// locks, allocates (outside them); does not block, except to wait for a
+// concurrent first construction of the same Ebb to finish. Throws
+// DeadEbbError when no live Ebb has this id.
+void Destroy(EbbId id);
+template <class T>
+void Destroy(EbbRef<T> ref) {
+  Destroy(ref.id());
+}
+
+// The calling core holds no representative or root pointer obtained before
+// this call. Frees what every core has stopped using. Thread context; takes no
+// lock unless objects are waiting to be freed; may run their destructors.
+void QuiescentPoint();
+
+// The calling core holds no representative pointers and uses none until
+// ExitQuiescence (an extended quiescent state). Safe in any context: one
+// atomic store.
+void EnterQuiescence();
+
+// Ends EnterQuiescence; a no-op for a core that is not in it, or has never
+// missed. Safe in any context (an interrupt handler that uses reps on a core
+// that may be idle in EnterQuiescence calls it first): a store and a fence.
+void ExitQuiescence();
+
+}  // namespace fox::ebb

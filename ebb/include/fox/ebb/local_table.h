@@ -1,0 +1,99 @@
+// Per-core translation tables: the one data structure on the EbbRef hot path.
+//
+// Each core owns a LocalTable whose slot i holds that core's representative of
+// Ebb i, or null. An EbbRef dereference is
+//
+//     rep = ThisCoreTable()->slots[id]     // per-core base load + indexed load
+//     if (rep == nullptr) miss             // the one branch, predicted taken-not
+//
+// Ids at or above kDirectSlots have no slot of their own: LoadSlot sends them
+// to slot 0 (kNullId, never filled), so they always take the miss path, which
+// finds them in the core's "far" map (an ordered map under a per-core lock,
+// tens of ns) without counting a representative miss. Keep hot Ebbs below
+// kDirectSlots: static ids always are; dynamic ids are until 49152 of them
+// have been handed out (id_allocator.h).
+//
+// A table is 512 KiB, allocated on the core's first miss (a core that never
+// touches an Ebb costs nothing) and kept for the life of the node. Until then
+// the core's hook points at EmptyTable(), a shared all-null table that is
+// never written, so the hot path never tests for a missing table.
+//
+// ---- The platform hook --------------------------------------------------
+// The platform provides one per-core word holding this core's LocalTable*,
+// read by ThisCoreTable() (hot path, inline, one load) and written by
+// SetThisCoreTable() (miss path, once per core). Two implementations:
+//
+//  * thread_local (default; hosted, where each "core" is a thread):
+//    ebb/local_table_hosted.cc defines `tls_core_table`, initialised to
+//    EmptyTable(). It also works natively, where the FS base is per core, so
+//    thread_local is per core (kernel/x86_64/percpu.h): `mov %fs:off, %rax`.
+//
+//  * GS-relative (native, when the kernel defines FOX_EBB_TABLE_GS_OFFSET):
+//    the kernel reserves an 8-byte word at %gs:FOX_EBB_TABLE_GS_OFFSET in its
+//    per-core block (CoreLocal) and calls fox::ebb::InitCore() on every core
+//    before that core runs Ebb code (boot, after percpu::InitCore); the word
+//    must never be read before that. Both accessors are inline below; link
+//    nothing else (leave local_table_hosted.cc out).
+//
+// Either way the platform must guarantee what EbbRT's event model gives:
+//  - a context never migrates between cores while it runs Ebb code (the
+//    value read may be cached by the compiler within a function);
+//  - core::Current() returns the index of the core the word belongs to.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "fox/ebb/ebb_id.h"
+
+namespace fox::ebb {
+
+inline constexpr uint32_t kDirectSlots = 1u << 16;
+
+struct LocalTable {
+  // Written only under the owning Ebb's lock (install by the owning core,
+  // clear by Destroy on any core); read lock-free by the owning core.
+  std::atomic<void*> slots[kDirectSlots];
+};
+
+// The shared all-null table of cores that have not missed yet (defined in
+// local_table.cc; never written).
+extern LocalTable g_empty_table;
+inline LocalTable* EmptyTable() { return &g_empty_table; }
+
+// This core's representative of `id`, or null. Branch-free: ids at or above
+// kDirectSlots read slot 0, which is never filled. Safe in any context.
+[[gnu::always_inline]] inline void* LoadSlot(const LocalTable* table, EbbId id) {
+  uint32_t index = id < kDirectSlots ? id : kNullId;
+  return table->slots[index].load(std::memory_order_relaxed);
+}
+
+#if defined(FOX_EBB_TABLE_GS_OFFSET)
+
+[[gnu::always_inline]] inline LocalTable* ThisCoreTable() {
+  LocalTable* table;
+  asm("movq %%gs:%c1, %0" : "=r"(table) : "i"(FOX_EBB_TABLE_GS_OFFSET));
+  return table;
+}
+inline void SetThisCoreTable(LocalTable* table) {
+  asm volatile("movq %0, %%gs:%c1" : : "r"(table), "i"(FOX_EBB_TABLE_GS_OFFSET) : "memory");
+}
+
+#else
+
+// Defined by the platform (ebb/local_table_hosted.cc). constinit: no dynamic
+// initialiser, so reads compile to a plain TLS load without a wrapper call.
+extern constinit thread_local LocalTable* tls_core_table;
+
+[[gnu::always_inline]] inline LocalTable* ThisCoreTable() { return tls_core_table; }
+// Points the calling core's hook at `table`. Miss path only.
+void SetThisCoreTable(LocalTable* table);
+
+#endif
+
+// Boot step for each core before it runs Ebb code: points the hook at
+// EmptyTable() (required with FOX_EBB_TABLE_GS_OFFSET; harmless otherwise).
+// Thread context; no locks, no allocation.
+void InitCore();
+
+}  // namespace fox::ebb

@@ -1,0 +1,275 @@
+// Cores, roles and the per-core event loops, on a node with several cores.
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "fox/clock.h"
+#include "fox/core.h"
+#include "fox/event.h"
+#include "fox/future.h"
+#include "fox/timer.h"
+#include "vmtest.h"
+#include "x86_64/rtc.h"
+
+namespace vmtest {
+namespace {
+
+// Runs fn on `core` and blocks the calling event until it has run there.
+template <typename F>
+auto RunOn(int core, F fn) {
+  using R = decltype(fn());
+  auto promise = std::make_shared<fox::Promise<R>>();
+  auto future = promise->GetFuture();
+  fox::event::SpawnRemote(core, [promise, fn = std::move(fn)]() mutable {
+    try {
+      if constexpr (std::is_void_v<R>) {
+        fn();
+        promise->SetValue();
+      } else {
+        promise->SetValue(fn());
+      }
+    } catch (...) {
+      promise->SetException(std::current_exception());
+    }
+  });
+  return future.Block();
+}
+
+thread_local int tls_core = -1;
+
+}  // namespace
+
+int Cores(int argc, char** argv) {
+  int want = argc > 1 ? std::atoi(argv[1]) : 4;
+  int kernel = argc > 2 ? std::atoi(argv[2]) : 1;
+  int online = fox::core::Online();
+  std::printf("cores: %d online, %d present, %d kernel\n", online, fox::core::Present(), fox::core::KernelCores());
+  CHECK(online == want && fox::core::KernelCores() == kernel);
+  for (int c = 0; c < online; ++c) {
+    CHECK(fox::core::IsKernelCore(c) == (c < kernel));
+    int seen = RunOn(c, [c] {
+      tls_core = c;  // thread_local is per core
+      errno = 1000 + c;
+      std::printf("core %d here (%s)\n", fox::core::Current(), fox::core::IsKernelCore(c) ? "kernel" : "application");
+      return fox::core::Current();
+    });
+    CHECK(seen == c);
+  }
+  for (int c = 0; c < online; ++c) {
+    CHECK(RunOn(c, [] { return tls_core; }) == c);
+    CHECK(RunOn(c, [] { return errno; }) == 1000 + c);
+  }
+  return 0;
+}
+
+// Every core sends `per_pair` events to every core (itself included); each
+// event bumps a counter owned by its target core. Per-sender FIFO order lets
+// a final fence event per (sender, target) pair confirm delivery.
+int SpawnStorm(int argc, char** argv) {
+  long per_pair = argc > 1 ? std::atol(argv[1]) : 100000;
+  int n = fox::core::Online();
+  struct alignas(64) Counter {
+    uint64_t value = 0;
+  };
+  auto counters = std::make_shared<std::vector<Counter>>(n);
+  auto fences = std::make_shared<std::atomic<int>>(0);
+  auto done = std::make_shared<fox::Promise<void>>();
+  auto finished = done->GetFuture();
+  uint64_t start = fox::clock::NowNs();
+  for (int sender = 0; sender < n; ++sender) {
+    fox::event::SpawnRemote(sender, [=] {
+      for (int target = 0; target < n; ++target) {
+        for (long i = 0; i < per_pair; ++i) {
+          fox::event::SpawnRemote(target, [counters, target] { (*counters)[target].value++; });
+        }
+        fox::event::SpawnRemote(target, [=] {
+          if (fences->fetch_add(1) + 1 == n * n) done->SetValue();
+        });
+      }
+    });
+  }
+  finished.Block();
+  uint64_t ns = fox::clock::NowNs() - start;
+  uint64_t total = 0;
+  for (int c = 0; c < n; ++c) {
+    uint64_t got = RunOn(c, [counters, c] { return (*counters)[c].value; });
+    std::printf("core %d received %llu events\n", c, (unsigned long long)got);
+    CHECK(got == uint64_t(per_pair) * n);
+    total += got;
+  }
+  std::printf("spawn_storm: %llu cross-core events in %llu ms, counts exact\n", (unsigned long long)total,
+              (unsigned long long)(ns / 1000000));
+  return 0;
+}
+
+// Timers on a kernel core (interrupt-driven) and an application core
+// (polled): each fires no earlier than asked and at most `tolerance_ms` late.
+int Timers(int argc, char** argv) {
+  uint64_t tolerance_ms = argc > 1 ? std::atoi(argv[1]) : 20;
+  int app = fox::core::Online() > fox::core::KernelCores() ? fox::core::KernelCores() : 0;
+  for (int core : {0, app}) {
+    uint64_t worst = RunOn(core, [] {
+      const uint64_t delays_ms[] = {1, 2, 5, 10, 20, 35, 50};
+      auto worst = std::make_shared<uint64_t>(0);
+      auto remaining = std::make_shared<int>(7);
+      fox::Promise<void> all;
+      auto all_done = all.GetFuture();
+      auto shared_all = std::make_shared<fox::Promise<void>>(std::move(all));
+      for (uint64_t d : delays_ms) {
+        uint64_t due = fox::clock::NowNs() + d * 1000000;
+        fox::timer::Start(d * 1000000, [=] {
+          uint64_t now = fox::clock::NowNs();
+          CHECK(now >= due);
+          if (now - due > *worst) *worst = now - due;
+          if (--*remaining == 0) shared_all->SetValue();
+        });
+      }
+      // A cancelled timer never fires.
+      auto id = fox::timer::Start(5000000, [] { CHECK(false); });
+      CHECK(fox::timer::Cancel(id));
+      CHECK(!fox::timer::Cancel(id));
+      all_done.Block();
+      // A periodic timer: 10 ms period for 105 ms gives 10 runs.
+      auto runs = std::make_shared<int>(0);
+      auto periodic = fox::timer::StartPeriodic(10000000, [runs] { ++*runs; });
+      fox::Promise<void> wait;
+      auto waited = wait.GetFuture();
+      auto shared_wait = std::make_shared<fox::Promise<void>>(std::move(wait));
+      fox::timer::Start(105000000, [shared_wait] { shared_wait->SetValue(); });
+      waited.Block();
+      fox::timer::Cancel(periodic);
+      std::printf("core %d: periodic timer ran %d times in 105 ms\n", fox::core::Current(), *runs);
+      CHECK(*runs >= 8 && *runs <= 10);
+      return *worst;
+    });
+    std::printf("timers on core %d (%s): worst lateness %llu us\n", core, fox::core::IsKernelCore(core) ? "kernel" : "application",
+                (unsigned long long)(worst / 1000));
+    CHECK(worst <= tolerance_ms * 1000000);
+  }
+  return 0;
+}
+
+// Device (RTC, 1024 Hz) and timer interrupts on the kernel core for
+// `ms` milliseconds: the application cores must take none.
+int AppCoresQuiet(int argc, char** argv) {
+  uint64_t ms = argc > 1 ? std::atoi(argv[1]) : 300;
+  int n = fox::core::Online();
+  std::vector<uint64_t> before(n);
+  for (int c = 0; c < n; ++c) before[c] = fox::core::InterruptCount(c);
+  CHECK(fox::rtc::StartPeriodicInterrupt(6).ok());
+  auto timer_runs = std::make_shared<int>(0);
+  auto periodic = fox::timer::StartPeriodic(1000000, [timer_runs] { ++*timer_runs; });
+  fox::Promise<void> p;
+  auto f = p.GetFuture();
+  auto shared = std::make_shared<fox::Promise<void>>(std::move(p));
+  fox::timer::Start(ms * 1000000, [shared] { shared->SetValue(); });
+  f.Block();
+  fox::timer::Cancel(periodic);
+  fox::rtc::StopPeriodicInterrupt();
+  uint64_t ticks = fox::rtc::Ticks();
+  std::printf("device interrupts: %llu RTC ticks; %d timer callbacks on core 0\n", (unsigned long long)ticks, *timer_runs);
+  CHECK(ticks > ms / 4);
+  for (int c = 0; c < n; ++c) {
+    uint64_t taken = fox::core::InterruptCount(c) - before[c];
+    std::printf("core %d (%s): %llu interrupts\n", c, fox::core::IsKernelCore(c) ? "kernel" : "application",
+                (unsigned long long)taken);
+    if (fox::core::IsKernelCore(c)) {
+      if (c == 0) CHECK(taken >= ticks);
+    } else {
+      CHECK(fox::core::InterruptCount(c) == 0);  // ever, not just in this window
+    }
+  }
+  return 0;
+}
+
+// Blocking: events wait on futures fulfilled on other cores, continuations,
+// exceptions through futures, broken promises.
+int Futures(int, char**) {
+  int other = fox::core::Online() > 1 ? 1 : 0;
+  fox::Promise<int> p;
+  auto f = p.GetFuture();
+  auto shared = std::make_shared<fox::Promise<int>>(std::move(p));
+  fox::event::SpawnRemote(other, [shared] {
+    fox::timer::Start(2000000, [shared] { shared->SetValue(42); });
+  });
+  CHECK(f.Block() == 42);
+  // Then: the continuation runs on this core.
+  auto chained = fox::MakeReadyFuture(20).Then([](fox::Future<int> v) { return v.Get() + 1; }).Then(
+      [](fox::Future<int> v) { return std::to_string(v.Get() * 2) + " on " + std::to_string(fox::core::Current()); });
+  CHECK(chained.Block() == "42 on 0");
+  // Exceptions cross cores through futures.
+  bool caught = false;
+  try {
+    RunOn(other, []() -> int { throw std::runtime_error("remote failure"); });
+  } catch (const std::runtime_error& e) {
+    caught = std::string(e.what()) == "remote failure";
+  }
+  CHECK(caught);
+  // A promise destroyed unfulfilled breaks its future.
+  fox::Future<int> orphan;
+  {
+    fox::Promise<int> gone;
+    orphan = gone.GetFuture();
+  }
+  caught = false;
+  try {
+    orphan.Block();
+  } catch (const fox::BrokenPromise&) {
+    caught = true;
+  }
+  CHECK(caught);
+  // Many blocked events at once on one core, resumed from another.
+  constexpr int kWaiters = 200;
+  auto resumed = std::make_shared<std::atomic<int>>(0);
+  auto arrived = std::make_shared<int>(0);
+  auto gates = std::make_shared<std::vector<std::shared_ptr<fox::Promise<void>>>>();
+  std::vector<fox::Future<void>> all;
+  for (int i = 0; i < kWaiters; ++i) {
+    auto gate = std::make_shared<fox::Promise<void>>();
+    auto gate_future = std::make_shared<fox::Future<void>>(gate->GetFuture());
+    auto finished = std::make_shared<fox::Promise<void>>();
+    all.push_back(finished->GetFuture());
+    fox::event::Spawn([=] {
+      if (++*arrived == kWaiters) {  // the last waiter: open every gate from another core
+        fox::event::SpawnRemote(other, [gates] {
+          for (auto& g : *gates) g->SetValue();
+        });
+      }
+      gate_future->Block();
+      resumed->fetch_add(1);
+      finished->SetValue();
+    });
+    gates->push_back(gate);
+  }
+  for (auto& fut : all) fut.Block();
+  CHECK(resumed->load() == kWaiters);
+  auto s = fox::event::GetStats(0);
+  CHECK(s.blocks >= kWaiters - 1 && s.resumes >= kWaiters - 1);  // the last may find its gate open
+  std::printf("futures: %llu blocks, %llu resumes, %llu event stacks on core 0\n", (unsigned long long)s.blocks,
+              (unsigned long long)s.resumes, (unsigned long long)s.stacks_allocated);
+  return 0;
+}
+
+namespace {
+volatile int g_depth_limit = 1 << 30;
+[[gnu::noinline]] int DeepEvent(int depth) {
+  volatile char frame[256];
+  frame[0] = char(depth);
+  if (depth > g_depth_limit) return 0;
+  return DeepEvent(depth + 1) + frame[0];
+}
+}  // namespace
+
+int EventStackOverflow(int, char**) {
+  fox::event::Spawn([] { DeepEvent(0); });
+  fox::Promise<void> never;
+  auto f = never.GetFuture();
+  auto keep = std::make_shared<fox::Promise<void>>(std::move(never));
+  f.Block();  // main yields; the overflowing event runs on an event stack
+  return 1;
+}
+
+}  // namespace vmtest
