@@ -30,6 +30,7 @@ add_library(fox_kernel OBJECT
   kernel/x86_64/random.cc
   kernel/x86_64/rtc.cc
   kernel/x86_64/runtime.cc
+  kernel/x86_64/sas.cc
   kernel/x86_64/serial.cc
   kernel/x86_64/smp.cc
   kernel/x86_64/symbols.cc

@@ -4,6 +4,7 @@
 
 #include "cpu.h"
 #include "lapic.h"
+#include "paging.h"
 #include "percpu.h"
 #include "gdt.h"
 #include "panic.h"
@@ -64,7 +65,7 @@ void InstallSystemHandlers() {
   SetHandler(lapic::kTimerVector, [](Frame*) { return true; });
   SetHandler(lapic::kWakeVector, [](Frame*) { return true; });
   SetHandler(lapic::kShootdownVector, [](Frame*) {
-    x86::WriteCr3(x86::ReadCr3());
+    paging::AckShootdown();
     return true;
   });
   SetHandler(lapic::kPanicVector, [](Frame*) -> bool { x86::HaltForever(); });

@@ -1,6 +1,11 @@
 #include "paging.h"
 
+#include <atomic>
+
 #include "cpu.h"
+#include "fox/core.h"
+#include "lapic.h"
+#include "percpu.h"
 #include "fox/log.h"
 #include "fox/spinlock.h"
 
@@ -15,6 +20,7 @@ uint64_t* g_pml4 = nullptr;
 // Serialises changes to the tables. Lock order: this, then the page
 // allocator (splits allocate table pages).
 SpinLock g_tables_lock;
+uint64_t* NewTable();
 TableAllocator g_alloc = nullptr;
 bool g_giant = false;
 
@@ -100,10 +106,119 @@ Result<void> UnmapPage(uintptr_t va) {
   return Ok();
 }
 
+namespace {
+
+// The entry that maps `va` at `level` (3 = PML4 index, 2 = PDPT, 1 = PD),
+// creating tables on the way down if asked. nullptr if absent.
+uint64_t* Walk(uintptr_t va, int level, bool create) REQUIRES(g_tables_lock) {
+  uint64_t* table = g_pml4;
+  for (int l = 3; l > level; --l) {
+    uint64_t* e = &table[(va >> (12 + 9 * l)) & 511];
+    if (!(*e & kPresent)) {
+      if (!create) return nullptr;
+      uint64_t* t = NewTable();
+      if (t == nullptr) return nullptr;
+      *e = reinterpret_cast<uint64_t>(t) | kPresent | kWritable;
+    } else if (*e & kLarge) {
+      return nullptr;  // inside a larger page
+    }
+    table = Next(*e);
+  }
+  return &table[(va >> (12 + 9 * level)) & 511];
+}
+
+template <typename F>
+Result<void> ForEachLarge(uintptr_t va, size_t bytes, F f) REQUIRES(g_tables_lock) {
+  for (uintptr_t p = va; p < va + bytes;) {
+    uint64_t* e = Walk(p, 1, false);
+    uint64_t* g = Walk(p, 2, false);
+    if (g != nullptr && (*g & kPresent) && (*g & kLarge)) {
+      f(g, kGiB);
+      p += kGiB;
+    } else if (e != nullptr && (*e & kPresent) && (*e & kLarge)) {
+      f(e, k2MiB);
+      p += k2MiB;
+    } else {
+      return Error::kNotFound;
+    }
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Result<void> MapLarge(uintptr_t va, uintptr_t pa, size_t bytes, bool writable) {
+  if (((va | pa | bytes) & (k2MiB - 1)) != 0 || (va >> 48) != 0) return Error::kInvalidArgument;
+  SpinGuard guard(g_tables_lock);
+  uint64_t flags = kPresent | kLarge | (writable ? kWritable : 0);
+  for (size_t done = 0; done < bytes;) {
+    uintptr_t v = va + done, p = pa + done;
+    if (g_giant && ((v | p) & (kGiB - 1)) == 0 && bytes - done >= kGiB) {
+      uint64_t* e = Walk(v, 2, true);
+      if (e == nullptr) return Error::kNoMemory;
+      if (*e & kPresent) return Error::kAlreadyExists;
+      *e = p | flags;
+      done += kGiB;
+    } else {
+      uint64_t* e = Walk(v, 1, true);
+      if (e == nullptr) return Error::kNoMemory;
+      if (*e & kPresent) return Error::kAlreadyExists;
+      *e = p | flags;
+      done += k2MiB;
+    }
+  }
+  return Ok();
+}
+
+Result<void> ProtectLarge(uintptr_t va, size_t bytes, bool writable) {
+  SpinGuard guard(g_tables_lock);
+  FOX_TRY(ForEachLarge(va, bytes, [writable](uint64_t* e, size_t) {
+    *e = writable ? (*e | kWritable) : (*e & ~kWritable);
+  }));
+  x86::WriteCr3(x86::ReadCr3());
+  return Ok();
+}
+
+Result<void> UnmapLarge(uintptr_t va, size_t bytes, void (*visit)(uintptr_t pa, size_t bytes)) {
+  SpinGuard guard(g_tables_lock);
+  FOX_TRY(ForEachLarge(va, bytes, [visit](uint64_t* e, size_t size) {
+    uintptr_t pa = *e & kAddrMask & ~(size - 1);
+    *e = 0;
+    if (visit != nullptr) visit(pa, size);
+  }));
+  x86::WriteCr3(x86::ReadCr3());
+  return Ok();
+}
+
+namespace {
+SpinLock g_shootdown_lock;
+std::atomic<uint64_t> g_shootdown_acks{0};
+}  // namespace
+
+void ShootdownTlb() {
+  SpinGuard guard(g_shootdown_lock);
+  x86::WriteCr3(x86::ReadCr3());
+  uint64_t start = g_shootdown_acks.load(std::memory_order_acquire);
+  uint64_t sent = 0;
+  int self = core::Current();
+  for (int c = 0; c < core::kMaxCores; ++c) {
+    percpu::CoreLocal* local = percpu::Of(c);
+    if (local == nullptr || c == self) continue;
+    lapic::SendIpi(local->apic_id, lapic::kShootdownVector);
+    ++sent;
+  }
+  while (g_shootdown_acks.load(std::memory_order_acquire) - start < sent) x86::Pause();
+}
+
+void AckShootdown() {
+  x86::WriteCr3(x86::ReadCr3());
+  g_shootdown_acks.fetch_add(1, std::memory_order_release);
+}
+
 bool IsMapped(uintptr_t va) {
   if (g_pml4 == nullptr) return va >= k4KiB && va < 4 * kGiB;  // the boot tables
-  if ((va >> 39) != 0 || !(g_pml4[0] & kPresent)) return false;
-  uint64_t e = Next(g_pml4[0])[(va >> 30) & 511];
+  if ((va >> 48) != 0 || !(g_pml4[(va >> 39) & 511] & kPresent)) return false;
+  uint64_t e = Next(g_pml4[(va >> 39) & 511])[(va >> 30) & 511];
   if (!(e & kPresent)) return false;
   if (e & kLarge) return true;
   e = Next(e)[(va >> 21) & 511];

@@ -4,6 +4,7 @@
 // that page 0 stays unmapped and null dereferences fault.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "fox/result.h"
@@ -27,6 +28,23 @@ Result<void> UnmapPage(uintptr_t va);
 // Maps the 4 KiB page at `va` again (identity, read-write) after UnmapPage,
 // on every core.
 Result<void> MapPage(uintptr_t va);
+
+// Maps [va, va+bytes) to [pa, pa+bytes) with 1 GiB pages where both are
+// 1 GiB-aligned (and the CPU has them), else 2 MiB pages; both must be
+// 2 MiB-aligned. Only in unmapped space (kAlreadyExists otherwise).
+Result<void> MapLarge(uintptr_t va, uintptr_t pa, size_t bytes, bool writable);
+// Changes write permission of a MapLarge range (this core's TLB only; see
+// ShootdownTlb). Returns the physical address of each large page through
+// `visit` when given, for freeing.
+Result<void> ProtectLarge(uintptr_t va, size_t bytes, bool writable);
+// Removes a MapLarge range, calling visit(pa, page_bytes) for each page.
+Result<void> UnmapLarge(uintptr_t va, size_t bytes, void (*visit)(uintptr_t pa, size_t bytes));
+
+// Flushes every online core's TLB and waits until all have done it.
+// Event context (interrupts enabled), not interrupt context.
+void ShootdownTlb();
+// The shootdown IPI's handler: flush, then acknowledge. Interrupt context.
+void AckShootdown();
 
 // True if `va` is mapped. Safe anywhere (used by the panic handler).
 bool IsMapped(uintptr_t va);

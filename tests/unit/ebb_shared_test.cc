@@ -1,0 +1,148 @@
+// SharedEbb: one object per node, shared by every core.
+#include "fox/ebb/shared_ebb.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ebb_test_cores.h"
+#include "fox/ebb/ebb.h"
+
+namespace fox::ebb {
+namespace {
+
+constexpr int kCores = 8;
+
+std::atomic<int> g_constructed{0};
+std::atomic<int> g_destroyed{0};
+
+class Directory : public SharedEbb<Directory> {
+ public:
+  Directory() : Directory("lazy") {}
+  explicit Directory(std::string name) : name_(std::move(name)) { g_constructed.fetch_add(1); }
+  ~Directory() { g_destroyed.fetch_add(1); }
+  const std::string& name() const { return name_; }
+  void Touch() { touches_.fetch_add(1); }
+  int touches() const { return touches_.load(); }
+
+ private:
+  std::string name_;
+  std::atomic<int> touches_{0};
+};
+
+TEST(SharedEbb, CreateConstructsOnceAndEveryCoreSharesIt) {
+  int constructed = g_constructed.load();
+  EbbRef<Directory> dir = Directory::Create("root");
+  EXPECT_EQ(g_constructed.load(), constructed + 1);
+  EXPECT_TRUE(IsDynamicId(dir.id()));
+
+  std::atomic<Directory*> seen[kCores + 1] = {};
+  testing::RunOnCores(1, kCores, [&](int core) {
+    seen[core] = dir.Get();
+    dir->Touch();
+    EXPECT_EQ(dir->name(), "root");
+  });
+  EXPECT_EQ(g_constructed.load(), constructed + 1);
+  for (int c = 2; c <= kCores; ++c) EXPECT_EQ(seen[c].load(), seen[1].load());
+  EXPECT_EQ(dir->touches(), kCores);
+  EXPECT_EQ(dir.Get(), seen[1].load());
+  Destroy(dir);
+  QuiescentPoint();
+}
+
+TEST(SharedEbb, SimultaneousFirstTouchOfAStaticIdConstructsExactlyOnce) {
+  for (int round = 0; round < 20; ++round) {
+    EbbRef<Directory> dir(StaticId("test.shared.race." + std::to_string(round)));
+    int constructed = g_constructed.load();
+    uint64_t misses[kCores + 1];
+    for (int c = 1; c <= kCores; ++c) misses[c] = GetCoreStats(c).rep_misses;
+    std::atomic<Directory*> seen[kCores + 1] = {};
+
+    testing::RunOnCores(1, kCores, [&](int core) {
+      seen[core] = dir.Get();
+      dir->Touch();
+    });
+
+    ASSERT_EQ(g_constructed.load(), constructed + 1) << "round " << round;
+    for (int c = 1; c <= kCores; ++c) {
+      EXPECT_EQ(seen[c].load(), seen[1].load());
+      EXPECT_EQ(GetCoreStats(c).rep_misses, misses[c] + 1);
+    }
+    EXPECT_EQ(dir->name(), "lazy");
+    EXPECT_EQ(dir->touches(), kCores);
+    Destroy(dir);
+  }
+  QuiescentPoint();
+}
+
+TEST(SharedEbb, CreateAtATakenIdThrowsAndFreesTheNewObject) {
+  EbbRef<Directory> dir = Directory::Create("first");
+  int constructed = g_constructed.load();
+  int destroyed = g_destroyed.load();
+  EXPECT_THROW(Directory::CreateAt(dir.id(), "second"), EbbExistsError);
+  EXPECT_EQ(g_constructed.load(), constructed + 1);
+  EXPECT_EQ(g_destroyed.load(), destroyed + 1);
+  EXPECT_EQ(dir->name(), "first");
+  Destroy(dir);
+  QuiescentPoint();
+}
+
+TEST(SharedEbb, CreateAtAStaticIdThenFaultUsesIt) {
+  EbbId id = StaticId("test.shared.explicit");
+  EbbRef<Directory> dir = Directory::CreateAt(id, "explicit");
+  EXPECT_EQ(EbbRef<Directory>(id)->name(), "explicit");
+  Destroy(dir);
+  QuiescentPoint();
+}
+
+class Other : public SharedEbb<Other> {
+ public:
+  int x = 5;
+};
+
+TEST(SharedEbb, AnotherTypeAtTheSameIdIsATypeError) {
+  EbbId id = StaticId("test.shared.typed");
+  EbbRef<Directory> dir = Directory::CreateAt(id, "typed");
+  EXPECT_THROW(EbbRef<Other>(id).Get(), EbbTypeError);
+  EXPECT_EQ(dir->name(), "typed");
+  Destroy(dir);
+  QuiescentPoint();
+}
+
+std::atomic<int> g_flaky_attempts{0};
+class Flaky : public SharedEbb<Flaky> {
+ public:
+  Flaky() {
+    if (g_flaky_attempts.fetch_add(1) == 0) throw std::runtime_error("first try fails");
+  }
+  int ok = 1;
+};
+
+TEST(SharedEbb, ALazyConstructorThatThrowsIsRetriedOnTheNextFault) {
+  EbbRef<Flaky> flaky(StaticId("test.shared.flaky"));
+  EXPECT_THROW(flaky.Get(), std::runtime_error);
+  EXPECT_EQ(flaky.LocalRepOrNull(), nullptr);
+  EXPECT_EQ(flaky->ok, 1);
+  EXPECT_EQ(g_flaky_attempts.load(), 2);
+  Destroy(flaky);
+  QuiescentPoint();
+}
+
+class SelfReferencing : public SharedEbb<SelfReferencing> {
+ public:
+  SelfReferencing() { EbbRef<SelfReferencing>(StaticId("test.shared.self"))->x = 1; }
+  int x = 0;
+};
+
+TEST(SharedEbb, AConstructorDereferencingItsOwnEbbThrowsInsteadOfDeadlocking) {
+  EbbRef<SelfReferencing> self(StaticId("test.shared.self"));
+  EXPECT_THROW(self.Get(), EbbError);
+  EXPECT_THROW(Destroy(self), DeadEbbError);  // the failed construction left nothing
+  QuiescentPoint();
+}
+
+}  // namespace
+}  // namespace fox::ebb

@@ -1,0 +1,19 @@
+// Threads as cores for the ebb/ host tests: core::Current() is a thread_local
+// index the test sets (ebb_test_cores.cc defines fox::core::Current).
+#pragma once
+
+#include <functional>
+
+namespace fox::testing {
+
+// Makes core::Current() return `core` on the calling thread (default 0).
+// Set it before the thread's first Ebb access.
+void SetCurrentCore(int core);
+
+// Runs fn(core) on `count` new threads acting as cores first_core,
+// first_core + 1, ..., started together through a barrier so that they
+// really race. Each thread enters quiescence (fox::ebb::EnterQuiescence)
+// when fn returns or throws. Returns when all have finished.
+void RunOnCores(int first_core, int count, const std::function<void(int core)>& fn);
+
+}  // namespace fox::testing
