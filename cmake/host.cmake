@@ -24,4 +24,5 @@ target_compile_options(fox_common_fuzz PUBLIC ${FOX_SANITIZE} -fsanitize=fuzzer-
 
 add_subdirectory(tests/unit)
 add_subdirectory(tests/fuzz)
+add_subdirectory(tests/bench)
 include(tests/vm/tests.cmake)

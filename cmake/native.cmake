@@ -71,3 +71,4 @@ endfunction()
 
 add_subdirectory(apps)
 add_subdirectory(tests/vm)
+add_subdirectory(tests/bench/native)

@@ -170,17 +170,15 @@ TEST(Destroy, WithoutAnyCoreUsingRepsFreesAtOnce) {
 
 TEST(Destroy, ConcurrentUseAndDestroyNeverTouchFreedMemory) {
   constexpr int kCores = 6;
-  constexpr int kRounds = 200;
+  constexpr int kRounds = 100;
   Stats before = GetStats();
   for (int round = 0; round < kRounds; ++round) {
     EbbRef<Box> box = Box::Create();
-    std::atomic<bool> destroyed{false};
     std::atomic<int> started{0};
     std::thread killer([&] {
       testing::SetCurrentCore(kCores + 1);
       while (started.load() < kCores) std::this_thread::yield();
       Destroy(box);
-      destroyed = true;
       QuiescentPoint();
       EnterQuiescence();
     });
@@ -192,7 +190,6 @@ TEST(Destroy, ConcurrentUseAndDestroyNeverTouchFreedMemory) {
           rep->Add(1);
           EXPECT_GE(rep->Sum(), 1);
         } catch (const DeadEbbError&) {
-          EXPECT_TRUE(destroyed.load() || true);
           break;
         }
         QuiescentPoint();

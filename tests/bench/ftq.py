@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""FTQ noise benchmark (make bench B=ftq).
+
+Runs the fixed-time-quantum loop (tests/bench/ftq_core.h) on a fox
+application core and a fox kernel core (which takes 1 kHz device and timer
+interrupts meanwhile), in a 2-vCPU node (no more vCPUs than host cores), and
+as a Linux process pinned to a host CPU (the baseline until the Linux guest
+exists). Prints coefficients of variation, the app-core/Linux ratio (target
+<= 0.5) and the interrupts the application core took (must be 0).
+"""
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "boot"))
+import qemu_run  # noqa: E402
+
+ROOT = qemu_run.ROOT
+IMAGE = os.path.join(ROOT, "build", "native", "bench_ftq.elf")
+HOST = os.path.join(ROOT, "build", "host", "tests", "bench", "ftq_host")
+QUANTUM_US, QUANTA = 1000, 2000
+LINE = re.compile(r"ftq (\w+) (?:core|cpu) (\d+) quanta \d+ mean ([\d.]+) cov ([\d.]+) min (\d+) max (\d+)(?: interrupts (\d+))?")
+
+
+def main():
+    for path in (IMAGE, HOST):
+        if not os.path.exists(path):
+            sys.exit("bench ftq: %s missing; run make first" % path)
+    kvm_ok, why = qemu_run.kvm_works()
+    accel = "kvm" if kvm_ok else "tcg"
+    if not kvm_ok:
+        print("# ftq: KVM skipped (%s); fox runs under TCG, whose own jitter is part of the figure" % why)
+    cmd = qemu_run.qemu_command(IMAGE, "fox.kcores=1 -- %d %d" % (QUANTUM_US, QUANTA), 2, 256, accel, None, False)
+    r = qemu_run.run_qemu(cmd, 300, echo=False)
+    if r["status"] != 0:
+        sys.exit("bench ftq: fox run failed: %s" % (r["reason"] or r["text"][-800:]))
+    fox = {m.group(1): m for m in LINE.finditer(r["text"])}
+    host = subprocess.run([HOST, str(QUANTUM_US), str(QUANTA), "1"], check=True, capture_output=True, text=True).stdout
+    linux = LINE.search(host)
+    app_cov, kernel_cov, linux_cov = float(fox["app"].group(4)), float(fox["kernel"].group(4)), float(linux.group(4))
+    print("ftq.app_core_cov_%s %.6f" % (accel, app_cov))
+    print("ftq.kernel_core_cov_%s %.6f" % (accel, kernel_cov))
+    print("ftq.linux_process_cov %.6f" % linux_cov)
+    print("ftq.app_vs_linux_cov_ratio %.3f x" % (app_cov / linux_cov if linux_cov else float("inf")))
+    print("ftq.app_core_interrupts %s" % fox["app"].group(7))
+    print("ftq.kernel_core_interrupts %s" % fox["kernel"].group(7))
+
+
+if __name__ == "__main__":
+    main()
