@@ -22,7 +22,23 @@ add_library(fox_common_fuzz STATIC ${FOX_HOST_SOURCES})
 target_include_directories(fox_common_fuzz PUBLIC kernel/include kernel)
 target_compile_options(fox_common_fuzz PUBLIC ${FOX_SANITIZE} -fsanitize=fuzzer-no-link)
 
+# The hosted platform: the fox API on Linux threads (kernel/linux). Programs
+# keep their own main(); --wrap=main lets the runtime start the cores first.
+add_library(fox_hosted STATIC
+  ${FOX_KERNEL_COMMON}
+  kernel/common/event/context.cc
+  kernel/common/event/context_x86_64.S
+  kernel/common/event/loop.cc
+  kernel/linux/platform.cc
+  kernel/linux/start.cc)
+target_include_directories(fox_hosted PUBLIC kernel/include)
+target_link_options(fox_hosted INTERFACE -Wl,--wrap=main)
+target_link_libraries(fox_hosted PUBLIC pthread)
+
 add_subdirectory(tests/unit)
 add_subdirectory(tests/fuzz)
 add_subdirectory(tests/bench)
+# The platform-neutral half of the in-VM suite, as a Linux program.
+add_executable(hosted_vmtest tests/vm/vmtest_main.cc tests/vm/runtime_tests.cc tests/vm/core_tests.cc)
+target_link_libraries(hosted_vmtest PRIVATE fox_hosted)
 include(tests/vm/tests.cmake)

@@ -52,7 +52,7 @@ class Leaf : public fox::ebb::MulticoreEbb<Leaf, LeafRoot> {
   [[gnu::noinline]] void Work(uint64_t x) { asm volatile("" : : "r"(x), "r"(this) : "memory"); }
 };
 
-constexpr uint64_t kIterations = 100'000'000;
+constexpr uint64_t kIterations = 50'000'000;
 constexpr int kRuns = 5;
 
 template <class F>
@@ -133,7 +133,7 @@ int main() {
   auto virtual_object = std::make_unique<VirtualTarget>();
 
   double hit = 1e30, virt = 1e30, dir = 1e30;
-  for (int round = 0; round < 2; ++round) {  // interleaved, against drift
+  for (int round = 0; round < 4; ++round) {  // interleaved, against drift
     hit = std::min(hit, BestNsPerCall([&] { HitLoop(ref); }));
     virt = std::min(virt, BestNsPerCall([&] { VirtualLoop(virtual_object.get()); }));
     dir = std::min(dir, BestNsPerCall([&] { DirectLoop(direct); }));

@@ -109,3 +109,25 @@ fox_vm_test(sas IMAGE vmtest SMP 4 MEM 2048 ARGS "-- sas" EXIT 0
 fox_vm_test(sas_readonly_write IMAGE vmtest SMP 4 ARGS "-- sas_readonly_write" EXIT ${PANIC}
   EXPECT "PANIC on core 3: page fault" "write to address 0x[0-9a-f]+ \\(protection violation"
          "is SAS segment 'fox.test.frozen' \\(read-only\\)")
+
+# The same neutral tests in the hosted build (kernel/linux): FOX_CORES
+# threads as cores. Label `hosted`.
+function(fox_hosted_test name)
+  cmake_parse_arguments(T "" "CORES;EXIT;TIMEOUT" "ARGS;EXPECT" ${ARGN})
+  set(cmd ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/boot/host_run.py --cores ${T_CORES}
+          --expect-exit ${T_EXIT} --timeout 120)
+  foreach(re ${T_EXPECT})
+    list(APPEND cmd --expect ${re})
+  endforeach()
+  add_test(NAME hosted.${name} COMMAND ${cmd} -- $<TARGET_FILE:hosted_vmtest> ${T_ARGS})
+  set_tests_properties(hosted.${name} PROPERTIES LABELS hosted TIMEOUT 180)
+endfunction()
+
+fox_hosted_test(cores CORES 4 ARGS cores 4 4 EXIT 0 EXPECT "core 3 here" "vmtest cores: PASS")
+fox_hosted_test(spawn_storm CORES 4 ARGS spawn_storm 250000 EXIT 0
+  EXPECT "spawn_storm: 4000000 cross-core events in [0-9]+ ms, counts exact")
+fox_hosted_test(timers CORES 2 ARGS timers 20 EXIT 0 EXPECT "vmtest timers: PASS")
+fox_hosted_test(futures CORES 4 ARGS futures EXIT 0 EXPECT "vmtest futures: PASS")
+fox_hosted_test(exceptions CORES 1 ARGS exceptions EXIT 0 EXPECT "vmtest exceptions: PASS")
+fox_hosted_test(exit_code CORES 2 ARGS exit_code EXIT 3 EXPECT "static destructor 7 ran")
+fox_hosted_test(thread_local CORES 1 ARGS thread_local EXIT 0 EXPECT "vmtest thread_local: PASS")

@@ -15,7 +15,36 @@
     }                                                                                \
   } while (0)
 
+#include <memory>
+#include <type_traits>
+
+#include "fox/event.h"
+#include "fox/future.h"
+
 namespace vmtest {
+
+// Runs fn on `core` and blocks the calling event until it has run there.
+template <typename F>
+auto RunOn(int core, F fn) {
+  using R = decltype(fn());
+  auto promise = std::make_shared<fox::Promise<R>>();
+  auto future = promise->GetFuture();
+  fox::event::SpawnRemote(core, [promise, fn = std::move(fn)]() mutable {
+    try {
+      if constexpr (std::is_void_v<R>) {
+        fn();
+        promise->SetValue();
+      } else {
+        promise->SetValue(fn());
+      }
+    } catch (...) {
+      promise->SetException(std::current_exception());
+    }
+  });
+  return future.Block();
+}
+
+
 int Banner(int argc, char** argv);
 int AllocStress(int argc, char** argv);
 int AllocOom(int argc, char** argv);

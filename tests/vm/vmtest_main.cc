@@ -7,18 +7,21 @@ struct Test {
   const char* name;
   int (*run)(int, char**);
 };
+// Platform-neutral tests run on compute nodes and in the hosted build.
 const Test kTests[] = {
-    {"banner", vmtest::Banner},         {"alloc_stress", vmtest::AllocStress},
-    {"alloc_oom", vmtest::AllocOom},    {"exceptions", vmtest::Exceptions},
-    {"rtti", vmtest::Rtti},             {"static_ctors", vmtest::StaticCtors},
-    {"thread_local", vmtest::ThreadLocal}, {"stdlib", vmtest::StdLib},
-    {"clock", vmtest::Clock},           {"null_deref", vmtest::NullDeref},
-    {"stack_overflow", vmtest::StackOverflow}, {"terminate", vmtest::Terminate},
-    {"exit_code", vmtest::ExitCode},       {"cores", vmtest::Cores},
-    {"spawn_storm", vmtest::SpawnStorm},   {"timers", vmtest::Timers},
-    {"app_quiet", vmtest::AppCoresQuiet},  {"futures", vmtest::Futures},
+    {"exceptions", vmtest::Exceptions},   {"rtti", vmtest::Rtti},
+    {"static_ctors", vmtest::StaticCtors}, {"thread_local", vmtest::ThreadLocal},
+    {"stdlib", vmtest::StdLib},           {"exit_code", vmtest::ExitCode},
+    {"cores", vmtest::Cores},             {"spawn_storm", vmtest::SpawnStorm},
+    {"timers", vmtest::Timers},           {"futures", vmtest::Futures},
+#ifdef FOX_NATIVE
+    {"banner", vmtest::Banner},           {"alloc_stress", vmtest::AllocStress},
+    {"alloc_oom", vmtest::AllocOom},      {"clock", vmtest::Clock},
+    {"null_deref", vmtest::NullDeref},    {"stack_overflow", vmtest::StackOverflow},
+    {"terminate", vmtest::Terminate},     {"app_quiet", vmtest::AppCoresQuiet},
     {"event_stack_overflow", vmtest::EventStackOverflow},
-    {"sas", vmtest::Sas},                  {"sas_readonly_write", vmtest::SasReadOnlyWrite},
+    {"sas", vmtest::Sas},                 {"sas_readonly_write", vmtest::SasReadOnlyWrite},
+#endif
 };
 }  // namespace
 

@@ -64,8 +64,8 @@ inline LocalTable* EmptyTable() { return &g_empty_table; }
 // This core's representative of `id`, or null. Branch-free: ids at or above
 // kDirectSlots read slot 0, which is never filled. Safe in any context.
 [[gnu::always_inline]] inline void* LoadSlot(const LocalTable* table, EbbId id) {
-  if (id >= kDirectSlots) [[unlikely]] return nullptr;
-  return table->slots[id].load(std::memory_order_relaxed);
+  uint32_t index = id < kDirectSlots ? id : kNullId;
+  return table->slots[index].load(std::memory_order_relaxed);
 }
 
 #if defined(FOX_EBB_TABLE_GS_OFFSET)

@@ -1,0 +1,21 @@
+// Hosted platform internals shared by kernel/linux files.
+#pragma once
+
+#include <atomic>
+
+#include "fox/core.h"
+
+namespace fox::hosted {
+
+struct CoreState {
+  int epoll_fd = -1;
+  int wake_fd = -1;   // eventfd: other cores wake this one
+  int timer_fd = -1;  // timerfd: this core's next timer
+};
+
+extern CoreState g_cores[core::kMaxCores];
+extern std::atomic<int> g_online;
+extern int g_num_cores;
+extern thread_local int t_core;
+
+}  // namespace fox::hosted

@@ -1,0 +1,141 @@
+// The hosted platform (DESIGN.md "kernel/linux"): the same API as the native
+// kernel on Linux. Each fox core is a thread (pinned when the machine has
+// enough CPUs); each runs the same neutral event loop, which sleeps in
+// epoll_wait on an eventfd (wake-ups from other cores) and a timerfd (its
+// next timer). Code above kernel/ cannot tell the difference.
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+
+#include "../common/event/platform.h"
+#include "fox/clock.h"
+#include "fox/console.h"
+#include "fox/core.h"
+#include "fox/exit.h"
+#include "fox/irq_spinlock.h"
+#include "fox/panic.h"
+#include "hosted.h"
+
+namespace fox {
+namespace hosted {
+
+CoreState g_cores[core::kMaxCores];
+std::atomic<int> g_online{0};
+int g_num_cores = 1;
+thread_local int t_core = 0;
+
+}  // namespace hosted
+
+using hosted::g_cores;
+
+// ---- clock, console, cores ----
+
+uint64_t clock::NowNs() {
+  static const uint64_t start = [] {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec);
+  }();
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000 + uint64_t(ts.tv_nsec) - start;
+}
+
+void console::Write(const char* data, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(2, data, n);
+    if (w <= 0) {
+      if (w < 0 && errno == EINTR) continue;
+      return;
+    }
+    data += w;
+    n -= size_t(w);
+  }
+}
+
+int core::Current() { return hosted::t_core; }
+int core::Online() { return hosted::g_online.load(std::memory_order_acquire); }
+int core::Present() { return hosted::g_num_cores; }
+int core::KernelCores() { return hosted::g_num_cores; }  // hosted cores all take events and timers
+bool core::IsKernelCore(int c) { return c >= 0 && c < hosted::g_num_cores; }
+uint64_t core::InterruptCount(int) { return 0; }
+
+bool irq::Save() { return false; }
+void irq::Restore(bool) {}
+
+[[noreturn]] void Exit(int status) { std::exit(status); }
+
+[[noreturn]] void Panic(const char* fmt, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, args);
+  va_end(args);
+  std::fprintf(stderr, "\nPANIC on core %d: %s\n", core::Current(), buf);
+  std::fflush(stderr);
+  std::_Exit(kExitPanic);
+}
+
+// ---- the event loop's hooks ----
+
+namespace event::platform {
+
+void WaitForWork(uint64_t deadline_ns) {
+  hosted::CoreState& c = g_cores[hosted::t_core];
+  itimerspec spec{};
+  if (deadline_ns != 0) {
+    // timerfd wants CLOCK_MONOTONIC time; NowNs counts from process start.
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    uint64_t mono_now = uint64_t(now.tv_sec) * 1000000000 + uint64_t(now.tv_nsec);
+    uint64_t fox_now = clock::NowNs();
+    uint64_t at = mono_now + (deadline_ns > fox_now ? deadline_ns - fox_now : 1);
+    spec.it_value.tv_sec = time_t(at / 1000000000);
+    spec.it_value.tv_nsec = long(at % 1000000000);
+  }
+  timerfd_settime(c.timer_fd, TFD_TIMER_ABSTIME, &spec, nullptr);
+  epoll_event events[8];
+  int n = epoll_wait(c.epoll_fd, events, 8, -1);
+  for (int i = 0; i < n; ++i) {
+    uint64_t drain;
+    if (events[i].data.fd == c.wake_fd || events[i].data.fd == c.timer_fd) {
+      (void)::read(events[i].data.fd, &drain, sizeof drain);
+    }
+  }
+}
+
+void Wake(int target) {
+  uint64_t one = 1;
+  (void)::write(g_cores[target].wake_fd, &one, sizeof one);
+}
+
+bool HasTimerInterrupt() { return true; }
+bool DisableInterrupts() { return false; }
+void RestoreInterrupts(bool) {}
+
+// Stacks from mmap with an inaccessible guard page below them.
+uintptr_t AllocStack(size_t bytes) {
+  size_t page = 4096;
+  bytes = (bytes + page - 1) & ~(page - 1);
+  void* p = mmap(nullptr, bytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return 0;
+  mprotect(p, page, PROT_NONE);
+  return reinterpret_cast<uintptr_t>(p) + page + bytes;
+}
+
+void FreeStack(uintptr_t top, size_t bytes) {
+  size_t page = 4096;
+  bytes = (bytes + page - 1) & ~(page - 1);
+  munmap(reinterpret_cast<void*>(top - bytes - page), bytes + page);
+}
+
+}  // namespace event::platform
+}  // namespace fox

@@ -1,0 +1,119 @@
+// Start-up of a hosted fox program. The program's own main() is the same as
+// on a compute node; linking with -Wl,--wrap=main (fox_hosted does it) makes
+// the C library call __wrap_main instead, which starts FOX_CORES cores
+// (default: the CPUs this process may use), each a thread running its event
+// loop, and runs the real main as the first event of core 0 on its own stack,
+// so main may block like any event. main's return value ends the process.
+#include <pthread.h>
+#include <sched.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "../common/event/loop.h"
+#include "../common/event/platform.h"
+#include "fox/cmdline.h"
+#include "fox/log.h"
+#include "fox/panic.h"
+#include "hosted.h"
+
+extern "C" int __real_main(int argc, char** argv, char** envp);
+
+namespace fox::hosted {
+namespace {
+
+constexpr size_t kMainStack = 8 << 20;
+
+struct MainArgs {
+  int argc;
+  char** argv;
+  char** envp;
+};
+MainArgs g_main;
+bool g_pin = false;
+
+void SetUpCore(int core) {
+  CoreState& c = g_cores[core];
+  c.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  c.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  c.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (c.epoll_fd < 0 || c.wake_fd < 0 || c.timer_fd < 0) Panic("hosted: cannot create core %d's descriptors", core);
+  for (int fd : {c.wake_fd, c.timer_fd}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    epoll_ctl(c.epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+  }
+}
+
+void Pin(int core) {
+  if (!g_pin) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(core, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+void* CoreThread(void* arg) {
+  int core = int(reinterpret_cast<intptr_t>(arg));
+  t_core = core;
+  Pin(core);
+  event::Loop* loop = event::CreateLoop(core);
+  g_online.fetch_add(1, std::memory_order_release);
+  loop->Run();
+}
+
+void RunMain(void*) { std::exit(__real_main(g_main.argc, g_main.argv, g_main.envp)); }
+
+int CoresFromEnvironment() {
+  cpu_set_t set;
+  int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  const char* env = std::getenv("FOX_CORES");
+  if (env == nullptr || *env == '\0') return cpus;
+  auto n = ParseUInt(env);
+  if (!n.ok() || *n < 1 || *n > uint64_t(core::kMaxCores)) {
+    std::fprintf(stderr, "fox: bad FOX_CORES='%s': expected an integer from 1 to %d\n", env, core::kMaxCores);
+    std::exit(2);
+  }
+  g_pin = *n <= uint64_t(cpus);
+  return int(*n);
+}
+
+}  // namespace
+}  // namespace fox::hosted
+
+extern "C" int __wrap_main(int argc, char** argv, char** envp) {
+  using namespace fox;
+  using namespace fox::hosted;
+  if (const char* level = std::getenv("FOX_LOG")) {
+    auto parsed = ParseLogLevel(level);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "fox: bad FOX_LOG='%s': expected debug, info, warn or error\n", level);
+      return 2;
+    }
+    SetLogLevel(*parsed);
+  }
+  g_num_cores = CoresFromEnvironment();
+  g_main = MainArgs{argc, argv, envp};
+  for (int c = 0; c < g_num_cores; ++c) SetUpCore(c);
+  t_core = 0;
+  Pin(0);
+  event::Loop* loop = event::CreateLoop(0);
+  g_online.store(1, std::memory_order_release);
+  for (int c = 1; c < g_num_cores; ++c) {
+    pthread_t thread;
+    if (pthread_create(&thread, nullptr, CoreThread, reinterpret_cast<void*>(intptr_t(c))) != 0) {
+      Panic("hosted: cannot start core %d", c);
+    }
+    pthread_detach(thread);
+  }
+  while (g_online.load(std::memory_order_acquire) < g_num_cores) sched_yield();
+  uintptr_t stack = event::platform::AllocStack(kMainStack);
+  if (stack == 0) Panic("hosted: no memory for main's stack");
+  event::SpawnOnStack(stack, RunMain, nullptr);
+  loop->Run();
+}
