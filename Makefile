@@ -59,7 +59,7 @@ bench: all
 debug: native
 	python3 boot/qemu_run.py --image $(NATIVE)/$(APP).elf --append "$(ARGS)" --gdb & \
 	sleep 1; gdb -q $(NATIVE)/$(APP).elf -ex 'set architecture i386:x86-64' \
-	  -ex 'target remote localhost:1234' -ex 'break KernelMain' -ex 'continue'; \
+	  -ex 'target remote localhost:1234' -ex 'hbreak KernelMain' -ex 'continue'; \
 	kill %1 2>/dev/null || true
 
 clean:

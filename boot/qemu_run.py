@@ -84,10 +84,11 @@ def choose_accel(requested):
     return ("kvm" if ok else "tcg"), None
 
 
-def qemu_command(image, append, smp, mem, accel, cdrom, gdb):
+def qemu_command(image, append, smp, mem, accel, cdrom, gdb, debug_exit=True):
     cmd = ["qemu-system-x86_64", "-machine", "pc", "-m", str(mem), "-smp", str(smp),
-           "-display", "none", "-monitor", "none", "-serial", "stdio", "-no-reboot",
-           "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04", "-nodefaults"]
+           "-display", "none", "-monitor", "none", "-serial", "stdio", "-no-reboot", "-nodefaults"]
+    if debug_exit:
+        cmd += ["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"]
     if accel == "kvm":
         cmd += ["-accel", "kvm", "-cpu", "host"]
     else:
@@ -173,6 +174,8 @@ def main():
     ap.add_argument("--expect", action="append", default=[])
     ap.add_argument("--reject", action="append", default=[])
     ap.add_argument("--gdb", action="store_true")
+    ap.add_argument("--no-debug-exit", action="store_true",
+                    help="no isa-debug-exit device: the node must power off through ACPI")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--log")
     args = ap.parse_args()
@@ -186,7 +189,8 @@ def main():
     if accel is None:
         print("qemu_run: SKIP: %s" % why)
         return 77
-    cmd = qemu_command(args.image, args.append, args.smp, args.mem, accel, args.cdrom, args.gdb)
+    cmd = qemu_command(args.image, args.append, args.smp, args.mem, accel, args.cdrom, args.gdb,
+                       not args.no_debug_exit)
     testing = args.expect_exit is not None or args.expect or args.reject
     r = run_qemu(cmd, args.timeout if not args.gdb else 10 ** 9, echo=not (args.quiet or testing), log=args.log)
     failures = []

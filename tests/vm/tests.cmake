@@ -6,7 +6,7 @@
 # fox_vm_test(NAME IMAGE image [NODES n] [SMP n] [MEM mib] [ARGS "boot args"]
 #             EXIT status [EXPECT regex...] [REJECT regex...] [CDROM iso] [TIMEOUT s])
 function(fox_vm_test name)
-  cmake_parse_arguments(T "" "IMAGE;SMP;MEM;ARGS;EXIT;CDROM;TIMEOUT;NODES" "EXPECT;REJECT" ${ARGN})
+  cmake_parse_arguments(T "NO_DEBUG_EXIT" "IMAGE;SMP;MEM;ARGS;EXIT;CDROM;TIMEOUT;NODES" "EXPECT;REJECT" ${ARGN})
   if(NOT T_SMP)
     set(T_SMP 1)
   endif()
@@ -22,6 +22,9 @@ function(fox_vm_test name)
     list(APPEND cmd --cdrom ${T_CDROM})
   else()
     list(APPEND cmd --image ${FOX_NATIVE_DIR}/${T_IMAGE}.elf "--append=${T_ARGS}")
+  endif()
+  if(T_NO_DEBUG_EXIT)
+    list(APPEND cmd --no-debug-exit)
   endif()
   foreach(re ${T_EXPECT})
     list(APPEND cmd --expect ${re})
@@ -80,6 +83,10 @@ fox_vm_test(unknown_test IMAGE vmtest ARGS "-- no_such_test" EXIT ${USAGE} EXPEC
 fox_vm_test(grub_iso CDROM ${CMAKE_SOURCE_DIR}/build/fox.iso EXIT 0 TIMEOUT 180
   EXPECT "\\| GRUB [0-9.]+" "Hello from fox on a compute node!")
 fox_vm_test(small_memory IMAGE hello MEM 32 EXIT 0 EXPECT "Hello from fox")
+# Without QEMU's debug-exit device the node powers off through ACPI (S5),
+# as on real hardware; the status is then only on the console.
+fox_vm_test(acpi_poweroff IMAGE hello ARGS "-- acpi" EXIT 0 NO_DEBUG_EXIT
+  EXPECT "Hello from fox on acpi!" "fox: exit status 0")
 
 # Cores, roles, events (issue: native foundation II). Four cores.
 fox_vm_test(cores IMAGE vmtest SMP 4 ARGS "-- cores 4 1" EXIT 0
