@@ -132,6 +132,7 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   rtc::Init();
   Mark("rtc");
   lapic::InitCore();
+  g_boot_core.apic_id = lapic::Id();
   ioapic::Init();
   interrupts::InstallSystemHandlers();
   StartCores();

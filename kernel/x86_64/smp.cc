@@ -68,6 +68,7 @@ extern "C" [[noreturn]] void ApEntry(int core) {
   cpu::InitFeatures();
   syscall::Init();
   lapic::InitCore();
+  local->apic_id = lapic::Id();  // the APIC's own view (x2APIC ids exceed CPUID's 8 bits)
   if (!kernel_core) lapic::DisableTimer();
   event::CreateLoop(core);
   percpu::SetOnline(core, local);

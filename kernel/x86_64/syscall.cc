@@ -213,6 +213,9 @@ extern "C" int64_t SyscallDispatch(fox::syscall::Args* args) {
       random::Fill(reinterpret_cast<void*>(a[0]), a[1]);
       return int64_t(a[1]);
     case kExit:
+      // A thread ending: cores' threads run their event loops forever, so
+      // this is a bug, not the program's end (that is exit_group).
+      Panic("syscall: the thread of core %d exited (status %d)", core::Current(), int(a[0] & 0xFF));
     case kExitGroup: {
       int status = int(a[0] & 0xFF);
       LOG_INFO("fox: exit status %d", status);

@@ -140,7 +140,7 @@ TEST(Destroy, FromInsideTheEbbsOwnMethod) {
 }
 
 TEST(Destroy, ADestroyedStaticIdStaysDead) {
-  EbbRef<Box> box(StaticId("test.lifetime.lazy"));
+  EbbRef<Box> box(testing::FreshStaticId("test.lifetime.lazy"));
   int roots = Count("root+");
   box->Add(1);  // created lazily
   EXPECT_EQ(Count("root+"), roots + 1);

@@ -80,7 +80,7 @@ TEST(MulticoreEbb, EachCoreGetsItsOwnRepBuiltFromTheRoot) {
 
 TEST(MulticoreEbb, SimultaneousFirstTouchMakesOneRootAndOneRepPerCore) {
   for (int round = 0; round < 25; ++round) {
-    EbbRef<Counter> counter(StaticId("test.multicore.race." + std::to_string(round)));
+    EbbRef<Counter> counter(testing::FreshStaticId("test.multicore.race." + std::to_string(round)));
     int roots = g_roots.load();
     int reps = g_reps.load();
     uint64_t misses[kCores + 1];
@@ -148,6 +148,7 @@ class Fragile : public MulticoreEbb<Fragile, FragileRoot> {
 };
 
 TEST(MulticoreEbb, ARepConstructorThatThrowsInstallsNothing) {
+  g_fragile_attempts = 0;
   EbbRef<Fragile> fragile = Fragile::Create();
   EXPECT_THROW(fragile.Get(), std::runtime_error);
   EXPECT_EQ(fragile.LocalRepOrNull(), nullptr);
@@ -159,7 +160,7 @@ TEST(MulticoreEbb, ARepConstructorThatThrowsInstallsNothing) {
 
 TEST(MulticoreEbb, ASharedAndAMulticoreTypeDoNotMix) {
   struct Plain : SharedEbb<Plain> {};
-  EbbId id = StaticId("test.multicore.mixed");
+  EbbId id = testing::FreshStaticId("test.multicore.mixed");
   EbbRef<Counter> counter = Counter::CreateAt(id, 1);
   EXPECT_THROW(EbbRef<Plain>(id).Get(), EbbTypeError);
   EXPECT_EQ(counter->root().start, 1);

@@ -94,7 +94,7 @@ TEST(EbbRef, UnknownIdsThrowDeadEbbError) {
   EXPECT_THROW(EbbRef<Cell>(AllocateId())->value(), DeadEbbError);  // never created
   EXPECT_THROW(EbbRef<Cell>(0xFFFFFFFFu)->value(), DeadEbbError);   // reserved
   // Cell is not default-constructible, so a static id is not created lazily.
-  EXPECT_THROW(EbbRef<Cell>(StaticId("test.ref.unknown"))->value(), DeadEbbError);
+  EXPECT_THROW(EbbRef<Cell>(testing::FreshStaticId("test.ref.unknown"))->value(), DeadEbbError);
 }
 
 // Hands out ids far above the direct table.

@@ -55,7 +55,7 @@ TEST(SharedEbb, CreateConstructsOnceAndEveryCoreSharesIt) {
 
 TEST(SharedEbb, SimultaneousFirstTouchOfAStaticIdConstructsExactlyOnce) {
   for (int round = 0; round < 20; ++round) {
-    EbbRef<Directory> dir(StaticId("test.shared.race." + std::to_string(round)));
+    EbbRef<Directory> dir(testing::FreshStaticId("test.shared.race." + std::to_string(round)));
     int constructed = g_constructed.load();
     uint64_t misses[kCores + 1];
     for (int c = 1; c <= kCores; ++c) misses[c] = GetCoreStats(c).rep_misses;
@@ -91,7 +91,7 @@ TEST(SharedEbb, CreateAtATakenIdThrowsAndFreesTheNewObject) {
 }
 
 TEST(SharedEbb, CreateAtAStaticIdThenFaultUsesIt) {
-  EbbId id = StaticId("test.shared.explicit");
+  EbbId id = testing::FreshStaticId("test.shared.explicit");
   EbbRef<Directory> dir = Directory::CreateAt(id, "explicit");
   EXPECT_EQ(EbbRef<Directory>(id)->name(), "explicit");
   Destroy(dir);
@@ -104,7 +104,7 @@ class Other : public SharedEbb<Other> {
 };
 
 TEST(SharedEbb, AnotherTypeAtTheSameIdIsATypeError) {
-  EbbId id = StaticId("test.shared.typed");
+  EbbId id = testing::FreshStaticId("test.shared.typed");
   EbbRef<Directory> dir = Directory::CreateAt(id, "typed");
   EXPECT_THROW(EbbRef<Other>(id).Get(), EbbTypeError);
   EXPECT_EQ(dir->name(), "typed");
@@ -122,7 +122,8 @@ class Flaky : public SharedEbb<Flaky> {
 };
 
 TEST(SharedEbb, ALazyConstructorThatThrowsIsRetriedOnTheNextFault) {
-  EbbRef<Flaky> flaky(StaticId("test.shared.flaky"));
+  g_flaky_attempts = 0;
+  EbbRef<Flaky> flaky(testing::FreshStaticId("test.shared.flaky"));
   EXPECT_THROW(flaky.Get(), std::runtime_error);
   EXPECT_EQ(flaky.LocalRepOrNull(), nullptr);
   EXPECT_EQ(flaky->ok, 1);
@@ -131,14 +132,16 @@ TEST(SharedEbb, ALazyConstructorThatThrowsIsRetriedOnTheNextFault) {
   QuiescentPoint();
 }
 
+EbbId g_self_id;
 class SelfReferencing : public SharedEbb<SelfReferencing> {
  public:
-  SelfReferencing() { EbbRef<SelfReferencing>(StaticId("test.shared.self"))->x = 1; }
+  SelfReferencing() { EbbRef<SelfReferencing>(g_self_id)->x = 1; }
   int x = 0;
 };
 
 TEST(SharedEbb, AConstructorDereferencingItsOwnEbbThrowsInsteadOfDeadlocking) {
-  EbbRef<SelfReferencing> self(StaticId("test.shared.self"));
+  g_self_id = testing::FreshStaticId("test.shared.self");
+  EbbRef<SelfReferencing> self(g_self_id);
   EXPECT_THROW(self.Get(), EbbError);
   EXPECT_THROW(Destroy(self), DeadEbbError);  // the failed construction left nothing
   QuiescentPoint();

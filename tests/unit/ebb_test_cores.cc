@@ -4,6 +4,10 @@
 #include "ebb_test_cores.h"
 
 #include <barrier>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -38,6 +42,18 @@ void RunOnCores(int first_core, int count, const std::function<void(int core)>& 
     });
   }
   for (auto& t : threads) t.join();
+}
+
+ebb::EbbId FreshStaticId(std::string_view base) {
+  static std::mutex mu;
+  static std::set<ebb::EbbId> used;
+  static int counter = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  if (used.size() >= ebb::kStaticIdCount / 2) std::abort();  // rerun with fewer repeats
+  for (;;) {
+    ebb::EbbId id = ebb::StaticId(std::string(base) + "#" + std::to_string(counter++));
+    if (used.insert(id).second) return id;
+  }
 }
 
 }  // namespace fox::testing

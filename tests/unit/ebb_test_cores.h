@@ -3,6 +3,9 @@
 #pragma once
 
 #include <functional>
+#include <string_view>
+
+#include "fox/ebb/ebb_id.h"
 
 namespace fox::testing {
 
@@ -15,5 +18,10 @@ void SetCurrentCore(int core);
 // really race. Each thread enters quiescence (fox::ebb::EnterQuiescence)
 // when fn returns or throws. Returns when all have finished.
 void RunOnCores(int first_core, int count, const std::function<void(int core)>& fn);
+
+// A static id for a test Ebb: StaticId(base + "#n") for the first n whose id
+// no earlier call in this process returned, so tests can be repeated
+// (destroyed static ids stay dead) and never collide with each other.
+ebb::EbbId FreshStaticId(std::string_view base);
 
 }  // namespace fox::testing
