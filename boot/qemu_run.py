@@ -84,7 +84,7 @@ def choose_accel(requested):
     return ("kvm" if ok else "tcg"), None
 
 
-def qemu_command(image, append, smp, mem, accel, cdrom, gdb, debug_exit=True):
+def qemu_command(image, append, smp, mem, accel, cdrom, gdb, debug_exit=True, net=None):
     cmd = ["qemu-system-x86_64", "-machine", "pc", "-m", str(mem), "-smp", str(smp),
            "-display", "none", "-monitor", "none", "-serial", "stdio", "-no-reboot", "-nodefaults"]
     if debug_exit:
@@ -93,6 +93,10 @@ def qemu_command(image, append, smp, mem, accel, cdrom, gdb, debug_exit=True):
         cmd += ["-accel", "kvm", "-cpu", "host"]
     else:
         cmd += ["-accel", "tcg", "-cpu", "max"]
+    if net == "user":
+        # QEMU's own user-mode network, restricted: the guest reaches only
+        # QEMU's virtual gateway (10.0.2.2), never the host's network.
+        cmd += ["-netdev", "user,id=n0,restrict=on", "-device", "virtio-net-pci,netdev=n0"]
     if cdrom:
         cmd += ["-cdrom", cdrom, "-boot", "d"]
     else:
@@ -174,6 +178,7 @@ def main():
     ap.add_argument("--expect", action="append", default=[])
     ap.add_argument("--reject", action="append", default=[])
     ap.add_argument("--gdb", action="store_true")
+    ap.add_argument("--net", choices=["user"], help="attach a virtio-net NIC to QEMU's restricted user network")
     ap.add_argument("--no-debug-exit", action="store_true",
                     help="no isa-debug-exit device: the node must power off through ACPI")
     ap.add_argument("--quiet", action="store_true")
@@ -190,7 +195,7 @@ def main():
         print("qemu_run: SKIP: %s" % why)
         return 77
     cmd = qemu_command(args.image, args.append, args.smp, args.mem, accel, args.cdrom, args.gdb,
-                       not args.no_debug_exit)
+                       not args.no_debug_exit, args.net)
     testing = args.expect_exit is not None or args.expect or args.reject
     r = run_qemu(cmd, args.timeout if not args.gdb else 10 ** 9, echo=not (args.quiet or testing), log=args.log)
     failures = []

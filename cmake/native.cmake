@@ -26,6 +26,7 @@ add_library(fox_kernel OBJECT
   kernel/x86_64/multiboot.cc
   kernel/x86_64/paging.cc
   kernel/x86_64/panic.cc
+  kernel/x86_64/pci.cc
   kernel/x86_64/percpu.cc
   kernel/x86_64/random.cc
   kernel/x86_64/rtc.cc
@@ -36,6 +37,7 @@ add_library(fox_kernel OBJECT
   kernel/x86_64/symbols.cc
   kernel/x86_64/syscall.cc
   kernel/x86_64/tsc.cc
+  kernel/x86_64/virtio_net.cc
 )
 target_include_directories(fox_kernel PUBLIC kernel/include)
 

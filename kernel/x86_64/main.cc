@@ -29,6 +29,7 @@
 #include "symbols.h"
 #include "syscall.h"
 #include "tsc.h"
+#include "virtio_net.h"
 
 namespace fox {
 namespace {
@@ -137,6 +138,8 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   interrupts::InstallSystemHandlers();
   StartCores();
   Mark("smp");
+  virtio_net::Init();
+  Mark("devices");
   LogStepTimes();
   if (symbols::Count() == 0) LOG_WARN("boot: image has no symbol table; backtraces show addresses only");
   PrintBanner();

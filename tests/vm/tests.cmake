@@ -6,7 +6,7 @@
 # fox_vm_test(NAME IMAGE image [NODES n] [SMP n] [MEM mib] [ARGS "boot args"]
 #             EXIT status [EXPECT regex...] [REJECT regex...] [CDROM iso] [TIMEOUT s])
 function(fox_vm_test name)
-  cmake_parse_arguments(T "NO_DEBUG_EXIT" "IMAGE;SMP;MEM;ARGS;EXIT;CDROM;TIMEOUT;NODES" "EXPECT;REJECT" ${ARGN})
+  cmake_parse_arguments(T "NO_DEBUG_EXIT" "IMAGE;SMP;MEM;ARGS;EXIT;CDROM;TIMEOUT;NODES;NET" "EXPECT;REJECT" ${ARGN})
   if(NOT T_SMP)
     set(T_SMP 1)
   endif()
@@ -25,6 +25,9 @@ function(fox_vm_test name)
   endif()
   if(T_NO_DEBUG_EXIT)
     list(APPEND cmd --no-debug-exit)
+  endif()
+  if(T_NET)
+    list(APPEND cmd --net ${T_NET})
   endif()
   foreach(re ${T_EXPECT})
     list(APPEND cmd --expect ${re})
@@ -138,3 +141,8 @@ fox_hosted_test(futures CORES 4 ARGS futures EXIT 0 EXPECT "vmtest futures: PASS
 fox_hosted_test(exceptions CORES 1 ARGS exceptions EXIT 0 EXPECT "vmtest exceptions: PASS")
 fox_hosted_test(exit_code CORES 2 ARGS exit_code EXIT 3 EXPECT "static destructor 7 ran")
 fox_hosted_test(thread_local CORES 1 ARGS thread_local EXIT 0 EXPECT "vmtest thread_local: PASS")
+
+# Networking: the virtio-net driver against QEMU's restricted user network.
+fox_vm_test(nic_arp IMAGE vmtest SMP 2 NET user ARGS "-- nic_arp" EXIT 0
+  EXPECT "virtio-net: nic0 at 00:0[0-9a-f]\\.0, MAC 52:54:00:12:34:56" "nic: gateway 10.0.2.2 is at 52:55:0a:00:02:02"
+         "vmtest nic_arp: PASS")

@@ -66,4 +66,5 @@ int Futures(int argc, char** argv);
 int EventStackOverflow(int argc, char** argv);
 int Sas(int argc, char** argv);
 int SasReadOnlyWrite(int argc, char** argv);
+int NicArp(int argc, char** argv);
 }  // namespace vmtest

@@ -21,6 +21,7 @@ const Test kTests[] = {
     {"terminate", vmtest::Terminate},     {"app_quiet", vmtest::AppCoresQuiet},
     {"event_stack_overflow", vmtest::EventStackOverflow},
     {"sas", vmtest::Sas},                 {"sas_readonly_write", vmtest::SasReadOnlyWrite},
+    {"nic_arp", vmtest::NicArp},
 #endif
 };
 }  // namespace

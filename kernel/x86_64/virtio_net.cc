@@ -1,0 +1,288 @@
+// virtio-net driver (see virtio_net.h; virtio 1.0 §4.1 PCI transport, §2.4
+// split virtqueues, §5.1 network device).
+//
+// One receive and one transmit queue. Receive buffers are 2 KiB slots posted
+// at start and re-posted after each frame is handed to the receive handler,
+// at interrupt level on kernel core 0 (MSI-X). Transmit copies the frame into
+// a slot; completed slots are reclaimed lazily on the next send. Ring memory
+// comes from the page allocator: identity mapped, so addresses are physical.
+#include "virtio_net.h"
+
+#include <atomic>
+#include <cstring>
+#include <new>
+
+#include "fox/irq_spinlock.h"
+#include "fox/log.h"
+#include "fox/nic.h"
+#include "interrupts.h"
+#include "memory.h"
+#include "pci.h"
+#include "percpu.h"
+
+namespace fox::virtio_net {
+namespace {
+
+constexpr uint16_t kVendor = 0x1AF4;
+constexpr uint64_t kFeatureMac = 1ull << 5;
+constexpr uint64_t kFeatureVersion1 = 1ull << 32;
+constexpr uint8_t kStatusAck = 1, kStatusDriver = 2, kStatusDriverOk = 4, kStatusFeaturesOk = 8, kStatusFailed = 128;
+constexpr uint16_t kDescWrite = 2;  // device writes this buffer
+constexpr size_t kSlot = 2048;
+constexpr size_t kHeader = 12;  // struct virtio_net_hdr with VERSION_1
+constexpr int kMaxNics = 4;
+
+struct CommonCfg {
+  uint32_t device_feature_select, device_feature, driver_feature_select, driver_feature;
+  uint16_t msix_config, num_queues;
+  uint8_t device_status, config_generation;
+  uint16_t queue_select, queue_size, queue_msix_vector, queue_enable, queue_notify_off;
+  uint64_t queue_desc, queue_driver, queue_device;
+};
+
+struct Desc {
+  uint64_t addr;
+  uint32_t len;
+  uint16_t flags, next;
+};
+
+struct Queue {
+  uint16_t size = 0;
+  Desc* desc = nullptr;
+  volatile uint16_t* avail = nullptr;  // flags, idx, ring[size]
+  volatile uint8_t* used = nullptr;    // flags, idx, {id u32, len u32}[size]
+  volatile uint16_t* notify = nullptr;
+  uint8_t* slots = nullptr;            // size * kSlot bytes
+  uint16_t avail_idx = 0, used_seen = 0;
+
+  uint16_t UsedIdx() const { return *reinterpret_cast<volatile const uint16_t*>(used + 2); }
+  void UsedElem(uint16_t i, uint32_t* id, uint32_t* len) const {
+    auto* e = reinterpret_cast<volatile const uint32_t*>(used + 4 + 8 * (i % size));
+    *id = e[0];
+    *len = e[1];
+  }
+  void Publish(uint16_t desc_index) {
+    avail[2 + avail_idx % size] = desc_index;
+    asm volatile("" ::: "memory");  // x86 is TSO: stores stay ordered
+    ++avail_idx;
+    avail[1] = avail_idx;
+  }
+};
+
+class VirtioNet final : public nic::Nic {
+ public:
+  Result<void> Start(const pci::Device& dev);
+
+  nic::MacAddress Mac() const override { return mac_; }
+  size_t Mtu() const override { return 1500; }
+  Result<void> Send(const void* frame, size_t length) override;
+  void SetRxHandler(nic::RxHandler handler, void* context) override {
+    rx_context_.store(context, std::memory_order_relaxed);
+    rx_handler_.store(handler, std::memory_order_release);
+  }
+  nic::Stats GetStats() const override {
+    return nic::Stats{rx_packets_, rx_bytes_, rx_dropped_, tx_packets_, tx_bytes_, tx_dropped_, interrupts_};
+  }
+
+  void OnInterrupt();  // interrupt context
+
+ private:
+  Result<void> SetUpQueue(uint16_t index, Queue* q, uint8_t msix_entry);
+  void Notify(const Queue& q, uint16_t index) { *q.notify = index; }
+
+  pci::Device dev_{};
+  volatile CommonCfg* common_ = nullptr;
+  volatile uint8_t* notify_base_ = nullptr;
+  uint32_t notify_multiplier_ = 0;
+  volatile uint8_t* device_cfg_ = nullptr;
+  nic::MacAddress mac_{};
+  Queue rx_, tx_;
+  IrqSpinLock tx_lock_;
+  uint16_t tx_free_ GUARDED_BY(tx_lock_) = 0;  // descriptors not in flight
+  std::atomic<nic::RxHandler> rx_handler_{nullptr};
+  std::atomic<void*> rx_context_{nullptr};
+  uint64_t rx_packets_ = 0, rx_bytes_ = 0, rx_dropped_ = 0, tx_packets_ = 0, tx_bytes_ = 0, tx_dropped_ = 0,
+           interrupts_ = 0;
+};
+
+VirtioNet* g_nics[kMaxNics];
+int g_count = 0;
+
+void* AllocZeroed(size_t bytes) { return memory::AllocPagesZeroed(bytes); }
+
+Result<void> VirtioNet::SetUpQueue(uint16_t index, Queue* q, uint8_t msix_entry) {
+  common_->queue_select = index;
+  uint16_t size = common_->queue_size;
+  if (size == 0) return Error::kUnsupported;
+  if (size > 256) {
+    size = 256;
+    common_->queue_size = size;
+  }
+  q->size = size;
+  q->desc = static_cast<Desc*>(AllocZeroed(16 * size));
+  q->avail = static_cast<volatile uint16_t*>(AllocZeroed(6 + 2 * size));
+  q->used = static_cast<volatile uint8_t*>(AllocZeroed(6 + 8 * size));
+  q->slots = static_cast<uint8_t*>(AllocZeroed(kSlot * size));
+  if (!q->desc || !q->avail || !q->used || !q->slots) return Error::kNoMemory;
+  for (uint16_t i = 0; i < size; ++i) {
+    q->desc[i].addr = reinterpret_cast<uintptr_t>(q->slots + kSlot * i);
+    q->desc[i].len = kSlot;
+  }
+  common_->queue_desc = reinterpret_cast<uintptr_t>(q->desc);
+  common_->queue_driver = reinterpret_cast<uintptr_t>(q->avail);
+  common_->queue_device = reinterpret_cast<uintptr_t>(q->used);
+  common_->queue_msix_vector = msix_entry;
+  if (common_->queue_msix_vector != msix_entry) return Error::kUnsupported;
+  q->notify = reinterpret_cast<volatile uint16_t*>(notify_base_ + common_->queue_notify_off * notify_multiplier_);
+  common_->queue_enable = 1;
+  return Ok();
+}
+
+Result<void> VirtioNet::Start(const pci::Device& dev) {
+  dev_ = dev;
+  pci::EnableMemoryAndDma(dev);
+  // Vendor capabilities (id 9) locate the transport's structures in BARs.
+  for (uint8_t cap = pci::FindCapability(dev, 0x09); cap != 0; cap = pci::FindCapability(dev, 0x09, cap)) {
+    uint8_t type = pci::Read8(dev, uint8_t(cap + 3));
+    uint8_t bar = pci::Read8(dev, uint8_t(cap + 4));
+    uint32_t offset = pci::Read32(dev, uint8_t(cap + 8));
+    uint64_t base = pci::MemoryBar(dev, bar);
+    if (base == 0) continue;
+    auto* p = reinterpret_cast<volatile uint8_t*>(base + offset);
+    if (type == 1) common_ = reinterpret_cast<volatile CommonCfg*>(p);
+    if (type == 2) {
+      notify_base_ = p;
+      notify_multiplier_ = pci::Read32(dev, uint8_t(cap + 16));
+    }
+    if (type == 4) device_cfg_ = p;
+  }
+  if (common_ == nullptr || notify_base_ == nullptr || device_cfg_ == nullptr) return Error::kUnsupported;
+
+  common_->device_status = 0;  // reset
+  while (common_->device_status != 0) {
+  }
+  common_->device_status = kStatusAck;
+  common_->device_status = kStatusAck | kStatusDriver;
+  common_->device_feature_select = 0;
+  uint64_t offered = common_->device_feature;
+  common_->device_feature_select = 1;
+  offered |= uint64_t(common_->device_feature) << 32;
+  if (!(offered & kFeatureVersion1)) return Error::kUnsupported;
+  uint64_t wanted = kFeatureVersion1 | (offered & kFeatureMac);
+  common_->driver_feature_select = 0;
+  common_->driver_feature = uint32_t(wanted);
+  common_->driver_feature_select = 1;
+  common_->driver_feature = uint32_t(wanted >> 32);
+  common_->device_status = kStatusAck | kStatusDriver | kStatusFeaturesOk;
+  if (!(common_->device_status & kStatusFeaturesOk)) {
+    common_->device_status = kStatusFailed;
+    return Error::kUnsupported;
+  }
+
+  // One MSI-X vector for both queues, on kernel core 0.
+  FOX_TRY_ASSIGN(pci::MsiX msix, pci::EnableMsiX(dev));
+  FOX_TRY_ASSIGN(uint8_t vector, interrupts::AllocateVector([](interrupts::Frame*) {
+    for (int i = 0; i < g_count; ++i) g_nics[i]->OnInterrupt();
+    return true;
+  }));
+  pci::SetMsiXEntry(msix, 0, percpu::Of(0)->apic_id, vector);
+  common_->msix_config = 0xFFFF;  // no configuration-change interrupts
+  FOX_TRY(SetUpQueue(0, &rx_, 0));
+  FOX_TRY(SetUpQueue(1, &tx_, 0));
+  for (int i = 0; i < 6; ++i) mac_[i] = (wanted & kFeatureMac) ? device_cfg_[i] : uint8_t(i == 0 ? 0x02 : i);
+  {
+    IrqSpinGuard guard(tx_lock_);
+    tx_free_ = tx_.size;
+  }
+  // Every receive slot goes to the device.
+  for (uint16_t i = 0; i < rx_.size; ++i) {
+    rx_.desc[i].flags = kDescWrite;
+    rx_.Publish(i);
+  }
+  common_->device_status = kStatusAck | kStatusDriver | kStatusFeaturesOk | kStatusDriverOk;
+  Notify(rx_, 0);
+  return Ok();
+}
+
+void VirtioNet::OnInterrupt() {
+  ++interrupts_;
+  nic::RxHandler handler = rx_handler_.load(std::memory_order_acquire);
+  void* context = rx_context_.load(std::memory_order_relaxed);
+  bool posted = false;
+  while (rx_.used_seen != rx_.UsedIdx()) {
+    uint32_t id, len;
+    rx_.UsedElem(rx_.used_seen++, &id, &len);
+    if (id >= rx_.size || len < kHeader || len > kSlot) {
+      ++rx_dropped_;
+    } else if (handler == nullptr) {
+      ++rx_dropped_;
+    } else {
+      ++rx_packets_;
+      rx_bytes_ += len - kHeader;
+      handler(rx_.slots + kSlot * id + kHeader, len - kHeader, context);
+    }
+    if (id < rx_.size) {
+      rx_.desc[id].len = kSlot;
+      rx_.desc[id].flags = kDescWrite;
+      rx_.Publish(uint16_t(id));
+      posted = true;
+    }
+  }
+  if (posted) Notify(rx_, 0);
+}
+
+Result<void> VirtioNet::Send(const void* frame, size_t length) {
+  if (length > Mtu() + 14 || length < 14) {
+    ++tx_dropped_;
+    return Error::kInvalidArgument;
+  }
+  IrqSpinGuard guard(tx_lock_);
+  // Reclaim what the device has finished with.
+  while (tx_.used_seen != tx_.UsedIdx()) {
+    ++tx_.used_seen;
+    ++tx_free_;
+  }
+  if (tx_free_ == 0) {
+    ++tx_dropped_;
+    return Error::kBusy;
+  }
+  --tx_free_;
+  // Slots are used round-robin, in step with the available ring.
+  uint16_t d = tx_.avail_idx % tx_.size;
+  uint8_t* slot = tx_.slots + kSlot * d;
+  std::memset(slot, 0, kHeader);
+  std::memcpy(slot + kHeader, frame, length);
+  tx_.desc[d].len = uint32_t(kHeader + length);
+  tx_.desc[d].flags = 0;
+  tx_.Publish(d);
+  Notify(tx_, 1);
+  ++tx_packets_;
+  tx_bytes_ += length;
+  return Ok();
+}
+
+}  // namespace
+
+void Init() {
+  pci::Enumerate([](const pci::Device& d) {
+    if (d.vendor != kVendor || (d.device != 0x1000 && d.device != 0x1041) || g_count == kMaxNics) return;
+    auto* nic = new VirtioNet;
+    auto r = nic->Start(d);
+    if (!r.ok()) {
+      LOG_WARN("virtio-net: device at %02x:%02x.%x not started: %s", d.bus, d.slot, d.function, ErrorName(r.error()));
+      delete nic;
+      return;
+    }
+    g_nics[g_count++] = nic;
+    auto mac = nic->Mac();
+    LOG_INFO("virtio-net: nic%d at %02x:%02x.%x, MAC %02x:%02x:%02x:%02x:%02x:%02x", g_count - 1, d.bus, d.slot,
+             d.function, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
+  });
+}
+
+}  // namespace fox::virtio_net
+
+namespace fox::nic {
+int Count() { return virtio_net::g_count; }
+Nic* Get(int index) { return index >= 0 && index < virtio_net::g_count ? virtio_net::g_nics[index] : nullptr; }
+}  // namespace fox::nic
