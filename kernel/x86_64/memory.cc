@@ -1,5 +1,6 @@
 #include "memory.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -54,7 +55,14 @@ void OnOutOfMemory(size_t size, size_t align) {
 
 void OnHeapError(const char* what, const void* p) { Panic("heap: %s %p", what, p); }
 
-bool Usable(const boot::MemoryRegion& r) { return r.type == boot::MemoryType::kUsable; }
+// The whole pages of a usable region that lie in [lo, hi), as [*b, *e);
+// false if none.
+bool UsablePages(const boot::MemoryRegion& r, uint64_t lo, uint64_t hi, uint64_t* b, uint64_t* e) {
+  if (r.type != boot::MemoryType::kUsable) return false;
+  *b = (std::max(r.base, lo) + mem::kPageSize - 1) & ~(mem::kPageSize - 1);
+  *e = std::min(r.base + r.length, hi) & ~(mem::kPageSize - 1);
+  return *b < *e;
+}
 
 }  // namespace
 
@@ -64,13 +72,8 @@ Result<void> Init(const boot::BootInfo& info) {
   // Span of usable RAM and the region holding the end of the image.
   uint64_t lo = UINT64_MAX, hi = 0;
   for (size_t i = 0; i < info.num_regions; ++i) {
-    const auto& r = info.regions[i];
-    if (!Usable(r)) continue;
-    uint64_t b = r.base < kLowReserved ? kLowReserved : r.base;
-    uint64_t e = r.base + r.length > kMaxPhys ? kMaxPhys : r.base + r.length;
-    b = (b + mem::kPageSize - 1) & ~(mem::kPageSize - 1);
-    e &= ~(mem::kPageSize - 1);
-    if (b >= e) continue;
+    uint64_t b, e;
+    if (!UsablePages(info.regions[i], kLowReserved, kMaxPhys, &b, &e)) continue;
     lo = b < lo ? b : lo;
     hi = e > hi ? e : hi;
     if (image_end >= b && image_end < e) {
@@ -94,12 +97,8 @@ Result<void> Init(const boot::BootInfo& info) {
   FOX_TRY(g_pages.Init(lo, hi - lo, reinterpret_cast<void*>(meta)));
   uintptr_t reserved_lo = image_start, reserved_hi = g_bump;
   for (size_t i = 0; i < info.num_regions; ++i) {
-    const auto& r = info.regions[i];
-    if (!Usable(r)) continue;
-    uint64_t b = r.base < lo ? lo : r.base;
-    uint64_t e = r.base + r.length > hi ? hi : r.base + r.length;
-    b = (b + mem::kPageSize - 1) & ~(mem::kPageSize - 1);
-    e &= ~(mem::kPageSize - 1);
+    uint64_t b, e;
+    if (!UsablePages(info.regions[i], lo, hi, &b, &e)) continue;
     // The region minus [reserved_lo, reserved_hi).
     uint64_t pieces[2][2] = {{b, e < reserved_lo ? e : reserved_lo}, {b > reserved_hi ? b : reserved_hi, e}};
     for (auto& piece : pieces) {
