@@ -11,6 +11,8 @@ const BootArgSpec kBootArgSpecs[] = {
      "stack size of the application's main (default 1M)"},
     {"fox.kcores", BootArgKind::kUInt, nullptr, 1, 256,
      "number of kernel cores (default 1); the other cores are application cores"},
+    {"fox.node", BootArgKind::kUInt, nullptr, 0, 0x7FFFFFFF,
+     "this node's id in its job (given by the frontend)"},
 };
 const size_t kNumBootArgSpecs = sizeof kBootArgSpecs / sizeof kBootArgSpecs[0];
 

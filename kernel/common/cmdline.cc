@@ -136,7 +136,7 @@ Result<void> CommandLine::Parse(std::string_view text, bool skip_image_name,
       if (std::strcmp(specs[s].key, word) == 0) spec = &specs[s];
     }
     if (spec == nullptr) {
-      char known[160];
+      char known[384];
       size_t k = 0;
       for (size_t s = 0; s < num_specs && k < sizeof known; ++s) {
         k += Format(known + k, sizeof known - k, "%s%s", s ? ", " : "", specs[s].key);

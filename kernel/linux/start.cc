@@ -16,6 +16,7 @@
 
 #include "../common/event/loop.h"
 #include "../common/event/platform.h"
+#include "fox/boot_args.h"
 #include "fox/cmdline.h"
 #include "fox/log.h"
 #include "fox/panic.h"
@@ -35,6 +36,7 @@ struct MainArgs {
 };
 MainArgs g_main;
 bool g_pin = false;
+CommandLine g_args;
 
 void SetUpCore(int core) {
   CoreState& c = g_cores[core];
@@ -86,6 +88,11 @@ int CoresFromEnvironment() {
 }  // namespace
 }  // namespace fox::hosted
 
+namespace fox {
+const char* BootArg(std::string_view key) { return hosted::g_args.Get(key); }
+uint64_t BootArgNumber(std::string_view key, uint64_t fallback) { return hosted::g_args.GetNumber(key, fallback); }
+}  // namespace fox
+
 extern "C" int __wrap_main(int argc, char** argv, char** envp) {
   using namespace fox;
   using namespace fox::hosted;
@@ -96,6 +103,10 @@ extern "C" int __wrap_main(int argc, char** argv, char** envp) {
       return 2;
     }
     SetLogLevel(*parsed);
+  }
+  if (!g_args.Parse(std::getenv("FOX_ARGS") ? std::getenv("FOX_ARGS") : "", false).ok()) {
+    std::fprintf(stderr, "fox: bad FOX_ARGS: %s\n", g_args.error());
+    return 2;
   }
   g_num_cores = CoresFromEnvironment();
   g_main = MainArgs{argc, argv, envp};

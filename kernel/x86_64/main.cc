@@ -8,6 +8,7 @@
 #include "cpu.h"
 #include "cpu_init.h"
 #include "exit_device.h"
+#include "fox/boot_args.h"
 #include "fox/cmdline.h"
 #include "fox/core.h"
 #include "fox/exit.h"
@@ -148,4 +149,6 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
 
 namespace fox {
 [[noreturn]] void Exit(int status) { std::exit(status); }
+const char* BootArg(std::string_view key) { return g_cmdline.Get(key); }
+uint64_t BootArgNumber(std::string_view key, uint64_t fallback) { return g_cmdline.GetNumber(key, fallback); }
 }  // namespace fox

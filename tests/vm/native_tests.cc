@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "fox/boot_args.h"
 #include "fox/clock.h"
 #include "fox/core.h"
 #include "fox/nic.h"
@@ -112,6 +113,43 @@ int NicArp(int, char**) {
   }
   std::printf("nic: burst of 2000 frames, %d accepted\n", sent);
   CHECK(sent > 0);
+  return 0;
+}
+
+namespace {
+// L2 test: every node broadcasts a marker frame (EtherType 0x88B5, local
+// experimental) naming itself; each records whom it heard.
+std::atomic<uint32_t> g_heard{0};
+void OnMarker(const uint8_t* f, size_t len, void*) {
+  if (len >= 20 && f[12] == 0x88 && f[13] == 0xB5 && std::memcmp(f + 14, "fox-l2", 6) == 0 && len >= 21) {
+    g_heard.fetch_or(1u << (f[20] & 31), std::memory_order_relaxed);
+  }
+}
+}  // namespace
+
+int L2Exchange(int argc, char** argv) {
+  int nodes = argc > 1 ? std::atoi(argv[1]) : 2;
+  int me = int(fox::BootArgNumber("fox.node", 0));
+  fox::nic::Nic* nic = fox::nic::Get(0);
+  CHECK(nic != nullptr && nodes <= 32);
+  nic->SetRxHandler(OnMarker, nullptr);
+  uint8_t frame[60] = {};
+  std::memset(frame, 0xFF, 6);
+  auto mac = nic->Mac();
+  std::memcpy(frame + 6, mac.data(), 6);
+  frame[12] = 0x88, frame[13] = 0xB5;
+  std::memcpy(frame + 14, "fox-l2", 6);
+  frame[20] = uint8_t(me);
+  uint32_t everyone = (nodes == 32 ? 0xFFFFFFFFu : (1u << nodes) - 1) & ~(1u << me);
+  // Keep announcing for a while after hearing everyone, so late nodes hear us.
+  int extra = 0;
+  for (int round = 0; round < 1500 && extra < 100; ++round) {
+    (void)nic->Send(frame, sizeof frame);
+    SleepMs(10);
+    if ((g_heard.load() & everyone) == everyone) ++extra;
+  }
+  std::printf("l2: node %d heard %#x of %#x\n", me, g_heard.load() & everyone, everyone);
+  CHECK((g_heard.load() & everyone) == everyone);
   return 0;
 }
 

@@ -67,4 +67,5 @@ int EventStackOverflow(int argc, char** argv);
 int Sas(int argc, char** argv);
 int SasReadOnlyWrite(int argc, char** argv);
 int NicArp(int argc, char** argv);
+int L2Exchange(int argc, char** argv);
 }  // namespace vmtest

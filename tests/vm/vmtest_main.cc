@@ -21,7 +21,7 @@ const Test kTests[] = {
     {"terminate", vmtest::Terminate},     {"app_quiet", vmtest::AppCoresQuiet},
     {"event_stack_overflow", vmtest::EventStackOverflow},
     {"sas", vmtest::Sas},                 {"sas_readonly_write", vmtest::SasReadOnlyWrite},
-    {"nic_arp", vmtest::NicArp},
+    {"nic_arp", vmtest::NicArp},          {"l2_exchange", vmtest::L2Exchange},
 #endif
 };
 }  // namespace

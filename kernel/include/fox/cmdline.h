@@ -75,7 +75,7 @@ class CommandLine {
   size_t num_args_ = 0;
   char* app_argv_[kMaxAppArgs + 2] = {};
   size_t app_argc_ = 0;
-  char error_[256] = {};
+  char error_[512] = {};
 };
 
 // Parses "123", "64K", "2M", "1G" into bytes; kInvalidArgument or kOutOfRange.
