@@ -2,12 +2,15 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 
 #include "cpu.h"
 #include "fox/clock.h"
 #include "fox/console.h"
 #include "fox/core.h"
+#include "fox/event.h"
 #include "fox/exit.h"
+#include "fox/timer.h"
 #include "fox/format.h"
 #include "fox/log.h"
 #include "fox/panic.h"
@@ -64,6 +67,23 @@ int64_t Mmap(uint64_t addr, uint64_t len, uint64_t flags, int64_t fd) {
 void FillTimespec(uint64_t ns, uint64_t* ts) {
   ts[0] = ns / 1000000000;
   ts[1] = ns % 1000000000;
+}
+
+// nanosleep (std::this_thread::sleep_for): inside an event the event blocks
+// on a timer and the core runs other events meanwhile, with the caller's
+// interrupt state; elsewhere (before the loop runs) it spins.
+void Sleep(uint64_t ns, uint64_t caller_flags) {
+  if (!event::InEvent()) {
+    uint64_t end = clock::NowNs() + ns;
+    while (clock::NowNs() < end) x86::Pause();
+    return;
+  }
+  if (caller_flags & (1 << 9)) x86::EnableInterrupts();
+  event::Block([ns](event::Continuation k) {
+    auto shared = std::make_shared<event::Continuation>(std::move(k));
+    timer::Start(ns, [shared] { shared->Resume(); });
+  });
+  x86::DisableInterrupts();  // as the syscall entry left them
 }
 
 [[noreturn]] void Abort(const Args& args) {
@@ -205,8 +225,7 @@ extern "C" int64_t SyscallDispatch(fox::syscall::Args* args) {
         uint64_t now = clock::NowNs();
         ns = ns > now ? ns - now : 0;
       }
-      uint64_t end = clock::NowNs() + ns;
-      while (clock::NowNs() < end) x86::Pause();
+      Sleep(ns, args->rflags);
       return 0;
     }
     case kGetrandom:

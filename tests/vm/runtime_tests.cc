@@ -11,11 +11,13 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <typeinfo>
 #include <unordered_map>
 #include <vector>
 
 #include "fox/clock.h"
+#include "fox/event.h"
 #include "fox/exit.h"
 #include "vmtest.h"
 
@@ -221,6 +223,20 @@ int Clock(int, char**) {
   auto wall = system_clock::to_time_t(system_clock::now());
   std::printf("system_clock: %lld\n", (long long)wall);
   CHECK(wall > 1600000000);  // the RTC gave a date after 2020
+  return 0;
+}
+
+// std::this_thread::sleep_for blocks only the calling event: other events
+// run on the same core meanwhile.
+int Sleep(int, char**) {
+  auto ran = std::make_shared<int>(0);
+  fox::event::Spawn([ran] { ++*ran; });
+  auto start = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  auto slept = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  std::printf("slept %lld ms; other events ran meanwhile: %d\n", (long long)slept, *ran);
+  CHECK(slept >= 30 && slept < 500);
+  CHECK(*ran == 1);
   return 0;
 }
 

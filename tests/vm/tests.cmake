@@ -105,6 +105,7 @@ fox_vm_test(timers IMAGE vmtest SMP 4 ARGS "-- timers 20" EXIT 0
 fox_vm_test(app_cores_quiet IMAGE vmtest SMP 4 ARGS "-- app_quiet 300" EXIT 0
   EXPECT "core 1 \\(application\\): 0 interrupts" "core 3 \\(application\\): 0 interrupts" "vmtest app_quiet: PASS")
 fox_vm_test(futures IMAGE vmtest SMP 4 ARGS "-- futures" EXIT 0 EXPECT "vmtest futures: PASS")
+fox_vm_test(sleep IMAGE vmtest SMP 2 ARGS "-- sleep" EXIT 0 EXPECT "other events ran meanwhile: 1" "vmtest sleep: PASS")
 fox_vm_test(event_stack_overflow IMAGE vmtest SMP 2 ARGS "-- event_stack_overflow" EXIT ${PANIC}
   EXPECT "PANIC on core 0: page fault .* in vmtest::\\(anonymous namespace\\)::DeepEvent\\(int\\)"
          "is the guard page below an event stack \\(stack overflow\\)" "the frame above repeats [0-9]+ more times")

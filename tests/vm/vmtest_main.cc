@@ -15,6 +15,8 @@ const Test kTests[] = {
     {"cores", vmtest::Cores},             {"spawn_storm", vmtest::SpawnStorm},
     {"timers", vmtest::Timers},           {"futures", vmtest::Futures},
 #ifdef FOX_NATIVE
+    // Hosted, sleep_for still blocks the whole thread (core).
+    {"sleep", vmtest::Sleep},
     {"banner", vmtest::Banner},           {"alloc_stress", vmtest::AllocStress},
     {"alloc_oom", vmtest::AllocOom},      {"clock", vmtest::Clock},
     {"null_deref", vmtest::NullDeref},    {"stack_overflow", vmtest::StackOverflow},
