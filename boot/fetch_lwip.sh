@@ -19,7 +19,14 @@ if [[ -f "$marker" && "$(cat "$marker")" == "$VERSION" && -f "$dest/src/core/tcp
 fi
 
 sudo=""
-if [[ "$(id -u)" != 0 ]]; then sudo="sudo"; fi
+apt_source=(apt-get source -qq --only-source)
+if [[ "$(id -u)" != 0 ]]; then
+  sudo="sudo"
+else
+  # As root, apt would hand the download to its _apt user, who cannot write
+  # into our private temporary directory (and then warns): download as root.
+  apt_source+=(-o APT::Sandbox::User=root)
+fi
 
 if ! command -v dpkg-source >/dev/null; then
   echo "fetch_lwip: installing dpkg-dev (dpkg-source)" >&2
@@ -47,11 +54,11 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 # The Sources index may be missing or stale (a fresh machine, or a deb-src
 # entry added after the last update): one update, then retry.
-if ! apt-get source -qq --only-source "lwip=$VERSION" >/dev/null 2>&1; then
+if ! "${apt_source[@]}" "lwip=$VERSION" >/dev/null 2>&1; then
   echo "fetch_lwip: apt-get update (for the Sources index)" >&2
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
   # apt-get source runs as the calling user (it writes here, no root needed).
-  apt-get source -qq --only-source "lwip=$VERSION" >/dev/null
+  "${apt_source[@]}" "lwip=$VERSION" >/dev/null
 fi
 tree="$(find . -maxdepth 1 -mindepth 1 -type d -name 'lwip-*' | head -n 1)"
 if [[ -z "$tree" || ! -f "$tree/src/core/tcp.c" ]]; then

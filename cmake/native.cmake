@@ -39,7 +39,12 @@ add_library(fox_kernel OBJECT
   kernel/x86_64/tsc.cc
   kernel/x86_64/virtio_net.cc
 )
-target_include_directories(fox_kernel PUBLIC kernel/include)
+target_sources(fox_kernel PRIVATE
+  ebb/errors.cc ebb/id_allocator.cc ebb/local_table.cc ebb/quiescence.cc ebb/registry.cc ebb/stats.cc
+  ebb/local_table_hosted.cc ebb/loop_hooks.cc)
+target_include_directories(fox_kernel PUBLIC kernel/include ebb/include)
+
+include(cmake/lwip.cmake)
 
 set(FOX_LINKER_SCRIPT ${CMAKE_SOURCE_DIR}/kernel/x86_64/linker.ld)
 set(FOX_RUNTIME_LIBS
@@ -49,13 +54,13 @@ set(FOX_RUNTIME_LIBS
 # main() is the application's.
 function(fox_add_app name)
   add_library(${name}_objs OBJECT ${ARGN})
-  target_link_libraries(${name}_objs PRIVATE fox_kernel)
+  target_link_libraries(${name}_objs PRIVATE fox_kernel fox_lwip)
   set(out ${CMAKE_BINARY_DIR}/${name}.elf)
   set(pass1 ${CMAKE_BINARY_DIR}/${name}.pass1.elf)
   set(symtab ${CMAKE_BINARY_DIR}/${name}.symtab)
   set(link ${FOX_LLD} -static -nostdlib --gc-sections --eh-frame-hdr -z max-page-size=4096
            -z noexecstack -T ${FOX_LINKER_SCRIPT}
-           $<TARGET_OBJECTS:fox_kernel> $<TARGET_OBJECTS:${name}_objs>
+           $<TARGET_OBJECTS:fox_kernel> $<TARGET_OBJECTS:fox_lwip> $<TARGET_OBJECTS:${name}_objs>
            --start-group ${FOX_RUNTIME_LIBS} --end-group)
   add_custom_command(
     OUTPUT ${out}
@@ -64,7 +69,8 @@ function(fox_add_app name)
     COMMAND ${CMAKE_C_COMPILER} --target=x86_64-unknown-none-elf -c ${symtab}.S -o ${symtab}.o
     COMMAND ${link} ${symtab}.o -o ${out}
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/boot/gen_symtab.py --check ${pass1} ${out}
-    DEPENDS fox_kernel ${name}_objs $<TARGET_OBJECTS:fox_kernel> $<TARGET_OBJECTS:${name}_objs>
+    DEPENDS fox_kernel fox_lwip ${name}_objs $<TARGET_OBJECTS:fox_kernel> $<TARGET_OBJECTS:fox_lwip>
+            $<TARGET_OBJECTS:${name}_objs>
             ${FOX_LINKER_SCRIPT} ${CMAKE_SOURCE_DIR}/boot/gen_symtab.py
     COMMAND_EXPAND_LISTS
     COMMENT "Linking fox image ${name}.elf")

@@ -9,7 +9,7 @@ namespace fox::ebb {
 Result<IdRange> LocalIdRangeSource::AcquireRange(uint32_t count) {
   if (count == 0) return Error::kInvalidArgument;
   SpinGuard guard(lock_);
-  if (end_ - next_ < count || next_ > end_) return Error::kOutOfRange;
+  if (end_ - next_ < count) return Error::kOutOfRange;  // next_ <= end_ always
   IdRange range{static_cast<EbbId>(next_), count};
   next_ += count;
   return range;

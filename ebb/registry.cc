@@ -172,7 +172,8 @@ void Install(Entry* e, void* rep) {
     live = e->state.load(std::memory_order_relaxed) == State::kLive;
     if (live) {
       if (e->id < kDirectSlots) {
-        cs.table.load(std::memory_order_relaxed)->slots[e->id].store(rep, std::memory_order_relaxed);
+        LocalTable* table = cs.table.load(std::memory_order_relaxed);
+        table->slots[e->id].store(rep, std::memory_order_relaxed);
       } else {
         SpinGuard far_guard(cs.far_lock);
         cs.far->insert(std::move(far_node));

@@ -13,6 +13,10 @@ const BootArgSpec kBootArgSpecs[] = {
      "number of kernel cores (default 1); the other cores are application cores"},
     {"fox.node", BootArgKind::kUInt, nullptr, 0, 0x7FFFFFFF,
      "this node's id in its job (given by the frontend)"},
+    {"fox.ip", BootArgKind::kIpv4Prefix, nullptr, 0, 0,
+     "static IPv4 address and prefix length, A.B.C.D/NN (default: DHCP)"},
+    {"fox.gw", BootArgKind::kIpv4, nullptr, 0, 0,
+     "IPv4 gateway A.B.C.D (with fox.ip; with DHCP, used if the server offers none)"},
 };
 const size_t kNumBootArgSpecs = sizeof kBootArgSpecs / sizeof kBootArgSpecs[0];
 

@@ -35,6 +35,27 @@ Result<uint64_t> ParseSize(std::string_view text) {
   return v * scale;
 }
 
+namespace {
+// "A.B.C.D" (with `prefix`: "A.B.C.D/NN"): four decimal parts 0-255, NN 0-32.
+bool IsIpv4(std::string_view v, bool prefix) {
+  if (prefix) {
+    size_t slash = v.find('/');
+    if (slash == std::string_view::npos || v.size() - slash - 1 > 2) return false;
+    auto n = ParseUInt(v.substr(slash + 1));
+    if (!n.ok() || *n > 32) return false;
+    v = v.substr(0, slash);
+  }
+  for (int part = 0; part < 4; ++part) {
+    size_t end = part < 3 ? v.find('.') : v.size();
+    if (end == std::string_view::npos || end == 0 || end > 3) return false;
+    auto n = ParseUInt(v.substr(0, end));
+    if (!n.ok() || *n > 255) return false;
+    v.remove_prefix(part < 3 ? end + 1 : end);
+  }
+  return v.empty();
+}
+}  // namespace
+
 Result<void> CommandLine::Fail(const char* fmt, ...) {
   va_list args;
   va_start(args, fmt);
@@ -74,6 +95,13 @@ Result<void> CommandLine::Validate(const BootArgSpec& spec, const char* key, con
     }
     case BootArgKind::kString:
       return Ok();
+    case BootArgKind::kIpv4:
+    case BootArgKind::kIpv4Prefix: {
+      bool prefix = spec.kind == BootArgKind::kIpv4Prefix;
+      if (IsIpv4(v, prefix)) return Ok();
+      return Fail("bad boot argument '%s=%s': expected %s", key, value,
+                  prefix ? "an IPv4 address and prefix length, A.B.C.D/NN" : "an IPv4 address, A.B.C.D");
+    }
   }
   return Ok();
 }

@@ -36,6 +36,15 @@ TEST(CommandLine, EmptyAndImageOnly) {
   EXPECT_STREQ(c.argv()[1], "a");
 }
 
+TEST(CommandLine, Ipv4Arguments) {
+  CommandLine c;
+  ASSERT_TRUE(c.Parse("fox.ip=10.0.2.15/24 fox.gw=10.0.2.2", false).ok());
+  EXPECT_STREQ(c.Get("fox.ip"), "10.0.2.15/24");
+  EXPECT_STREQ(c.Get("fox.gw"), "10.0.2.2");
+  EXPECT_TRUE(c.Parse("fox.ip=0.0.0.0/0 fox.gw=255.255.255.255", false).ok());
+  EXPECT_TRUE(c.Parse("fox.ip=192.168.100.200/32", false).ok());
+}
+
 TEST(CommandLine, ArgumentsAfterDashDashAreNotKernelArguments) {
   CommandLine c;
   ASSERT_TRUE(c.Parse("-- fox.log=nonsense --", false).ok());
@@ -66,7 +75,7 @@ TEST_P(CommandLineErrors, FailWithAClearMessage) {
 INSTANTIATE_TEST_SUITE_P(
     All, CommandLineErrors,
     ::testing::Values(
-        BadCase{"fox.bogus=1", "unknown boot argument 'fox.bogus' (known: fox.log, fox.stack, fox.kcores, fox.node)"},
+        BadCase{"fox.bogus=1", "unknown boot argument 'fox.bogus' (known: fox.log, fox.stack, fox.kcores, fox.node, fox.ip, fox.gw)"},
         BadCase{"fox.log=loud", "bad boot argument 'fox.log=loud': expected one of debug|info|warn|error"},
         BadCase{"fox.log", "has no value"},
         BadCase{"fox.log=", "needs a value"},
@@ -76,7 +85,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"fox.stack=99999999999999999999999", "expected a size"},
         BadCase{"fox.stack=-5", "expected a size"},
         BadCase{"console=ttyS0", "unexpected boot argument 'console=ttyS0'"},
-        BadCase{"fox.log=\"info", "unterminated quote"}));
+        BadCase{"fox.log=\"info", "unterminated quote"},
+        BadCase{"fox.ip=10.0.2.15", "'fox.ip=10.0.2.15': expected an IPv4 address and prefix length, A.B.C.D/NN"},
+        BadCase{"fox.ip=10.0.2.256/24", "expected an IPv4 address and prefix length"},
+        BadCase{"fox.ip=10.0.2.1/33", "expected an IPv4 address and prefix length"},
+        BadCase{"fox.ip=10.0.2.1/", "expected an IPv4 address and prefix length"},
+        BadCase{"fox.ip=10.0.2/24", "expected an IPv4 address and prefix length"},
+        BadCase{"fox.gw=1.2.3", "'fox.gw=1.2.3': expected an IPv4 address, A.B.C.D"},
+        BadCase{"fox.gw=1.2.3.4.5", "expected an IPv4 address"},
+        BadCase{"fox.gw=1..3.4", "expected an IPv4 address"},
+        BadCase{"fox.gw=01234.1.1.1", "expected an IPv4 address"}));
 
 TEST(CommandLine, RejectsOversizedInput) {
   CommandLine c;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ebb_test_cores.h"
+#include "ebb_test_util.h"
 #include "fox/ebb/id_allocator.h"
 #include "fox/ebb/static_ids.h"
 

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "ebb_test_cores.h"
+#include "ebb_test_util.h"
 #include "fox/core.h"
 #include "fox/ebb/ebb.h"
 
@@ -154,6 +154,7 @@ TEST(Destroy, ADestroyedStaticIdStaysDead) {
 TEST(Destroy, WithoutAnyCoreUsingRepsFreesAtOnce) {
   // Core 5 never dereferenced anything, and no other core holds reps.
   int freed = Count("root-");
+  EnterQuiescence();  // core 0 (this thread) too, for the length of the test
   std::thread t([&] {
     testing::SetCurrentCore(5);
     EbbRef<Box> box = Box::Create();
@@ -161,11 +162,23 @@ TEST(Destroy, WithoutAnyCoreUsingRepsFreesAtOnce) {
     QuiescentPoint();
     Destroy(box);
   });
-  // Keep core 0 quiescent during the test.
-  EnterQuiescence();
   t.join();
   EXPECT_EQ(Count("root-"), freed + 1);
   ExitQuiescence();
+}
+
+TEST(Destroy, AHostedThreadThatExitsDoesNotHoldUpReclamation) {
+  EbbRef<Box> box = Box::Create();
+  int freed = Count("rep-");
+  std::thread t([&] {
+    testing::SetCurrentCore(3);
+    box->Add(2);  // uses a rep, then exits without EnterQuiescence
+  });
+  t.join();
+  box->Add(1);
+  Destroy(box);
+  QuiescentPoint();
+  EXPECT_EQ(Count("rep-"), freed + 2);
 }
 
 TEST(Destroy, ConcurrentUseAndDestroyNeverTouchFreedMemory) {
@@ -175,18 +188,22 @@ TEST(Destroy, ConcurrentUseAndDestroyNeverTouchFreedMemory) {
   for (int round = 0; round < kRounds; ++round) {
     EbbRef<Box> box = Box::Create();
     std::atomic<int> started{0};
+    std::atomic<bool> destroy_returned{false};
     std::thread killer([&] {
       testing::SetCurrentCore(kCores + 1);
       while (started.load() < kCores) std::this_thread::yield();
       Destroy(box);
+      destroy_returned = true;
       QuiescentPoint();
       EnterQuiescence();
     });
     testing::RunOnCores(1, kCores, [&](int) {
       started.fetch_add(1);
       for (;;) {
+        bool after_destroy = destroy_returned.load();
         try {
           Box* rep = box.Get();
+          ASSERT_FALSE(after_destroy) << "dereference succeeded after Destroy returned";
           rep->Add(1);
           EXPECT_GE(rep->Sum(), 1);
         } catch (const DeadEbbError&) {

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 
-#include "ebb_test_cores.h"
+#include "ebb_test_util.h"
 #include "fox/core.h"
 #include "fox/ebb/ebb.h"
 
@@ -21,7 +23,8 @@ std::atomic<int> g_roots_freed{0};
 std::atomic<int> g_reps_freed{0};
 
 struct CounterRoot {
-  CounterRoot() : CounterRoot(0) {}
+  // Slow on purpose, so that the other cores fault while it runs.
+  CounterRoot() : CounterRoot(0) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); }
   explicit CounterRoot(int start) : start(start) { g_roots.fetch_add(1); }
   ~CounterRoot() { g_roots_freed.fetch_add(1); }
   int start;

@@ -7,7 +7,7 @@
 #include <atomic>
 #include <vector>
 
-#include "ebb_test_cores.h"
+#include "ebb_test_util.h"
 #include "fox/ebb/ebb.h"
 
 namespace fox::ebb {

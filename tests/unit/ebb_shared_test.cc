@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "ebb_test_cores.h"
+#include "ebb_test_util.h"
 #include "fox/ebb/ebb.h"
 
 namespace fox::ebb {
@@ -21,7 +23,8 @@ std::atomic<int> g_destroyed{0};
 
 class Directory : public SharedEbb<Directory> {
  public:
-  Directory() : Directory("lazy") {}
+  // Slow on purpose, so that the other cores fault while it runs.
+  Directory() : Directory("lazy") { std::this_thread::sleep_for(std::chrono::milliseconds(2)); }
   explicit Directory(std::string name) : name_(std::move(name)) { g_constructed.fetch_add(1); }
   ~Directory() { g_destroyed.fetch_add(1); }
   const std::string& name() const { return name_; }

@@ -11,6 +11,7 @@
 
 #include "fox/clock.h"
 #include "fox/core.h"
+#include "fox/event.h"
 #include "fox/future.h"
 #include "fox/net/ip.h"
 #include "fox/timer.h"
@@ -68,9 +69,12 @@ fox::net::InterfaceInfo StartNet(const fox::net::Config& config) {
   return info;
 }
 
+// DHCP; QEMU's restricted network offers no router, so the gateway it
+// would name is given as the fallback.
 fox::net::InterfaceInfo StartDhcp() {
   fox::net::Config config;
   config.dhcp = true;
+  config.gateway = kGateway;
   return StartNet(config);
 }
 
@@ -112,8 +116,11 @@ void SleepMs(uint64_t ms) {
 
 int NetDhcp(int, char**) {
   auto info = StartDhcp();
+  std::printf("dhcp: lease from %s, gateway %s %s\n", info.dhcp_server.ToString().c_str(),
+              info.gateway.ToString().c_str(), info.gateway_from_dhcp ? "offered" : "not offered (fallback)");
   CHECK(info.dhcp);
   CHECK(info.address == kDhcpAddress);
+  CHECK(info.dhcp_server == kGateway);
   CHECK(info.gateway == kGateway);
   CHECK(info.netmask == Ipv4::Netmask(24));
   CHECK(fox::net::Info().address == kDhcpAddress);
@@ -123,6 +130,14 @@ int NetDhcp(int, char**) {
   PrintStats();
   auto s = fox::net::GetStats();
   CHECK(s.rx_frames >= 2 && s.tx_frames >= 2 && s.rx_ring_overflows == 0);
+  // With the interface up and nothing to do, core 0 sleeps: lwIP's own
+  // timers (DHCP 0.5 s, ARP 1 s, ...) are its only wake-ups.
+  uint64_t irq0 = fox::core::InterruptCount(0), sleeps0 = fox::event::GetStats(0).sleeps;
+  SleepMs(1000);
+  uint64_t irqs = fox::core::InterruptCount(0) - irq0, sleeps = fox::event::GetStats(0).sleeps - sleeps0;
+  std::printf("dhcp: idle second on core 0: %llu interrupts, %llu sleeps\n", (unsigned long long)irqs,
+              (unsigned long long)sleeps);
+  CHECK(sleeps >= 1 && irqs < 50);
   return 0;
 }
 
@@ -139,7 +154,9 @@ int NetPing(int, char**) {
   CHECK(remote_ok);
   PrintStats();
   auto s = fox::net::GetStats();
-  CHECK(s.icmp_rx >= 3 && s.icmp_tx >= 3);
+  // lwIP's ICMP answered the echo request to this node (our own requests
+  // and the replies to them go through the raw pcb, not these counters).
+  CHECK(s.icmp_rx >= 1 && s.icmp_tx >= 1);
   return 0;
 }
 
@@ -249,6 +266,61 @@ int NetTcpLoopback(int argc, char** argv) {
   auto refused = BlockFor(fox::net::TcpSocket::Connect(Endpoint{info.address, 9}), 5000, "refused connect");
   std::printf("tcp: connect to port 9: %s\n", fox::net::StatusName(refused.status()));
   CHECK(refused.status() == Status::kReset);
+  listener.Close();
+  PrintStats();
+  return 0;
+}
+
+int NetTcpBackpressure(int, char**) {
+  auto info = StartDhcp();
+  constexpr uint16_t kPort = 8;
+  constexpr size_t kTotal = 512 * 1024;  // far more than lwIP's send buffer + the peer's window
+  constexpr size_t kChunk = 8 * 1024;
+  // The server accepts but reads nothing until told to.
+  auto accepted = std::make_shared<fox::Promise<fox::net::TcpSocket>>();
+  auto accepted_future = accepted->GetFuture();
+  auto listener = BlockFor(fox::net::TcpListener::Listen(kPort, [accepted](fox::net::TcpSocket conn) {
+    accepted->SetValue(conn);
+  }), 2000, "listener");
+  CHECK(listener.status() == Status::kOk);
+
+  auto client = BlockFor(fox::net::TcpSocket::Connect(Endpoint{info.address, kPort}), 5000, "TCP connection");
+  CHECK(client.status() == Status::kOk);
+  auto server = BlockFor(std::move(accepted_future), 5000, "accept");
+  auto payload = Pattern(kTotal, 3);
+  std::vector<fox::Future<Status>> sends;
+  for (size_t off = 0; off < kTotal; off += kChunk) sends.push_back(client.Send(payload.data() + off, kChunk));
+  SleepMs(300);
+  size_t done = 0;
+  for (auto& f : sends) done += f.Ready();
+  size_t queued = client.Queued();
+  std::printf("tcp: reader idle: %zu of %zu sends accepted by lwIP, %zu bytes queued behind them\n", done,
+              sends.size(), queued);
+  CHECK(done < sends.size() && queued > 0);
+
+  // The reader starts: everything flows, every send completes, data intact.
+  auto received = std::make_shared<std::string>();
+  auto all = std::make_shared<fox::Promise<void>>();
+  auto all_future = all->GetFuture();
+  server.OnReceive([received, all](fox::net::Packet data) {
+    received->append(data.ToString());
+    if (received->size() == kTotal) all->SetValue();
+  });
+  for (auto& f : sends) CHECK(BlockFor(std::move(f), 10000, "send accepted") == Status::kOk);
+  BlockFor(std::move(all_future), 10000, "all data at the reader");
+  CHECK(std::memcmp(received->data(), payload.data(), kTotal) == 0);
+  std::printf("tcp: reader caught up: %zu bytes verified, queue %zu\n", received->size(), client.Queued());
+  CHECK(client.Queued() == 0);
+  // The client resets: the server hears of it.
+  auto why = std::make_shared<fox::Promise<Status>>();
+  auto why_future = why->GetFuture();
+  server.OnClose([why](Status s) { why->SetValue(s); });
+  client.Abort();
+  Status end = BlockFor(std::move(why_future), 5000, "server's close notice");
+  std::printf("tcp: after the client's abort the server sees: %s\n", fox::net::StatusName(end));
+  CHECK(end == Status::kReset);
+  CHECK(server.Send("late", 4).Block() != Status::kOk);
+  server.Close();
   listener.Close();
   PrintStats();
   return 0;

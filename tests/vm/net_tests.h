@@ -16,6 +16,10 @@ int NetStatic(int argc, char** argv);
 // TCP inside lwIP: an echo server on core 0, a client on core 1 connecting
 // to the node's own address; data echoed and verified; refused connect.
 int NetTcpLoopback(int argc, char** argv);
+// Send backpressure: a reader that does not read stalls the sender's
+// futures; once it reads, all complete and the data is intact. An abort
+// reaches the peer as a reset.
+int NetTcpBackpressure(int argc, char** argv);
 // UDP echo to the node's own address, the client on another core.
 int NetUdpLoopback(int argc, char** argv);
 

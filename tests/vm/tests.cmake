@@ -75,7 +75,7 @@ fox_vm_test(terminate IMAGE vmtest ARGS "-- terminate" EXIT ${PANIC}
   EXPECT "terminate called after throwing an instance of 'std::runtime_error'" "PANIC on core 0: abort\\(\\) called"
          "std::terminate\\(\\)" "vmtest::ThrowUncaught\\(\\)")
 fox_vm_test(bad_boot_arg IMAGE hello ARGS "fox.bogus=1" EXIT ${USAGE}
-  EXPECT "E boot: unknown boot argument 'fox.bogus' \\(known: fox.log, fox.stack, fox.kcores, fox.node\\)"
+  EXPECT "E boot: unknown boot argument 'fox.bogus' \\(known: fox.log, fox.stack, fox.kcores, fox.node, fox.ip, fox.gw\\)"
   REJECT "Hello from fox")
 fox_vm_test(bad_boot_value IMAGE hello ARGS "fox.log=loud -- x" EXIT ${USAGE}
   EXPECT "bad boot argument 'fox.log=loud': expected one of debug\\|info\\|warn\\|error"
@@ -105,6 +105,8 @@ fox_vm_test(timers IMAGE vmtest SMP 4 ARGS "-- timers 20" EXIT 0
 fox_vm_test(app_cores_quiet IMAGE vmtest SMP 4 ARGS "-- app_quiet 300" EXIT 0
   EXPECT "core 1 \\(application\\): 0 interrupts" "core 3 \\(application\\): 0 interrupts" "vmtest app_quiet: PASS")
 fox_vm_test(futures IMAGE vmtest SMP 4 ARGS "-- futures" EXIT 0 EXPECT "vmtest futures: PASS")
+fox_vm_test(ebb IMAGE vmtest SMP 4 ARGS "-- ebb" EXIT 0
+  EXPECT "ebb: 4 reps from 1 root on 4 cores" "destroyed Ebb refused on every core" "vmtest ebb: PASS")
 fox_vm_test(sleep IMAGE vmtest SMP 2 ARGS "-- sleep" EXIT 0 EXPECT "other events ran meanwhile: 1" "vmtest sleep: PASS")
 fox_vm_test(event_stack_overflow IMAGE vmtest SMP 2 ARGS "-- event_stack_overflow" EXIT ${PANIC}
   EXPECT "PANIC on core 0: page fault .* in vmtest::\\(anonymous namespace\\)::DeepEvent\\(int\\)"
@@ -139,6 +141,7 @@ fox_hosted_test(spawn_storm CORES 4 ARGS spawn_storm 250000 EXIT 0
   EXPECT "spawn_storm: 4000000 cross-core events in [0-9]+ ms, counts exact")
 fox_hosted_test(timers CORES 2 ARGS timers 20 EXIT 0 EXPECT "vmtest timers: PASS")
 fox_hosted_test(futures CORES 4 ARGS futures EXIT 0 EXPECT "vmtest futures: PASS")
+fox_hosted_test(ebb CORES 4 ARGS ebb EXIT 0 EXPECT "ebb: 4 reps from 1 root on 4 cores" "vmtest ebb: PASS")
 fox_hosted_test(exceptions CORES 1 ARGS exceptions EXIT 0 EXPECT "vmtest exceptions: PASS")
 fox_hosted_test(exit_code CORES 2 ARGS exit_code EXIT 3 EXPECT "static destructor 7 ran")
 fox_hosted_test(thread_local CORES 1 ARGS thread_local EXIT 0 EXPECT "vmtest thread_local: PASS")
@@ -147,3 +150,31 @@ fox_hosted_test(thread_local CORES 1 ARGS thread_local EXIT 0 EXPECT "vmtest thr
 fox_vm_test(nic_arp IMAGE vmtest SMP 2 NET user ARGS "-- nic_arp" EXIT 0
   EXPECT "virtio-net: nic0 at 00:0[0-9a-f]\\.0, MAC 52:54:00:12:34:56" "nic: gateway 10.0.2.2 is at 52:55:0a:00:02:02"
          "vmtest nic_arp: PASS")
+
+# lwIP (net/lwip) against QEMU's restricted user network: DHCP, ICMP, and
+# TCP/UDP through lwIP's loopback (the network reaches nothing beyond its
+# gateway). Each runs well under 10 s under TCG.
+fox_vm_test(net_dhcp IMAGE vmtest SMP 2 NET user ARGS "-- net_dhcp" EXIT 0 TIMEOUT 60
+  EXPECT "I net: DHCP lease 10\\.0\\.2\\.15/255\\.255\\.255\\.0 from 10\\.0\\.2\\.2, gateway 10\\.0\\.2\\.2"
+         "dhcp: idle second on core 0: [0-9]+ interrupts" "vmtest net_dhcp: PASS")
+fox_vm_test(net_ping IMAGE vmtest SMP 2 NET user ARGS "-- net_ping" EXIT 0 TIMEOUT 60
+  EXPECT "ping 10\\.0\\.2\\.2 \\(gateway\\): ok" "ping 10\\.0\\.2\\.15 \\(this node, answered by lwIP\\): ok"
+         "ping 10\\.0\\.2\\.99 \\(nobody\\): timed out" "vmtest net_ping: PASS")
+fox_vm_test(net_static IMAGE vmtest SMP 2 NET user ARGS "-- net_static 10.0.2.20/24 10.0.2.2" EXIT 0 TIMEOUT 60
+  EXPECT "I net: static address 10\\.0\\.2\\.20/255\\.255\\.255\\.0 gateway 10\\.0\\.2\\.2"
+         "ping 10\\.0\\.2\\.2 \\(gateway\\): ok" "vmtest net_static: PASS")
+fox_vm_test(net_static_boot_args IMAGE vmtest SMP 2 NET user ARGS "fox.ip=10.0.2.21/24 fox.gw=10.0.2.2 -- net_static"
+  EXIT 0 TIMEOUT 60
+  EXPECT "I net: static address 10\\.0\\.2\\.21/255\\.255\\.255\\.0 gateway 10\\.0\\.2\\.2" "vmtest net_static: PASS")
+fox_vm_test(bad_ip_boot_arg IMAGE hello ARGS "fox.ip=10.0.2.15" EXIT ${USAGE}
+  EXPECT "bad boot argument 'fox.ip=10\\.0\\.2\\.15': expected an IPv4 address and prefix length, A\\.B\\.C\\.D/NN"
+  REJECT "Hello from fox")
+fox_vm_test(net_tcp_loopback IMAGE vmtest SMP 2 NET user ARGS "-- net_tcp_loopback 1048576" EXIT 0 TIMEOUT 60
+  EXPECT "tcp: connected 10\\.0\\.2\\.15:[0-9]+ -> 10\\.0\\.2\\.15:7 on core 1: ok"
+         "tcp: 1048576 bytes echoed through lwIP loopback in [0-9]+ ms .*: verified"
+         "tcp: server accepted 1, echoed 1048576 bytes, end: closed by peer" "tcp: connect to port 9: reset by peer"
+         "vmtest net_tcp_loopback: PASS")
+fox_vm_test(net_tcp_backpressure IMAGE vmtest SMP 2 NET user ARGS "-- net_tcp_backpressure" EXIT 0 TIMEOUT 60
+  EXPECT "tcp: reader caught up: 524288 bytes verified" "vmtest net_tcp_backpressure: PASS")
+fox_vm_test(net_udp_loopback IMAGE vmtest SMP 2 NET user ARGS "-- net_udp_loopback 500" EXIT 0 TIMEOUT 60
+  EXPECT "udp: 500 of 500 datagrams echoed through lwIP loopback and verified" "vmtest net_udp_loopback: PASS")

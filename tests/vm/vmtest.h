@@ -59,6 +59,7 @@ int StackOverflow(int argc, char** argv);
 int Terminate(int argc, char** argv);
 int ExitCode(int argc, char** argv);
 int Sleep(int argc, char** argv);
+int Ebbs(int argc, char** argv);
 int Cores(int argc, char** argv);
 int SpawnStorm(int argc, char** argv);
 int Timers(int argc, char** argv);

@@ -1,6 +1,9 @@
 #include <cstring>
 
 #include "vmtest.h"
+#ifdef FOX_NATIVE
+#include "net_tests.h"
+#endif
 
 namespace {
 struct Test {
@@ -14,6 +17,7 @@ const Test kTests[] = {
     {"stdlib", vmtest::StdLib},           {"exit_code", vmtest::ExitCode},
     {"cores", vmtest::Cores},             {"spawn_storm", vmtest::SpawnStorm},
     {"timers", vmtest::Timers},           {"futures", vmtest::Futures},
+    {"ebb", vmtest::Ebbs},
 #ifdef FOX_NATIVE
     // Hosted, sleep_for still blocks the whole thread (core).
     {"sleep", vmtest::Sleep},
@@ -24,6 +28,10 @@ const Test kTests[] = {
     {"event_stack_overflow", vmtest::EventStackOverflow},
     {"sas", vmtest::Sas},                 {"sas_readonly_write", vmtest::SasReadOnlyWrite},
     {"nic_arp", vmtest::NicArp},          {"l2_exchange", vmtest::L2Exchange},
+    {"net_dhcp", vmtest::NetDhcp},        {"net_ping", vmtest::NetPing},
+    {"net_static", vmtest::NetStatic},    {"net_tcp_loopback", vmtest::NetTcpLoopback},
+    {"net_tcp_backpressure", vmtest::NetTcpBackpressure},
+    {"net_udp_loopback", vmtest::NetUdpLoopback},
 #endif
 };
 }  // namespace

@@ -17,6 +17,7 @@ constexpr size_t kPoolMax = 16;            // idle stacks kept per core
 constexpr size_t kRemoteBatch = 64;        // remote events taken per round
 
 Loop* g_loops[core::kMaxCores];
+std::atomic<const LoopHooks*> g_hooks{nullptr};
 std::atomic<uint64_t> g_next_timer_id{1};
 
 }  // namespace
@@ -159,7 +160,11 @@ bool Loop::RunTimers(uint64_t now) {
   return ran;
 }
 
+void SetLoopHooks(const LoopHooks* hooks) { g_hooks.store(hooks, std::memory_order_release); }
+
 void Loop::Sleep() {
+  const LoopHooks* hooks = g_hooks.load(std::memory_order_acquire);
+  if (hooks != nullptr) hooks->before_sleep();
   bool enabled = platform::DisableInterrupts();
   sleeping.store(true, std::memory_order_seq_cst);
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -171,6 +176,7 @@ void Loop::Sleep() {
   }
   sleeping.store(false, std::memory_order_relaxed);
   platform::RestoreInterrupts(enabled);
+  if (hooks != nullptr) hooks->after_wake();
 }
 
 Context* Loop::NewLoopContext() {
@@ -228,6 +234,7 @@ void Loop::Run() {
 // from the current state, not from its own stale locals.
 void Loop::Loop_() {
   for (;;) {
+    if (const LoopHooks* hooks = g_hooks.load(std::memory_order_acquire)) hooks->between_events();
     bool worked = RunTimers(clock::NowNs());
     // A bounded batch of local events, then remote ones: no queue starves.
     for (size_t budget = kRemoteBatch; budget > 0 && local_head_ < local_.size(); --budget) {

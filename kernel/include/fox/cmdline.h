@@ -21,6 +21,8 @@ enum class BootArgKind : uint8_t {
   kUInt,    // decimal integer in [min, max]
   kSize,    // bytes with optional K, M or G suffix, in [min, max]
   kString,  // any non-empty text
+  kIpv4,        // A.B.C.D, each part 0-255
+  kIpv4Prefix,  // A.B.C.D/NN, NN 0-32
 };
 
 struct BootArgSpec {

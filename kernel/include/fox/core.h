@@ -1,6 +1,8 @@
 // Cores: the neutral view of the processors this node runs on.
 #pragma once
 
+#include <cstdint>
+
 namespace fox::core {
 
 constexpr int kMaxCores = 256;

@@ -61,6 +61,16 @@ void Block(Function<void(Continuation)> arm);
 // True when called from an event of a running loop (where Block may be used).
 bool InEvent();
 
+// Hooks for layers above (the Ebb model's quiescent-state reclamation): the
+// loop calls `between_events` between rounds of events, `before_sleep` before
+// the core sleeps and `after_wake` when it wakes. Set once at start-up.
+struct LoopHooks {
+  void (*between_events)();
+  void (*before_sleep)();
+  void (*after_wake)();
+};
+void SetLoopHooks(const LoopHooks* hooks);
+
 // Counters for this node, per core (STYLE.md §12).
 struct Stats {
   uint64_t local_events;   // Spawn

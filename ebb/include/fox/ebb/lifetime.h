@@ -12,6 +12,12 @@
 //   A representative or root pointer is valid until the calling core's next
 //   quiescent point. Never keep one across events; keep the EbbRef.
 //
+// An event that blocks (event::Block) ends, as far as this rule goes: the
+// loop may pass a quiescent point while it is suspended. So a rep method that
+// blocks must not be running when its Ebb is destroyed; an Ebb whose methods
+// block drains them (counts calls in flight) before it destroys itself, as
+// with any object that has a blocked call inside it.
+//
 // The event loop calls QuiescentPoint() between events; a core that stops
 // running Ebb code for a while (halting when idle, a hosted thread that
 // exits) calls EnterQuiescence() so that it does not hold up reclamation,

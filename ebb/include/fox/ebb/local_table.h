@@ -83,7 +83,13 @@ inline void SetThisCoreTable(LocalTable* table) {
 
 // Defined by the platform (ebb/local_table_hosted.cc). constinit: no dynamic
 // initialiser, so reads compile to a plain TLS load without a wrapper call.
-extern constinit thread_local LocalTable* tls_core_table;
+// Native images are static executables: local-exec saves the GOT load.
+#if defined(FOX_NATIVE)
+#define FOX_EBB_TLS_MODEL [[gnu::tls_model("local-exec")]]
+#else
+#define FOX_EBB_TLS_MODEL
+#endif
+extern constinit thread_local LocalTable* tls_core_table FOX_EBB_TLS_MODEL;
 
 [[gnu::always_inline]] inline LocalTable* ThisCoreTable() { return tls_core_table; }
 // Points the calling core's hook at `table`. Miss path only.

@@ -71,7 +71,7 @@ void Install(Entry* entry, void* rep);
 // Registers a new live Ebb `id` of `type` whose root is `root` (ownership
 // passes to the registry on success, stays with the caller on a throw).
 // Thread context; takes the registry lock. Throws EbbExistsError (id live,
-// being created, or a destroyed static id), DeadEbbError (kNullId or the
+// being created, or a destroyed static id), EbbError (kNullId or the
 // reserved id).
 void Publish(EbbId id, const EbbType* type, void* root);
 

@@ -13,8 +13,9 @@ struct Stats {
   uint64_t far_lookups = 0;     // dereferences of ids >= kDirectSlots served by a far map
   uint64_t reps_installed = 0;  // table slots filled by fault handlers
   uint64_t dead_faults = 0;     // faults that threw DeadEbbError
-  uint64_t retired_pending = 0; // destroyed Ebbs whose memory waits for a grace period
-  uint64_t reclaimed = 0;       // destroyed Ebbs whose memory was freed
+  uint64_t retired_pending = 0; // destroyed Ebbs (and abandoned lazy constructions)
+                                // whose memory waits for every core's quiescent point
+  uint64_t reclaimed = 0;       // ... whose memory was freed
   uint64_t ids_allocated = 0;   // ids handed out by AllocateId
   int tables = 0;               // cores holding a translation table (512 KiB each)
 };
