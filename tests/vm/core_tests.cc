@@ -120,7 +120,7 @@ int Timers(int argc, char** argv) {
       waited.Block();
       fox::timer::Cancel(periodic);
       std::printf("core %d: periodic timer ran %d times in 105 ms\n", fox::core::Current(), *runs);
-      CHECK(*runs >= 8 && *runs <= 10);
+      CHECK(*runs >= 8 && *runs <= 11);  // the 105 ms timer itself may be late under emulation
       return *worst;
     });
     std::printf("timers on core %d (%s): worst lateness %llu us\n", core, fox::core::IsKernelCore(core) ? "kernel" : "application",
