@@ -15,16 +15,14 @@
 //
 // Why not the alternatives: an idle handler would keep core 0 from ever
 // sleeping; a periodic polling timer adds latency and wake-ups; SpawnRemote
-// itself allocates. The public event API has no interrupt-safe post yet,
-// hence the use of the loop's internal queue node (kernel/common/event/
-// loop.h); a public `event::InterruptTrigger` would replace it (README.md).
+// itself allocates. event::InterruptTrigger is the interrupt-safe post.
 //
 // Transmit: lwIP's linkoutput copies the pbuf chain into one buffer and
 // calls Nic::Send (which copies it into the device's ring).
 #include <atomic>
 #include <cstring>
 
-#include "common/event/loop.h"
+#include "fox/event.h"
 #include "fox/log.h"
 #include "fox/nic.h"
 #include "lwip/etharp.h"
@@ -50,7 +48,8 @@ struct Slot {
 Slot* g_ring = nullptr;               // allocated by InitNetif, before the handler is installed
 std::atomic<uint32_t> g_head{0};      // next slot the producer fills
 std::atomic<uint32_t> g_tail{0};      // next slot the consumer drains
-std::atomic<event::Node*> g_armed{nullptr};  // the pump's queue node, allocated in event context
+void Pump();
+event::InterruptTrigger g_wakeup(kStackCore, [] { Pump(); });  // armed in event context
 
 // Written only by the interrupt path (single writer); read from any core.
 struct RxCounters {
@@ -65,15 +64,9 @@ struct netif g_netif;
 nic::Nic* g_nic = nullptr;
 uint8_t g_tx_buffer[kSlotBytes];      // stack core only
 
-void Pump();
 
-// Event context, stack core: the node the next interrupt posts.
-void ArmWakeup() {
-  if (g_armed.load(std::memory_order_relaxed) != nullptr) return;
-  auto* node = new event::Node;
-  node->task = [] { Pump(); };
-  g_armed.store(node, std::memory_order_release);
-}
+// Event context, stack core: the next interrupt may post the pump.
+void ArmWakeup() { g_wakeup.Arm(); }
 
 // Drains up to kPumpBudget frames into lwIP. Stack core, event.
 void Pump() {
@@ -188,10 +181,7 @@ void DeliverFrameFromInterrupt(const uint8_t* frame, size_t length) {
     Bump(g_rx.frames);
     Bump(g_rx.bytes, length);
   }
-  if (event::Node* node = g_armed.exchange(nullptr, std::memory_order_acq_rel)) {
-    Bump(g_rx.wakeups);
-    event::LoopOf(kStackCore)->PushRemote(node);
-  }
+  if (g_wakeup.Fire()) Bump(g_rx.wakeups);
 }
 
 }  // namespace fox::net

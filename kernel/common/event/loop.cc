@@ -337,6 +337,24 @@ void SpawnRemote(int core, Task task) {
   loop->PushRemote(n);
 }
 
+InterruptTrigger::~InterruptTrigger() { delete static_cast<Node*>(armed_.exchange(nullptr)); }
+
+void InterruptTrigger::Arm() {
+  if (armed_.load(std::memory_order_relaxed) != nullptr) return;
+  auto* node = new Node;
+  node->task = [this] { task_(); };
+  armed_.store(node, std::memory_order_release);
+}
+
+bool InterruptTrigger::Fire() {
+  auto* node = static_cast<Node*>(armed_.exchange(nullptr, std::memory_order_acq_rel));
+  if (node == nullptr) return false;
+  Loop* loop = LoopOf(core_);
+  if (loop == nullptr) Panic("event: InterruptTrigger fired at core %d, which is not online", core_);
+  loop->PushRemote(node);
+  return true;
+}
+
 uint64_t AddIdleHandler(Function<void()> handler) { return ThisLoop()->AddIdle(std::move(handler)); }
 void RemoveIdleHandler(uint64_t id) { ThisLoop()->RemoveIdle(id); }
 

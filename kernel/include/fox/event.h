@@ -8,6 +8,7 @@
 // context unless its comment says so.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "fox/function.h"
@@ -60,6 +61,28 @@ void Block(Function<void(Continuation)> arm);
 
 // True when called from an event of a running loop (where Block may be used).
 bool InEvent();
+
+// Lets an interrupt handler start an event without allocating: Arm()
+// (event context; allocates the queue node) prepares one run of `task` on
+// `core`; Fire() (any context, interrupt level included: one atomic exchange
+// and the lock-free queue push) posts it if armed and returns whether it did.
+// Re-arm, typically first thing in the task, to be fired again. The trigger
+// must outlive any armed or posted run.
+class InterruptTrigger {
+ public:
+  InterruptTrigger(int core, Function<void()> task) : core_(core), task_(std::move(task)) {}
+  InterruptTrigger(const InterruptTrigger&) = delete;
+  InterruptTrigger& operator=(const InterruptTrigger&) = delete;
+  ~InterruptTrigger();
+
+  void Arm();
+  bool Fire();
+
+ private:
+  int core_;
+  Function<void()> task_;
+  std::atomic<void*> armed_{nullptr};
+};
 
 // Hooks for layers above (the Ebb model's quiescent-state reclamation): the
 // loop calls `between_events` between rounds of events, `before_sleep` before
