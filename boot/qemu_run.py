@@ -72,6 +72,15 @@ def kvm_works(verbose=True):
     return ok, verdict
 
 
+def bench_accel(name, why_it_matters=""):
+    """The accelerator a benchmark runs under: KVM when it works here, else TCG
+    (said on a comment line, so figures are never mistaken for KVM ones)."""
+    ok, why = kvm_works()
+    if not ok:
+        print("# %s: KVM skipped (%s)%s" % (name, why, why_it_matters))
+    return "kvm" if ok else "tcg"
+
+
 def choose_accel(requested):
     forced = os.environ.get("FOX_ACCEL", "")
     if requested == "auto":

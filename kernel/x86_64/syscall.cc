@@ -42,7 +42,7 @@ enum : uint64_t {
   kOpenat = 257, kNewfstatat = 262, kPrlimit64 = 302, kGetrandom = 318, kOpen = 2, kClone = 56,
   kSetRobustList = 273, kMembarrier = 324,
 };
-constexpr int64_t kEperm = 1, kEnoent = 2, kEbadf = 9, kEagain = 11, kEnomem = 12, kEfault = 14,
+constexpr int64_t kEnoent = 2, kEbadf = 9, kEagain = 11, kEnomem = 12,
                   kEinval = 22, kEnotty = 25, kEspipe = 29, kEnosys = 38;
 constexpr uint64_t kSigAbrt = 6;
 
@@ -261,6 +261,5 @@ extern "C" int64_t SyscallDispatch(fox::syscall::Args* args) {
     LOG_WARN("syscall: Linux system call %llu is not supported (called from %#llx)",
              (unsigned long long)args->nr, (unsigned long long)args->rip);
   }
-  (void)kEperm; (void)kEfault;
   return -kEnosys;
 }

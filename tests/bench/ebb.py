@@ -25,10 +25,7 @@ def main():
                          text=True).stdout
     for m in LINE.finditer(out):
         print("%s_hosted %s %s" % m.groups())
-    kvm_ok, why = qemu_run.kvm_works()
-    accel = "kvm" if kvm_ok else "tcg"
-    if not kvm_ok:
-        print("# ebb: KVM skipped (%s); native figures under TCG" % why)
+    accel = qemu_run.bench_accel("ebb", "; native figures under TCG")
     r = qemu_run.run_qemu(qemu_run.qemu_command(IMAGE, "", 2, 256, accel, None, False), 600, echo=False)
     if r["status"] != 0:
         sys.exit("bench ebb: native run failed: %s" % (r["reason"] or r["text"][-800:]))

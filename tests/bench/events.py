@@ -14,10 +14,7 @@ IMAGE = os.path.join(qemu_run.ROOT, "build", "native", "bench_events.elf")
 def main():
     if not os.path.exists(IMAGE):
         sys.exit("bench events: %s missing; run make first" % IMAGE)
-    kvm_ok, why = qemu_run.kvm_works()
-    accel = "kvm" if kvm_ok else "tcg"
-    if not kvm_ok:
-        print("# events: KVM skipped (%s)" % why)
+    accel = qemu_run.bench_accel("events")
     cmd = qemu_run.qemu_command(IMAGE, "-- 50000 2000000", 2, 512, accel, None, False)
     r = qemu_run.run_qemu(cmd, 300, echo=False)
     if r["status"] != 0:

@@ -30,10 +30,7 @@ def main():
     for path in (IMAGE, HOST):
         if not os.path.exists(path):
             sys.exit("bench ftq: %s missing; run make first" % path)
-    kvm_ok, why = qemu_run.kvm_works()
-    accel = "kvm" if kvm_ok else "tcg"
-    if not kvm_ok:
-        print("# ftq: KVM skipped (%s); fox runs under TCG, whose own jitter is part of the figure" % why)
+    accel = qemu_run.bench_accel("ftq", "; fox runs under TCG, whose own jitter is part of the figure")
     cmd = qemu_run.qemu_command(IMAGE, "fox.kcores=1 -- %d %d" % (QUANTUM_US, QUANTA), 2, 256, accel, None, False)
     r = qemu_run.run_qemu(cmd, 300, echo=False)
     if r["status"] != 0:
