@@ -33,9 +33,12 @@ add_library(fox_hosted STATIC
   kernel/common/event/loop.cc
   kernel/linux/platform.cc
   kernel/linux/start.cc
+  ${FOX_NET_CORE_SOURCES}
+  net/am.cc
+  net/am_hosted.cc
   ebb/errors.cc ebb/id_allocator.cc ebb/local_table.cc ebb/quiescence.cc ebb/registry.cc ebb/stats.cc
   ebb/local_table_hosted.cc ebb/loop_hooks.cc)
-target_include_directories(fox_hosted PUBLIC kernel/include ebb/include)
+target_include_directories(fox_hosted PUBLIC kernel/include ebb/include net/include PRIVATE net)
 target_link_options(fox_hosted INTERFACE -Wl,--wrap=main)
 target_link_libraries(fox_hosted PUBLIC pthread)
 

@@ -46,6 +46,13 @@ target_include_directories(fox_kernel PUBLIC kernel/include ebb/include)
 
 include(cmake/lwip.cmake)
 
+# The active-message transport: the platform-neutral core (net/CMakeLists.txt:
+# fox_net_core) and its native driver (NIC interrupt path, net/am*.cc).
+include(net/CMakeLists.txt)
+add_library(fox_am OBJECT net/am.cc net/am_native.cc)
+target_include_directories(fox_am PRIVATE net)
+target_link_libraries(fox_am PRIVATE fox_kernel fox_net_core)
+
 set(FOX_LINKER_SCRIPT ${CMAKE_SOURCE_DIR}/kernel/x86_64/linker.ld)
 set(FOX_RUNTIME_LIBS
   ${FOX_GCC_DIR}/libstdc++.a ${FOX_GCC_DIR}/libgcc_eh.a ${FOX_GCC_DIR}/libgcc.a ${FOX_MUSL_LIB})
@@ -54,13 +61,14 @@ set(FOX_RUNTIME_LIBS
 # main() is the application's.
 function(fox_add_app name)
   add_library(${name}_objs OBJECT ${ARGN})
-  target_link_libraries(${name}_objs PRIVATE fox_kernel fox_lwip)
+  target_link_libraries(${name}_objs PRIVATE fox_kernel fox_lwip fox_net_core)
   set(out ${CMAKE_BINARY_DIR}/${name}.elf)
   set(pass1 ${CMAKE_BINARY_DIR}/${name}.pass1.elf)
   set(symtab ${CMAKE_BINARY_DIR}/${name}.symtab)
   set(link ${FOX_LLD} -static -nostdlib --gc-sections --eh-frame-hdr -z max-page-size=4096
            -z noexecstack -T ${FOX_LINKER_SCRIPT}
-           $<TARGET_OBJECTS:fox_kernel> $<TARGET_OBJECTS:fox_lwip> $<TARGET_OBJECTS:${name}_objs>
+           $<TARGET_OBJECTS:fox_kernel> $<TARGET_OBJECTS:fox_lwip> $<TARGET_OBJECTS:fox_net_core>
+           $<TARGET_OBJECTS:fox_am> $<TARGET_OBJECTS:${name}_objs>
            --start-group ${FOX_RUNTIME_LIBS} --end-group)
   add_custom_command(
     OUTPUT ${out}
@@ -69,7 +77,8 @@ function(fox_add_app name)
     COMMAND ${CMAKE_C_COMPILER} --target=x86_64-unknown-none-elf -c ${symtab}.S -o ${symtab}.o
     COMMAND ${link} ${symtab}.o -o ${out}
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/boot/gen_symtab.py --check ${pass1} ${out}
-    DEPENDS fox_kernel fox_lwip ${name}_objs $<TARGET_OBJECTS:fox_kernel> $<TARGET_OBJECTS:fox_lwip>
+    DEPENDS fox_kernel fox_lwip fox_net_core fox_am ${name}_objs $<TARGET_OBJECTS:fox_kernel>
+            $<TARGET_OBJECTS:fox_lwip> $<TARGET_OBJECTS:fox_net_core> $<TARGET_OBJECTS:fox_am>
             $<TARGET_OBJECTS:${name}_objs>
             ${FOX_LINKER_SCRIPT} ${CMAKE_SOURCE_DIR}/boot/gen_symtab.py
     COMMAND_EXPAND_LISTS

@@ -22,6 +22,8 @@ const char* DropReasonName(DropReason reason) {
     case DropReason::kDuplicate: return "duplicate";
     case DropReason::kStale: return "stale";
     case DropReason::kOutOfWindow: return "out_of_window";
+    case DropReason::kUnknownPeer: return "unknown_peer";
+    case DropReason::kBackpressure: return "backpressure";
     case DropReason::kNumReasons: break;
   }
   return "unknown";

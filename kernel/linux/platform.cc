@@ -32,6 +32,28 @@ std::atomic<int> g_online{0};
 int g_num_cores = 1;
 thread_local int t_core = 0;
 
+namespace {
+struct FdWatch {
+  void (*fn)(void*);
+  void* arg;
+};
+constexpr int kMaxWatches = 64;
+constexpr uint64_t kWatchTag = 1ull << 63;  // epoll data of a watch: tag | index
+FdWatch g_watches[kMaxWatches];
+std::atomic<int> g_watch_count{0};
+}  // namespace
+
+bool WatchReadable(int core, int fd, void (*fn)(void*), void* arg) {
+  if (core < 0 || core >= g_num_cores) return false;
+  int index = g_watch_count.fetch_add(1);
+  if (index >= kMaxWatches) return false;
+  g_watches[index] = {fn, arg};
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kWatchTag | uint64_t(index);
+  return epoll_ctl(g_cores[core].epoll_fd, EPOLL_CTL_ADD, fd, &ev) == 0;
+}
+
 }  // namespace hosted
 
 using hosted::g_cores;
@@ -106,6 +128,11 @@ void WaitForWork(uint64_t deadline_ns) {
   int n = epoll_wait(c.epoll_fd, events, 8, -1);
   for (int i = 0; i < n; ++i) {
     uint64_t drain;
+    if (events[i].data.u64 & hosted::kWatchTag) {
+      const hosted::FdWatch& w = hosted::g_watches[events[i].data.u64 & ~hosted::kWatchTag];
+      w.fn(w.arg);
+      continue;
+    }
     if (events[i].data.fd == c.wake_fd || events[i].data.fd == c.timer_fd) {
       (void)::read(events[i].data.fd, &drain, sizeof drain);
     }

@@ -30,6 +30,9 @@ enum class DropReason : uint8_t {
   kDuplicate,          // already delivered or already buffered (re-acked)
   kStale,              // far older than any retransmission could be (not re-acked)
   kOutOfWindow,        // beyond the receive window
+  // Endpoint::OnDatagram (am_endpoint.h) and the drivers (am.h).
+  kUnknownPeer,        // a valid frame from a node that is not a peer of this one
+  kBackpressure,       // the receiver had no room to deliver it now (the sender retransmits)
   kNumReasons,
 };
 

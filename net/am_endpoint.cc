@@ -1,0 +1,302 @@
+// One node's end of the AM transport (am_endpoint.h).
+//
+// Per peer: a Channel (reliability), a FrameBuilder over a frame-sized
+// buffer (aggregation), the time its first message arrived (flush timer), a
+// heartbeat schedule and a phi accrual detector. Peers live in an
+// open-addressing table keyed by node id; they are never removed (a dead
+// node stays dead, its slot remembers it so its late frames are dropped),
+// so lookups at interrupt level need no lock of their own.
+#include "fox/net/am_endpoint.h"
+
+#include <cstring>
+#include <new>
+
+#include "fox/net/wire.h"
+
+namespace fox::net {
+
+struct AmEndpoint::Peer {
+  NodeId id = 0;
+  uint64_t address = 0;
+  PeerState state = PeerState::kAlive;
+  Channel channel;
+  uint8_t buffer[kMaxFrameBytes];
+  FrameBuilder builder;
+  uint64_t pending_since = 0;  // when the builder's first message was added
+  uint64_t next_heartbeat = 0;
+  uint64_t heartbeat_seq = 0;
+  uint64_t added_ns = 0;       // the detector starts at the first heartbeat
+  PhiAccrualDetector detector;
+
+  Peer(NodeId peer, uint64_t addr, const FrameAddress& fa, const PhiConfig& phi)
+      : id(peer), address(addr), builder(buffer, sizeof buffer, fa), detector(phi) {}
+};
+
+const char* PeerStateName(PeerState state) {
+  switch (state) {
+    case PeerState::kUnknown: return "unknown";
+    case PeerState::kAlive: return "alive";
+    case PeerState::kSuspected: return "suspected";
+    case PeerState::kDead: return "dead";
+  }
+  return "?";
+}
+
+namespace {
+constexpr size_t kSlots = AmEndpoint::kMaxPeers * 2;
+size_t SlotOf(NodeId id) { return (uint64_t(id) * 0x9E3779B97F4A7C15ull >> 32) % kSlots; }
+}  // namespace
+
+AmEndpoint::AmEndpoint(const EndpointConfig& config) : config_(config) {}
+
+AmEndpoint::~AmEndpoint() {
+  for (Peer*& p : slots_) {
+    delete p;
+    p = nullptr;
+  }
+}
+
+AmEndpoint::Peer* AmEndpoint::Find(NodeId id) const {
+  for (size_t i = SlotOf(id), n = 0; n < kSlots; i = (i + 1) % kSlots, ++n) {
+    Peer* p = slots_[i];
+    if (p == nullptr) return nullptr;
+    if (p->id == id) return p;
+  }
+  return nullptr;
+}
+
+Result<void> AmEndpoint::AddPeer(NodeId id, uint64_t address, uint64_t now_ns) {
+  if (id == config_.self) return Error::kInvalidArgument;
+  if (Peer* p = Find(id)) {
+    if (p->state != PeerState::kDead) p->address = address;
+    return Error::kAlreadyExists;
+  }
+  if (peer_count_ >= kMaxPeers) return Error::kOutOfRange;
+  FrameAddress fa{config_.job, config_.self, id};
+  auto* p = new (std::nothrow) Peer(id, address, fa, config_.phi);
+  if (p == nullptr) return Error::kNoMemory;
+  ChannelConfig cc = config_.channel;
+  cc.address = fa;
+  cc.key = config_.key;
+  if (auto r = p->channel.Init(cc); !r.ok()) {
+    delete p;
+    return r;
+  }
+  p->added_ns = now_ns;
+  p->next_heartbeat = now_ns;  // the first heartbeat goes out at the next Poll
+  size_t i = SlotOf(id);
+  while (slots_[i] != nullptr) i = (i + 1) % kSlots;
+  slots_[i] = p;
+  ++peer_count_;
+  return {};
+}
+
+bool AmEndpoint::CanSend(NodeId id, size_t len) const {
+  Peer* p = Find(id);
+  if (p == nullptr || p->state == PeerState::kDead) return false;
+  if (len > kMaxMessageBytes) return false;
+  if (p->builder.room() >= len && (config_.aggregate || p->builder.empty())) {
+    return config_.aggregate || p->channel.CanSend();
+  }
+  return p->channel.CanSend();  // a flush would make room
+}
+
+bool AmEndpoint::FlushPeer(Peer& p, uint64_t now_ns, TransmitFn transmit) {
+  if (p.builder.empty()) return true;
+  if (!p.channel.Send(p.builder).ok()) return false;  // kBusy: keep it
+  p.builder.Reset();
+  ++counters_.frames_flushed;
+  uint64_t address = p.address;
+  p.channel.Poll(now_ns, [&](const uint8_t* f, size_t n) { return transmit(address, f, n); });
+  return true;
+}
+
+Result<void> AmEndpoint::Send(NodeId id, uint32_t ebb, uint16_t handler, const void* data,
+                            size_t len, uint64_t now_ns, TransmitFn transmit) {
+  Peer* p = Find(id);
+  if (p == nullptr || p->state == PeerState::kDead) return Error::kNotFound;
+  if (len > kMaxMessageBytes) return Error::kOutOfRange;
+  if (!config_.aggregate && !p->builder.empty() && !FlushPeer(*p, now_ns, transmit)) {
+    ++counters_.send_busy;
+    return Error::kBusy;
+  }
+  if (!config_.aggregate && !p->channel.CanSend()) {
+    ++counters_.send_busy;
+    return Error::kBusy;
+  }
+  auto added = p->builder.Add(ebb, handler, data, len);
+  if (!added.ok()) return added.error();
+  if (!*added) {  // full: hand the frame to the channel and start a new one
+    if (!FlushPeer(*p, now_ns, transmit)) {
+      ++counters_.send_busy;
+      return Error::kBusy;
+    }
+    ++counters_.flush_on_full;
+    auto again = p->builder.Add(ebb, handler, data, len);
+    if (!again.ok() || !*again) return Error::kOutOfRange;  // cannot happen: len checked
+  }
+  if (p->builder.message_count() == 1) p->pending_since = now_ns;
+  ++counters_.messages_sent;
+  if (!config_.aggregate) FlushPeer(*p, now_ns, transmit);  // CanSend checked above
+  return {};
+}
+
+void AmEndpoint::Flush(NodeId id, uint64_t now_ns, TransmitFn transmit) {
+  if (id != kAnyPeer) {
+    if (Peer* p = Find(id); p != nullptr && p->state != PeerState::kDead) FlushPeer(*p, now_ns, transmit);
+    return;
+  }
+  for (Peer* p : slots_) {
+    if (p != nullptr && p->state != PeerState::kDead) FlushPeer(*p, now_ns, transmit);
+  }
+}
+
+DropReason AmEndpoint::OnDatagram(const uint8_t* bytes, size_t len, uint64_t now_ns,
+                                DeliverFn deliver, TransmitFn transmit) {
+  ++counters_.datagrams_received;
+  DropReason why = DropReason::kNone;
+  auto view = DecodeFrame(bytes, len, config_.key, config_.job, config_.self, &why);
+  if (!view.ok()) {
+    counters_.drops.Add(why);
+    return why;
+  }
+  Peer* p = Find(view->header().source);
+  if (p == nullptr) {
+    counters_.drops.Add(DropReason::kUnknownPeer);
+    return DropReason::kUnknownPeer;
+  }
+  Peer& peer = *p;
+  why = peer.channel.OnReceive(*view, now_ns, [&](const FrameView& frame) {
+    for (AmMessage m : frame) {
+      if (m.ebb == kSystemEbb) {
+        if (m.handler == kHeartbeatHandler) {
+          ++counters_.heartbeats_received;
+          peer.detector.Heartbeat(now_ns);
+        }
+        continue;  // unknown system messages are ignored (a newer peer)
+      }
+      ++counters_.messages_delivered;
+      deliver(peer.id, m);
+    }
+  });
+  if (why != DropReason::kNone) {
+    counters_.drops.Add(why);
+    if (why == DropReason::kPeerClosed) return why;
+  }
+  uint64_t address = peer.address;
+  if (peer.state != PeerState::kDead) {
+    // Acks may have opened the window for a buffer that is due.
+    if (!peer.builder.empty() && peer.pending_since + config_.flush_delay_ns <= now_ns) {
+      FlushPeer(peer, now_ns, transmit);
+    }
+    peer.channel.Poll(now_ns, [&](const uint8_t* f, size_t n) { return transmit(address, f, n); });
+  }
+  return why;
+}
+
+uint64_t AmEndpoint::PollPeer(Peer& p, uint64_t now_ns, TransmitFn transmit, StateFn* on_state) {
+  if (p.state == PeerState::kDead) return kNoDeadline;
+  uint64_t next = kNoDeadline;
+  if (!p.builder.empty()) {
+    uint64_t due = p.pending_since + config_.flush_delay_ns;
+    if (due <= now_ns) {
+      if (FlushPeer(p, now_ns, transmit)) ++counters_.flush_on_timeout;
+    }
+    // Still full: the window is; the acks that open it arrive through
+    // OnDatagram, which flushes then.
+  }
+  if (now_ns >= p.next_heartbeat) {
+    uint64_t seq = p.heartbeat_seq + 1;
+    uint8_t beat[8];
+    wire::Store64(beat, seq);
+    // A heartbeat rides in the aggregation buffer and goes out now.
+    auto first = p.builder.Add(kSystemEbb, kHeartbeatHandler, beat, sizeof beat);
+    bool added = first.ok() && *first;
+    if (first.ok() && !*first && FlushPeer(p, now_ns, transmit)) {
+      auto second = p.builder.Add(kSystemEbb, kHeartbeatHandler, beat, sizeof beat);
+      added = second.ok() && *second;
+    }
+    if (added) {
+      if (p.builder.message_count() == 1) p.pending_since = now_ns;
+      p.heartbeat_seq = seq;
+      ++counters_.heartbeats_sent;
+      FlushPeer(p, now_ns, transmit);
+    }
+    p.next_heartbeat = now_ns + config_.heartbeat_ns;
+  }
+  if (on_state != nullptr) {
+    double phi = p.detector.Phi(now_ns);
+    bool never_heard = !p.detector.started() && now_ns - p.added_ns >= config_.join_timeout_ns;
+    if (phi >= config_.phi_dead || never_heard) {
+      Kill(p, *on_state);
+      return kNoDeadline;
+    }
+    if (phi >= config_.phi_suspect && p.state == PeerState::kAlive) {
+      p.state = PeerState::kSuspected;
+      ++counters_.peers_suspected;
+      (*on_state)(p.id, p.state);
+    } else if (phi < config_.phi_suspect && p.state == PeerState::kSuspected) {
+      p.state = PeerState::kAlive;
+      (*on_state)(p.id, p.state);
+    }
+  }
+  uint64_t address = p.address;
+  uint64_t channel_next =
+      p.channel.Poll(now_ns, [&](const uint8_t* f, size_t n) { return transmit(address, f, n); });
+  if (channel_next < next) next = channel_next;
+  if (!p.builder.empty() && p.pending_since + config_.flush_delay_ns < next) {
+    next = p.pending_since + config_.flush_delay_ns;
+  }
+  if (p.next_heartbeat < next) next = p.next_heartbeat;
+  if (!p.detector.started() && p.added_ns + config_.join_timeout_ns < next) {
+    next = p.added_ns + config_.join_timeout_ns;
+  }
+  // The detector is checked at least every heartbeat period (above).
+  return next;
+}
+
+uint64_t AmEndpoint::Poll(uint64_t now_ns, TransmitFn transmit, StateFn on_state) {
+  uint64_t next = kNoDeadline;
+  for (Peer* p : slots_) {
+    if (p == nullptr) continue;
+    uint64_t n = PollPeer(*p, now_ns, transmit, &on_state);
+    if (n < next) next = n;
+  }
+  return next;
+}
+
+void AmEndpoint::Kill(Peer& p, StateFn on_state) {
+  if (p.state == PeerState::kDead) return;
+  p.state = PeerState::kDead;
+  p.builder.Reset();
+  p.channel.Close();
+  ++counters_.peers_dead;
+  on_state(p.id, PeerState::kDead);
+}
+
+void AmEndpoint::DeclareDead(NodeId id, StateFn on_state) {
+  if (Peer* p = Find(id)) Kill(*p, on_state);
+}
+
+PeerState AmEndpoint::State(NodeId id) const {
+  Peer* p = Find(id);
+  return p == nullptr ? PeerState::kUnknown : p->state;
+}
+
+double AmEndpoint::Phi(NodeId id, uint64_t now_ns) const {
+  Peer* p = Find(id);
+  return p == nullptr ? 0 : p->detector.Phi(now_ns);
+}
+
+const Channel* AmEndpoint::ChannelTo(NodeId id) const {
+  Peer* p = Find(id);
+  return p == nullptr ? nullptr : &p->channel;
+}
+
+void AmEndpoint::ForEachPeer(FunctionRef<void(NodeId)> fn) const {
+  for (Peer* p : slots_) {
+    if (p != nullptr) fn(p->id);
+  }
+}
+
+}  // namespace fox::net

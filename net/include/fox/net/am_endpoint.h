@@ -1,0 +1,164 @@
+// One node's end of the active-message transport, as pure logic: the peers
+// of the job, a reliable Channel and an aggregation buffer per peer,
+// heartbeats and a phi accrual failure detector per peer. No sockets, no
+// timers, no locks, no clock: time is passed in, datagrams go out through a
+// callback, and the driver (net/am.cc on both platforms) owns the lock, the
+// timer and the wire. Host unit tests drive it directly.
+//
+// Sending: Send(peer, ebb, handler, data) appends the message to the peer's
+// aggregation buffer (Grappa); the buffer becomes a frame of the reliable
+// channel when it is full, when `flush_delay_ns` has passed since its first
+// message (Poll), or at once when aggregation is off. kBusy when the peer's
+// send window and buffer are both full (backpressure: retry once CanSend).
+//
+// Receiving: OnDatagram(bytes) decodes and authenticates the frame, feeds
+// the peer's channel, and calls `deliver` for each message now in order,
+// exactly once. Heartbeat messages (ebb kSystemEbb) are consumed here.
+//
+// Failure: every `heartbeat_ns` each live peer gets a heartbeat message;
+// their arrivals feed the peer's detector. Poll declares a peer suspected
+// when phi reaches `phi_suspect` (cleared when it drops again) and dead at
+// `phi_dead`, or when DeclareDead is called (the frontend saw it die). Dead
+// is final (fail-stop): the channel is closed, its unacknowledged messages
+// are dropped, Send fails with kNotFound and its later frames are dropped.
+//
+// Contexts: AddPeer and Poll allocate or free only when peers are added or
+// die (Channel::Init / Close); the driver calls them in event context.
+// Send, OnDatagram, Flush, CanSend and the accessors never allocate, block
+// or throw and are safe at interrupt level. One caller at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "fox/net/am_frame.h"
+#include "fox/net/drop_reason.h"
+#include "fox/net/function_ref.h"
+#include "fox/net/phi_detector.h"
+#include "fox/net/reliable.h"
+#include "fox/net/siphash.h"
+#include "fox/result.h"
+
+namespace fox::net {
+
+using NodeId = uint32_t;
+
+// Ebb id 0 is never a real Ebb (ebb/ids start at 1): the transport's own
+// messages use it.
+inline constexpr uint32_t kSystemEbb = 0;
+inline constexpr uint16_t kHeartbeatHandler = 1;
+
+struct EndpointConfig {
+  uint64_t job = 0;
+  SipKey key{};
+  NodeId self = 0;
+  ChannelConfig channel;             // windows and timers; address filled per peer
+  bool aggregate = true;             // false: one message per frame
+  uint64_t flush_delay_ns = 50'000;  // longest a message waits in an aggregation buffer
+  uint64_t heartbeat_ns = 100'000'000;
+  // Defaults sized for emulated nodes on a busy 2-core host: a silent peer
+  // is declared dead about 1.7 s after its last heartbeat.
+  PhiConfig phi{.first_interval_ns = 100'000'000, .min_stddev_ns = 100'000'000,
+                .acceptable_pause_ns = 1'000'000'000};
+  double phi_suspect = 5;
+  double phi_dead = 10;
+  // A peer that has never been heard from (still booting) is dead only
+  // after this long.
+  uint64_t join_timeout_ns = 60'000'000'000;
+};
+
+enum class PeerState : uint8_t { kUnknown, kAlive, kSuspected, kDead };
+const char* PeerStateName(PeerState state);
+
+struct EndpointCounters {
+  uint64_t messages_sent = 0;       // accepted by Send
+  uint64_t messages_delivered = 0;  // passed to `deliver`
+  uint64_t frames_flushed = 0;      // aggregation buffers handed to a channel
+  uint64_t flush_on_full = 0;       // ...because the next message did not fit
+  uint64_t flush_on_timeout = 0;    // ...because flush_delay passed
+  uint64_t send_busy = 0;           // Send refused: window and buffer full
+  uint64_t heartbeats_sent = 0;
+  uint64_t heartbeats_received = 0;
+  uint64_t datagrams_received = 0;
+  uint64_t peers_suspected = 0;     // transitions to suspected
+  uint64_t peers_dead = 0;
+  DropCounters drops;               // datagrams dropped, by reason
+};
+
+class AmEndpoint {
+ public:
+  // `deliver` gets each message in order; `from` is the sending node.
+  using DeliverFn = FunctionRef<void(NodeId from, const AmMessage& message)>;
+  // Puts a datagram on the wire to the peer's `address` (the driver's
+  // token: an IPv4 address and port). Copies the bytes; false when it
+  // cannot send now (the frame stays queued in the channel).
+  using TransmitFn = FunctionRef<bool(uint64_t address, const uint8_t* frame, size_t len)>;
+  // Told about a peer whose state changed (from Poll or DeclareDead).
+  using StateFn = FunctionRef<void(NodeId peer, PeerState state)>;
+
+  static constexpr size_t kMaxPeers = 1024;
+
+  explicit AmEndpoint(const EndpointConfig& config);
+  ~AmEndpoint();
+  AmEndpoint(const AmEndpoint&) = delete;
+  AmEndpoint& operator=(const AmEndpoint&) = delete;
+
+  const EndpointConfig& config() const { return config_; }
+
+  // Adds a peer reachable at `address` (normal context: allocates its
+  // channel). kAlreadyExists (the address is updated if the peer is alive),
+  // kInvalidArgument for ourselves, kNoMemory, kOutOfRange past kMaxPeers.
+  // Its detector starts with its first heartbeat; a peer never heard from
+  // is declared dead after join_timeout_ns.
+  Result<void> AddPeer(NodeId peer, uint64_t address, uint64_t now_ns);
+
+  // Queues one message (see the top). kNotFound: unknown or dead peer;
+  // kOutOfRange: more than kMaxMessageBytes; kBusy: full (retry later).
+  Result<void> Send(NodeId peer, uint32_t ebb, uint16_t handler, const void* data, size_t len,
+                    uint64_t now_ns, TransmitFn transmit);
+  // Whether Send to `peer` would be accepted now for a message of `len` bytes.
+  bool CanSend(NodeId peer, size_t len = 0) const;
+
+  // Hands every non-empty aggregation buffer to its channel now and
+  // transmits (peer kAnyPeer: all of them).
+  static constexpr NodeId kAnyPeer = UINT32_MAX;
+  void Flush(NodeId peer, uint64_t now_ns, TransmitFn transmit);
+
+  // One received datagram from `from_address`. Returns kNone when accepted.
+  DropReason OnDatagram(const uint8_t* bytes, size_t len, uint64_t now_ns, DeliverFn deliver,
+                        TransmitFn transmit);
+
+  // Timers: flushes aggregation buffers that waited flush_delay, sends
+  // heartbeats, runs channel timers and the failure detector (calling
+  // `on_state` for peers that became suspected, alive again, or dead —
+  // closing dead peers' channels, which frees memory: normal context when a
+  // peer may die). Returns the absolute time to call Poll again.
+  uint64_t Poll(uint64_t now_ns, TransmitFn transmit, StateFn on_state);
+
+  // The frontend says the peer is dead (its QEMU exited). Normal context.
+  void DeclareDead(NodeId peer, StateFn on_state);
+
+  PeerState State(NodeId peer) const;
+  double Phi(NodeId peer, uint64_t now_ns) const;
+  const EndpointCounters& counters() const { return counters_; }
+  // The channel to a peer, for its counters and gauges (nullptr: unknown).
+  const Channel* ChannelTo(NodeId peer) const;
+  size_t peer_count() const { return peer_count_; }
+  // Calls fn(peer id) for every peer, in no particular order.
+  void ForEachPeer(FunctionRef<void(NodeId)> fn) const;
+
+ private:
+  struct Peer;
+  Peer* Find(NodeId peer) const;
+  bool FlushPeer(Peer& p, uint64_t now_ns, TransmitFn transmit);
+  void Kill(Peer& p, StateFn on_state);
+  uint64_t PollPeer(Peer& p, uint64_t now_ns, TransmitFn transmit, StateFn* on_state);
+
+  EndpointConfig config_;
+  Peer* slots_[kMaxPeers * 2] = {};  // open addressing by node id
+  size_t peer_count_ = 0;
+  EndpointCounters counters_;
+};
+
+}  // namespace fox::net

@@ -1,0 +1,434 @@
+// The AM endpoint (net/am_endpoint.h) and the phi accrual detector, in
+// simulated time: aggregation, backpressure, heartbeats and failure
+// detection, bad datagrams, and 100,000 messages between three nodes over a
+// network that loses, duplicates and reorders.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <queue>
+#include <random>
+#include <vector>
+
+#include "fox/net/am_endpoint.h"
+#include "fox/net/phi_detector.h"
+
+namespace fox::net {
+namespace {
+
+constexpr uint64_t kUs = 1'000;
+constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kJob = 77;
+const SipKey kKey{0xfeed, 0xbeef};
+
+// ---- phi ----
+
+TEST(PhiDetector, GrowsWithSilenceAndResetsOnHeartbeat) {
+  PhiAccrualDetector d(PhiConfig{.first_interval_ns = 100 * kMs, .min_stddev_ns = 10 * kMs, .acceptable_pause_ns = 0});
+  EXPECT_EQ(d.Phi(5 * kMs), 0);  // not started
+  uint64_t t = 0;
+  for (int i = 0; i < 20; ++i, t += 100 * kMs) d.Heartbeat(t);
+  t -= 100 * kMs;
+  EXPECT_NEAR(d.mean_ns(), 100.0 * kMs, 1);
+  double at_mean = d.Phi(t + 100 * kMs);
+  double later = d.Phi(t + 150 * kMs);
+  double much_later = d.Phi(t + 400 * kMs);
+  EXPECT_NEAR(at_mean, std::log10(2.0), 0.01);  // half the heartbeats come later than the mean
+  EXPECT_GT(later, at_mean);
+  EXPECT_GT(much_later, 10);
+  EXPECT_TRUE(std::isfinite(d.Phi(t + 100000 * kMs)));
+  d.Heartbeat(t + 400 * kMs);
+  EXPECT_LT(d.Phi(t + 401 * kMs), 0.5);
+}
+
+TEST(PhiDetector, MonotonicInElapsedTime) {
+  double prev = -1;
+  for (double e = 0; e < 50; e += 0.25) {
+    double phi = PhiOf(e, 10, 2);
+    EXPECT_GE(phi, prev) << e;
+    prev = phi;
+  }
+}
+
+TEST(PhiDetector, AcceptablePauseDelaysSuspicion) {
+  PhiAccrualDetector strict(PhiConfig{.first_interval_ns = 100 * kMs, .min_stddev_ns = 10 * kMs, .acceptable_pause_ns = 0});
+  PhiAccrualDetector lenient(PhiConfig{.first_interval_ns = 100 * kMs, .min_stddev_ns = 10 * kMs, .acceptable_pause_ns = 500 * kMs});
+  for (uint64_t t = 0; t <= 1000 * kMs; t += 100 * kMs) {
+    strict.Heartbeat(t);
+    lenient.Heartbeat(t);
+  }
+  EXPECT_GT(strict.Phi(1400 * kMs), 8);
+  EXPECT_LT(lenient.Phi(1400 * kMs), 1);
+}
+
+// ---- a simulated network of endpoints ----
+
+struct NetParams {
+  double loss = 0, duplicate = 0;
+  uint64_t min_delay_ns = 50 * kUs, max_delay_ns = 50 * kUs;
+};
+
+struct Delivered {
+  NodeId from;
+  uint32_t ebb;
+  uint16_t handler;
+  std::vector<uint8_t> data;
+};
+
+class Cluster {
+ public:
+  Cluster(int nodes, EndpointConfig base, NetParams net, uint64_t seed = 1) : net_(net), rng_(seed) {
+    for (int i = 0; i < nodes; ++i) {
+      EndpointConfig c = base;
+      c.job = kJob;
+      c.key = kKey;
+      c.self = NodeId(i + 1);
+      eps_.push_back(std::make_unique<AmEndpoint>(c));
+      inbox_.emplace_back();
+      alive_.push_back(true);
+    }
+    for (int i = 0; i < nodes; ++i) {
+      for (int j = 0; j < nodes; ++j) {
+        if (i != j) EXPECT_TRUE(eps_[i]->AddPeer(NodeId(j + 1), uint64_t(j), now_).ok());
+      }
+    }
+  }
+
+  AmEndpoint& ep(int i) { return *eps_[i]; }
+  std::vector<Delivered>& inbox(int i) { return inbox_[i]; }
+  uint64_t now() const { return now_; }
+  void Kill(int i) { alive_[i] = false; }
+  uint64_t datagrams() const { return datagrams_; }
+
+  AmEndpoint::TransmitFn Tx(int from) {
+    tx_from_ = from;
+    return tx_;
+  }
+
+  Result<void> Send(int from, int to, uint32_t ebb, uint16_t handler, const std::vector<uint8_t>& d) {
+    return eps_[from]->Send(NodeId(to + 1), ebb, handler, d.data(), d.size(), now_, Tx(from));
+  }
+
+  // Runs the network and every endpoint's timers until `until_ns`.
+  void RunUntil(uint64_t until_ns, std::vector<std::pair<NodeId, PeerState>>* changes = nullptr) {
+    while (now_ < until_ns) {
+      uint64_t next = until_ns;
+      for (size_t i = 0; i < eps_.size(); ++i) {
+        if (!alive_[i]) continue;
+        uint64_t d = eps_[i]->Poll(now_, Tx(int(i)), [&](NodeId n, PeerState s) {
+          if (changes != nullptr) changes->emplace_back(n, s);
+        });
+        if (d < next) next = d;
+      }
+      if (!wire_.empty() && wire_.top().at < next) next = wire_.top().at;
+      if (next <= now_) next = now_ + 1;
+      now_ = next;
+      while (!wire_.empty() && wire_.top().at <= now_) {
+        Packet p = wire_.top();
+        wire_.pop();
+        if (!alive_[p.to]) continue;
+        eps_[p.to]->OnDatagram(p.bytes.data(), p.bytes.size(), now_,
+                               [&](NodeId from, const AmMessage& m) {
+                                 inbox_[p.to].push_back({from, m.ebb, m.handler,
+                                                         std::vector<uint8_t>(m.data, m.data + m.length)});
+                               },
+                               Tx(p.to));
+      }
+    }
+  }
+
+  // Injects raw bytes to node `to`.
+  DropReason Inject(int to, const std::vector<uint8_t>& bytes) {
+    return eps_[to]->OnDatagram(bytes.data(), bytes.size(), now_,
+                                [&](NodeId, const AmMessage&) { ADD_FAILURE() << "delivered a bad frame"; },
+                                Tx(to));
+  }
+
+  std::vector<std::vector<uint8_t>> captured;  // every datagram sent, when capture is on
+  bool capture = false;
+
+ private:
+  struct Packet {
+    uint64_t at, order;
+    int to;
+    std::vector<uint8_t> bytes;
+    bool operator>(const Packet& o) const { return at != o.at ? at > o.at : order > o.order; }
+  };
+
+  bool Transmit(uint64_t address, const uint8_t* f, size_t n) {
+    ++datagrams_;
+    if (!alive_[tx_from_]) return true;
+    if (capture) captured.emplace_back(f, f + n);
+    std::uniform_real_distribution<double> u(0, 1);
+    if (u(rng_) < net_.loss) return true;
+    int copies = u(rng_) < net_.duplicate ? 2 : 1;
+    for (int c = 0; c < copies; ++c) {
+      std::uniform_int_distribution<uint64_t> delay(net_.min_delay_ns, net_.max_delay_ns);
+      wire_.push({now_ + delay(rng_), order_++, int(address), std::vector<uint8_t>(f, f + n)});
+    }
+    return true;
+  }
+
+  NetParams net_;
+  std::mt19937_64 rng_;
+  std::vector<std::unique_ptr<AmEndpoint>> eps_;
+  std::vector<std::vector<Delivered>> inbox_;
+  std::vector<bool> alive_;
+  std::priority_queue<Packet, std::vector<Packet>, std::greater<>> wire_;
+  uint64_t now_ = 1;
+  uint64_t order_ = 0;
+  uint64_t datagrams_ = 0;
+  int tx_from_ = 0;
+  std::function<bool(uint64_t, const uint8_t*, size_t)> tx_fn_ = [this](uint64_t a, const uint8_t* f, size_t n) {
+    return Transmit(a, f, n);
+  };
+  // A FunctionRef to the member above; stays valid for the cluster's life.
+  AmEndpoint::TransmitFn tx_{tx_fn_};
+};
+
+std::vector<uint8_t> Payload(uint64_t i, size_t len) {
+  std::vector<uint8_t> d(len);
+  for (size_t k = 0; k < len; ++k) d[k] = uint8_t(i * 31 + k);
+  if (len >= 8) std::memcpy(d.data(), &i, 8);
+  return d;
+}
+
+EndpointConfig Quiet() {
+  EndpointConfig c;
+  c.heartbeat_ns = 1'000'000 * kMs;  // effectively off unless a test wants it
+  c.phi_suspect = c.phi_dead = 1e300;  // and so is failure detection
+  return c;
+}
+
+TEST(AmEndpoint, AggregatesSmallMessagesIntoFewFrames) {
+  Cluster c(2, Quiet(), {});
+  c.capture = true;
+  for (uint64_t i = 0; i < 1000; ++i) ASSERT_TRUE(c.Send(0, 1, 5, 1, Payload(i, 32)).ok()) << i;
+  c.RunUntil(c.now() + 20 * kMs);
+  ASSERT_EQ(c.inbox(1).size(), 1000u);
+  for (uint64_t i = 0; i < 1000; ++i) EXPECT_EQ(c.inbox(1)[i].data, Payload(i, 32)) << i;
+  // 32-byte messages take 40 bytes of a 1416-byte payload: 35 per frame.
+  uint64_t frames = c.ep(0).counters().frames_flushed;
+  EXPECT_LE(frames, 1000u / 35 + 2);
+  EXPECT_GE(c.ep(0).counters().flush_on_full, 1000u / 35 - 1);
+}
+
+TEST(AmEndpoint, UnaggregatedSendsOneFramePerMessage) {
+  EndpointConfig cfg = Quiet();
+  cfg.aggregate = false;
+  Cluster c(2, cfg, {});
+  for (uint64_t i = 0; i < 100; ++i) ASSERT_TRUE(c.Send(0, 1, 5, 1, Payload(i, 32)).ok());
+  c.RunUntil(c.now() + 20 * kMs);
+  EXPECT_EQ(c.inbox(1).size(), 100u);
+  // Plus the first heartbeat, which went out on its own at the first Poll.
+  EXPECT_EQ(c.ep(0).counters().frames_flushed, 100u + c.ep(0).counters().heartbeats_sent);
+}
+
+TEST(AmEndpoint, FlushDelayBoundsTheWaitOfALoneMessage) {
+  EndpointConfig cfg = Quiet();
+  cfg.flush_delay_ns = 200 * kUs;
+  Cluster c(2, cfg, {});
+  c.RunUntil(c.now() + 1 * kMs);  // the first heartbeats are out of the way
+  ASSERT_TRUE(c.Send(0, 1, 9, 2, Payload(1, 16)).ok());
+  c.RunUntil(c.now() + 150 * kUs);
+  EXPECT_TRUE(c.inbox(1).empty());  // still waiting for company
+  c.RunUntil(c.now() + 200 * kUs);  // flushed at 200 us, 50 us on the wire
+  ASSERT_EQ(c.inbox(1).size(), 1u);
+  EXPECT_EQ(c.inbox(1)[0].ebb, 9u);
+  EXPECT_EQ(c.inbox(1)[0].handler, 2);
+  EXPECT_GE(c.ep(0).counters().flush_on_timeout, 1u);
+}
+
+TEST(AmEndpoint, BackpressureWhenTheWindowIsFull) {
+  EndpointConfig cfg = Quiet();
+  cfg.channel.send_window = 4;
+  cfg.channel.recv_window = 4;
+  Cluster c(2, cfg, {});
+  uint64_t sent = 0;
+  Result<void> r{};
+  while ((r = c.Send(0, 1, 5, 1, Payload(sent, 1000))).ok()) ++sent;
+  EXPECT_EQ(r.error(), Error::kBusy);
+  EXPECT_EQ(sent, 5u);  // 4 frames in the window + 1 in the aggregation buffer
+  EXPECT_FALSE(c.ep(0).CanSend(2, 1000));
+  c.RunUntil(c.now() + 10 * kMs);
+  EXPECT_TRUE(c.ep(0).CanSend(2, 1000));
+  ASSERT_TRUE(c.Send(0, 1, 5, 1, Payload(sent++, 1000)).ok());
+  c.RunUntil(c.now() + 10 * kMs);
+  EXPECT_EQ(c.inbox(1).size(), sent);
+}
+
+TEST(AmEndpoint, RejectsBadArguments) {
+  Cluster c(2, Quiet(), {});
+  std::vector<uint8_t> big(kMaxMessageBytes + 1);
+  EXPECT_EQ(c.Send(0, 1, 5, 1, big).error(), Error::kOutOfRange);
+  EXPECT_EQ(c.ep(0).Send(99, 5, 1, "x", 1, c.now(), c.Tx(0)).error(), Error::kNotFound);
+  EXPECT_EQ(c.ep(0).AddPeer(1, 0, c.now()).error(), Error::kInvalidArgument);  // itself
+  EXPECT_EQ(c.ep(0).AddPeer(2, 1, c.now()).error(), Error::kAlreadyExists);
+  std::vector<uint8_t> max(kMaxMessageBytes, 7);
+  EXPECT_TRUE(c.Send(0, 1, 5, 1, max).ok());
+  c.RunUntil(c.now() + 10 * kMs);
+  ASSERT_EQ(c.inbox(1).size(), 1u);
+  EXPECT_EQ(c.inbox(1)[0].data, max);
+}
+
+TEST(AmEndpoint, DropsBadDatagramsAndCountsThem) {
+  Cluster c(3, Quiet(), {});
+  c.capture = true;
+  ASSERT_TRUE(c.Send(0, 1, 5, 1, Payload(1, 24)).ok());
+  c.ep(0).Flush(AmEndpoint::kAnyPeer, c.now(), c.Tx(0));
+  ASSERT_FALSE(c.captured.empty());
+  std::vector<uint8_t> good = c.captured[0];
+  EXPECT_EQ(c.Inject(1, {}), DropReason::kTruncated);
+  EXPECT_EQ(c.Inject(1, std::vector<uint8_t>(good.begin(), good.begin() + 30)), DropReason::kTruncated);
+  std::vector<uint8_t> bad = good;
+  bad[0] ^= 1;
+  EXPECT_EQ(c.Inject(1, bad), DropReason::kBadMagic);
+  bad = good;
+  bad.back() ^= 0x40;
+  EXPECT_EQ(c.Inject(1, bad), DropReason::kBadMac);
+  EXPECT_EQ(c.Inject(2, good), DropReason::kWrongDestination);  // node 3 is not its destination
+  EXPECT_EQ(c.Inject(1, std::vector<uint8_t>(5000, 0)), DropReason::kOversized);
+  EXPECT_EQ(c.ep(1).counters().drops.Total(), 5u);
+  // The good frame still gets through, exactly once, replays are duplicates.
+  c.RunUntil(c.now() + 10 * kMs);
+  ASSERT_EQ(c.inbox(1).size(), 1u);
+  EXPECT_EQ(c.Inject(1, good), DropReason::kDuplicate);
+  EXPECT_EQ(c.inbox(1).size(), 1u);
+}
+
+TEST(AmEndpoint, FrameFromANodeThatIsNotAPeerIsDropped) {
+  EndpointConfig cfg = Quiet();
+  cfg.job = kJob;
+  cfg.key = kKey;
+  cfg.self = 50;  // a node of the job that node 2 does not know
+  AmEndpoint stranger(cfg);
+  ASSERT_TRUE(stranger.AddPeer(2, 0, 0).ok());
+  std::vector<uint8_t> frame;
+  auto tx = [&](uint64_t, const uint8_t* f, size_t n) {
+    frame.assign(f, f + n);
+    return true;
+  };
+  ASSERT_TRUE(stranger.Send(2, 5, 1, "hi", 2, 0, tx).ok());
+  stranger.Flush(AmEndpoint::kAnyPeer, 0, tx);
+  Cluster c(2, Quiet(), {});
+  EXPECT_EQ(c.Inject(1, frame), DropReason::kUnknownPeer);
+}
+
+TEST(AmEndpoint, HeartbeatsKeepPeersAliveAndASilentPeerDies) {
+  EndpointConfig cfg;
+  cfg.heartbeat_ns = 100 * kMs;
+  cfg.phi = {.first_interval_ns = 100 * kMs, .min_stddev_ns = 20 * kMs, .acceptable_pause_ns = 200 * kMs};
+  cfg.phi_suspect = 3;
+  cfg.phi_dead = 8;
+  Cluster c(3, cfg, {});
+  std::vector<std::pair<NodeId, PeerState>> changes;
+  c.RunUntil(5000 * kMs, &changes);
+  EXPECT_TRUE(changes.empty());
+  EXPECT_GE(c.ep(0).counters().heartbeats_received, 80u);  // ~50 from each of 2 peers
+  EXPECT_EQ(c.ep(0).State(3), PeerState::kAlive);
+  uint64_t killed_at = c.now();
+  c.Kill(2);
+  c.RunUntil(killed_at + 3000 * kMs, &changes);
+  uint64_t suspected = 0, dead = 0;
+  for (auto& [n, s] : changes) {
+    EXPECT_EQ(n, 3u);
+    if (s == PeerState::kSuspected) ++suspected;
+    if (s == PeerState::kDead) ++dead;
+  }
+  EXPECT_EQ(dead, 2u);  // node 3 declared dead by both others, once each
+  EXPECT_EQ(c.ep(0).State(3), PeerState::kDead);
+  EXPECT_EQ(c.ep(1).State(3), PeerState::kDead);
+  EXPECT_EQ(c.ep(0).State(2), PeerState::kAlive);
+  // Dead is final: sends fail, and its frames are dropped.
+  EXPECT_EQ(c.Send(0, 2, 5, 1, Payload(1, 8)).error(), Error::kNotFound);
+}
+
+TEST(AmEndpoint, DeadPeersLateFramesAreDropped) {
+  Cluster c(2, Quiet(), {});
+  c.capture = true;
+  ASSERT_TRUE(c.Send(1, 0, 5, 1, Payload(1, 8)).ok());
+  c.ep(1).Flush(AmEndpoint::kAnyPeer, c.now(), c.Tx(1));
+  std::vector<uint8_t> late = c.captured.back();
+  int notified = 0;
+  c.ep(0).DeclareDead(2, [&](NodeId n, PeerState s) {
+    EXPECT_EQ(n, 2u);
+    EXPECT_EQ(s, PeerState::kDead);
+    ++notified;
+  });
+  c.ep(0).DeclareDead(2, [&](NodeId, PeerState) { ++notified; });  // idempotent
+  EXPECT_EQ(notified, 1);
+  EXPECT_EQ(c.Inject(0, late), DropReason::kPeerClosed);
+  EXPECT_TRUE(c.inbox(0).empty());
+}
+
+TEST(AmEndpoint, NeverHeardPeerIsDeadAfterTheJoinTimeout) {
+  EndpointConfig cfg = Quiet();
+  cfg.heartbeat_ns = 100 * kMs;
+  cfg.join_timeout_ns = 2000 * kMs;
+  Cluster c(2, cfg, {});
+  c.Kill(1);  // never says anything
+  std::vector<std::pair<NodeId, PeerState>> changes;
+  c.RunUntil(1900 * kMs, &changes);
+  EXPECT_TRUE(changes.empty());
+  c.RunUntil(2100 * kMs, &changes);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].second, PeerState::kDead);
+}
+
+// 100,000 messages among three nodes (both directions of every pair) with
+// 5% loss, 5% duplication and reordering: in order, exactly once.
+TEST(AmEndpoint, HundredThousandMessagesThroughALossyNetwork) {
+  EndpointConfig cfg = Quiet();
+  NetParams net{.loss = 0.05, .duplicate = 0.05, .min_delay_ns = 20 * kUs, .max_delay_ns = 600 * kUs};
+  Cluster c(3, cfg, net, 42);
+  constexpr uint64_t kTotal = 100'000;
+  uint64_t next[3][3] = {};
+  uint64_t sent = 0;
+  std::mt19937_64 rng(7);
+  while (sent < kTotal) {
+    bool progress = false;
+    for (int from = 0; from < 3; ++from) {
+      for (int to = 0; to < 3; ++to) {
+        if (from == to || sent >= kTotal) continue;
+        for (int k = 0; k < 16 && sent < kTotal; ++k) {
+          uint64_t i = next[from][to];
+          size_t len = 8 + (i * 7 + size_t(from)) % 120;
+          if (!c.Send(from, to, uint32_t(100 + from), uint16_t(to), Payload(i, len)).ok()) break;
+          ++next[from][to];
+          ++sent;
+          progress = true;
+        }
+      }
+    }
+    c.RunUntil(c.now() + (progress ? 100 * kUs : 1 * kMs));
+  }
+  c.RunUntil(c.now() + 2000 * kMs);
+  uint64_t received = 0;
+  for (int to = 0; to < 3; ++to) {
+    uint64_t expect[3] = {};
+    for (const Delivered& d : c.inbox(to)) {
+      int from = int(d.from) - 1;
+      ASSERT_EQ(d.ebb, uint32_t(100 + from));
+      uint64_t i = expect[from]++;
+      size_t len = 8 + (i * 7 + size_t(from)) % 120;
+      ASSERT_EQ(d.data, Payload(i, len)) << "from " << from << " to " << to << " message " << i;
+    }
+    for (int from = 0; from < 3; ++from) EXPECT_EQ(expect[from], next[from][to]);
+    received += c.inbox(to).size();
+  }
+  EXPECT_EQ(received, kTotal);
+  uint64_t retransmitted = 0, duplicates = 0;
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      if (i == j) continue;
+      retransmitted += c.ep(i).ChannelTo(NodeId(j + 1))->counters().frames_retransmitted;
+      duplicates += c.ep(i).ChannelTo(NodeId(j + 1))->counters().duplicates;
+    }
+  }
+  EXPECT_GT(retransmitted, 0u);  // the network really lost frames
+  EXPECT_GT(duplicates, 0u);     // and duplicated them
+}
+
+}  // namespace
+}  // namespace fox::net
