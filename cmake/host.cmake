@@ -61,5 +61,8 @@ add_subdirectory(tests/bench)
 # The platform-neutral half of the in-VM suite, as a Linux program.
 add_executable(hosted_vmtest tests/vm/vmtest_main.cc tests/vm/runtime_tests.cc tests/vm/core_tests.cc tests/vm/ebb_tests.cc)
 target_link_libraries(hosted_vmtest PRIVATE fox_hosted)
+# The cluster tests' node program on the hosted runtime (native: tests/cluster).
+add_executable(am_node_hosted tests/cluster/am_node.cc)
+target_link_libraries(am_node_hosted PRIVATE fox_hosted)
 include(tests/vm/tests.cmake)
 include(tests/cluster/tests.cmake)

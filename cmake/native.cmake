@@ -88,4 +88,5 @@ endfunction()
 
 add_subdirectory(apps)
 add_subdirectory(tests/vm)
+add_subdirectory(tests/cluster)
 add_subdirectory(tests/bench/native)

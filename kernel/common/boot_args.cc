@@ -17,6 +17,16 @@ const BootArgSpec kBootArgSpecs[] = {
      "static IPv4 address and prefix length, A.B.C.D/NN (default: DHCP)"},
     {"fox.gw", BootArgKind::kIpv4, nullptr, 0, 0,
      "IPv4 gateway A.B.C.D (with fox.ip; with DHCP, used if the server offers none)"},
+    {"fox.job", BootArgKind::kUInt, nullptr, 1, 0x7FFFFFFFFFFFFFFFull,
+     "job id carried by every active-message frame (default 1)"},
+    {"fox.key", BootArgKind::kString, nullptr, 0, 0,
+     "job key for the frame MAC, 32 hex digits (default: a development key from the job id)"},
+    {"fox.amport", BootArgKind::kUInt, nullptr, 1, 65535,
+     "UDP port of the active-message transport (default 7700)"},
+    {"fox.peers", BootArgKind::kString, nullptr, 0, 0,
+     "active-message peers, ID@A.B.C.D[:PORT],... (more join at run time)"},
+    {"fox.aggregate", BootArgKind::kEnum, "on|off", 0, 0,
+     "aggregate small active messages into full frames (default on)"},
 };
 const size_t kNumBootArgSpecs = sizeof kBootArgSpecs / sizeof kBootArgSpecs[0];
 

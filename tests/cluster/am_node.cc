@@ -1,0 +1,396 @@
+// am_node: one program, built as a native image (am_node.elf) and as a Linux
+// program on the hosted runtime (am_node_hosted), that exercises the
+// active-message transport between nodes: streams checked for order and
+// exactly-once delivery, echoes (hosted <-> native Messenger traffic), round
+// trips, message rates, and failure detection. Used by the cluster tests
+// (tests/cluster/tests.cmake) and benchmarks (tests/bench/am_*.py).
+//
+//   am_node STEP...     (native: -- STEP...; hosted: argv)
+//
+// Every node gets the same steps; each step names the node that runs it:
+//   N:stream,PEER,COUNT[,SIZE]   send COUNT messages to PEER; PEER checks order
+//   N:echo,PEER,COUNT[,SIZE]     COUNT echoes from PEER, contents checked
+//   N:rtt,PEER,COUNT             COUNT 64-byte round trips; prints the median
+//   N:rate,PEER,COUNT,SIZE       COUNT one-way messages; PEER reports the rate
+//   N:dead,PEER,MS               wait (at most MS) until PEER is declared dead
+//   N:quit,PEER[,PEER...]        tell peers to finish
+//   N:sleep,MS
+// A node runs its steps in order, then waits for a quit message (unless its
+// last step was a quit), prints its transport counters and exits 0; any
+// failed check exits 1. Transport settings come from the boot arguments
+// (fox.node, fox.peers, fox.job, fox.key, fox.amport, fox.aggregate; hosted:
+// FOX_ARGS).
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "fox/clock.h"
+#include "fox/core.h"
+#include "fox/event.h"
+#include "fox/net/am.h"
+#include "fox/timer.h"
+#ifdef FOX_NATIVE
+#include "fox/future.h"
+#include "fox/net/ip.h"
+#endif
+
+namespace {
+
+using fox::am::NodeId;
+
+constexpr uint32_t kEbb = 0x00A70001;  // this program's receiver (a dynamic-looking id)
+enum Handler : uint16_t {
+  kEcho = 1, kEchoReply, kStream, kStreamDone, kStreamAck, kQuit, kRate, kRateDone, kRateResult,
+};
+
+#define CHECK(cond)                                                                    \
+  do {                                                                                 \
+    if (!(cond)) {                                                                     \
+      std::printf("am_node: CHECK FAILED: %s at %s:%d\n", #cond, __FILE__, __LINE__);  \
+      std::fflush(stdout);                                                             \
+      std::exit(1);                                                                    \
+    }                                                                                  \
+  } while (0)
+
+constexpr int kMaxNodes = 4096;
+
+// State written by the receiver (delivery context) and read by steps.
+struct PerNode {
+  std::atomic<uint64_t> stream_next{0};    // next sequence number expected
+  std::atomic<uint64_t> stream_errors{0};  // out of order, duplicated or corrupted
+  std::atomic<uint64_t> stream_acked{~0ull};   // the peer's ack of our stream: its count
+  std::atomic<uint64_t> stream_ack_errors{0};
+  std::atomic<uint64_t> echo_replies{0};
+  std::atomic<uint64_t> echo_errors{0};
+  std::atomic<uint64_t> rate_count{0};
+  std::atomic<uint64_t> rate_first_ns{0}, rate_last_ns{0};
+  std::atomic<uint64_t> rate_result_count{~0ull}, rate_result_ns{0};
+};
+PerNode g_nodes[kMaxNodes];
+std::atomic<bool> g_quit{false};
+std::atomic<uint64_t> g_reply_failures{0};
+
+PerNode& Of(NodeId n) { return g_nodes[n % kMaxNodes]; }
+
+uint8_t Filler(uint64_t seq, size_t k) { return uint8_t(seq * 167 + k * 13 + 1); }
+
+void Fill(uint8_t* p, size_t len, uint64_t seq) {
+  if (len >= 8) std::memcpy(p, &seq, 8);
+  for (size_t k = 8; k < len; ++k) p[k] = Filler(seq, k);
+}
+
+bool Verify(const uint8_t* p, size_t len, uint64_t* seq) {
+  if (len < 8) return false;
+  std::memcpy(seq, p, 8);
+  for (size_t k = 8; k < len; ++k) {
+    if (p[k] != Filler(*seq, k)) return false;
+  }
+  return true;
+}
+
+void Reply(NodeId to, uint16_t handler, const void* data, size_t len) {
+  if (!fox::am::Send(to, kEbb, handler, data, len).ok()) g_reply_failures.fetch_add(1);
+}
+
+// Runs in delivery context: interrupt level on native nodes. No allocation,
+// no blocking: counters and replies only.
+class Receiver : public fox::am::Receiver {
+ public:
+  void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t len) override {
+    PerNode& n = Of(from);
+    uint64_t seq = 0;
+    switch (handler) {
+      case kEcho:
+        Reply(from, kEchoReply, data, len);
+        break;
+      case kEchoReply:
+        if (!Verify(data, len, &seq)) n.echo_errors.fetch_add(1);
+        n.echo_replies.fetch_add(1, std::memory_order_release);
+        break;
+      case kStream: {
+        uint64_t expect = n.stream_next.load(std::memory_order_relaxed);
+        if (!Verify(data, len, &seq) || seq != expect) n.stream_errors.fetch_add(1);
+        n.stream_next.store(expect + 1, std::memory_order_release);
+        break;
+      }
+      case kStreamDone: {
+        uint64_t count = 0;
+        if (len == 8) std::memcpy(&count, data, 8);
+        uint64_t ack[2] = {n.stream_next.load(), n.stream_errors.load() + (count != n.stream_next.load())};
+        Reply(from, kStreamAck, ack, sizeof ack);
+        break;
+      }
+      case kStreamAck: {
+        uint64_t ack[2] = {0, 1};
+        if (len == sizeof ack) std::memcpy(ack, data, sizeof ack);
+        n.stream_ack_errors.store(ack[1]);
+        n.stream_acked.store(ack[0], std::memory_order_release);
+        break;
+      }
+      case kQuit:
+        g_quit.store(true);
+        break;
+      case kRate: {
+        uint64_t now = fox::clock::NowNs();
+        if (n.rate_count.fetch_add(1) == 0) n.rate_first_ns.store(now);
+        n.rate_last_ns.store(now);
+        break;
+      }
+      case kRateDone: {
+        uint64_t r[2] = {n.rate_count.load(), n.rate_last_ns.load() - n.rate_first_ns.load()};
+        Reply(from, kRateResult, r, sizeof r);
+        n.rate_count.store(0);
+        break;
+      }
+      case kRateResult: {
+        uint64_t r[2] = {0, 0};
+        if (len == sizeof r) std::memcpy(r, data, sizeof r);
+        n.rate_result_ns.store(r[1]);
+        n.rate_result_count.store(r[0], std::memory_order_release);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+};
+Receiver g_receiver;
+
+// Waits (without holding the core: other events and, hosted, the receive
+// path run meanwhile) until `done()` or `ms` pass; false on timeout.
+template <typename F>
+bool WaitUntil(F done, uint64_t ms) {
+  uint64_t deadline = fox::clock::NowNs() + ms * 1'000'000;
+  while (!done()) {
+    if (fox::clock::NowNs() > deadline) return false;
+    fox::event::Block([](fox::event::Continuation c) {
+      auto* k = new fox::event::Continuation(std::move(c));
+      fox::timer::Start(200'000, [k] {
+        k->Resume();
+        delete k;
+      });
+    });
+  }
+  return true;
+}
+
+void SendOrDie(NodeId to, uint16_t handler, const void* data, size_t len) {
+  auto r = fox::am::SendWait(to, kEbb, handler, data, len);
+  if (!r.ok()) {
+    std::printf("am_node: send to node %u failed: %s\n", to, fox::ErrorName(r.error()));
+    std::exit(1);
+  }
+}
+
+void Stream(NodeId peer, uint64_t count, size_t size) {
+  size = std::max<size_t>(size, 8);
+  std::vector<uint8_t> buf(size);
+  uint64_t t0 = fox::clock::NowNs();
+  for (uint64_t i = 0; i < count; ++i) {
+    Fill(buf.data(), size, i);
+    SendOrDie(peer, kStream, buf.data(), size);
+  }
+  SendOrDie(peer, kStreamDone, &count, sizeof count);
+  fox::am::Flush(peer);
+  PerNode& n = Of(peer);
+  CHECK(WaitUntil([&] { return n.stream_acked.load(std::memory_order_acquire) != ~0ull; }, 600'000));
+  uint64_t ms = (fox::clock::NowNs() - t0) / 1'000'000;
+  std::printf("am: stream to node %u: %llu of %llu messages delivered in order, %llu errors, %llu ms\n", peer,
+              (unsigned long long)n.stream_acked.load(), (unsigned long long)count,
+              (unsigned long long)n.stream_ack_errors.load(), (unsigned long long)ms);
+  CHECK(n.stream_acked.load() == count && n.stream_ack_errors.load() == 0);
+  n.stream_acked.store(~0ull);
+}
+
+void Echo(NodeId peer, uint64_t count, size_t size) {
+  size = std::max<size_t>(size, 8);
+  std::vector<uint8_t> buf(size);
+  PerNode& n = Of(peer);
+  uint64_t base = n.echo_replies.load();
+  for (uint64_t i = 0; i < count; ++i) {
+    Fill(buf.data(), size, i);
+    SendOrDie(peer, kEcho, buf.data(), size);
+  }
+  fox::am::Flush(peer);
+  CHECK(WaitUntil([&] { return n.echo_replies.load() - base >= count; }, 120'000));
+  std::printf("am: %llu echoes from node %u, %llu bad\n", (unsigned long long)(n.echo_replies.load() - base), peer,
+              (unsigned long long)n.echo_errors.load());
+  CHECK(n.echo_errors.load() == 0 && n.echo_replies.load() - base == count);
+}
+
+void Rtt(NodeId peer, uint64_t count) {
+  uint8_t buf[64];
+  PerNode& n = Of(peer);
+  std::vector<uint64_t> samples;
+  samples.reserve(count);
+  // Warm up (ARP, the peer's first replies) before measuring.
+  for (uint64_t i = 0; i < count + 20; ++i) {
+    uint64_t base = n.echo_replies.load(std::memory_order_acquire);
+    Fill(buf, sizeof buf, i);
+    uint64_t t0 = fox::clock::NowNs();
+    SendOrDie(peer, kEcho, buf, sizeof buf);
+    fox::am::Flush(peer);
+#ifdef FOX_NATIVE
+    // The reply is handled at interrupt level on this very core: spin.
+    uint64_t deadline = t0 + 5'000'000'000ull;
+    while (n.echo_replies.load(std::memory_order_acquire) == base) {
+      CHECK(fox::clock::NowNs() < deadline);
+      __builtin_ia32_pause();
+    }
+#else
+    CHECK(WaitUntil([&] { return n.echo_replies.load(std::memory_order_acquire) != base; }, 5000));
+#endif
+    if (i >= 20) samples.push_back(fox::clock::NowNs() - t0);
+  }
+  std::sort(samples.begin(), samples.end());
+  uint64_t sum = 0;
+  for (uint64_t s : samples) sum += s;
+  std::printf("am_rtt: %llu round trips of 64 bytes with node %u: median %.1f us, mean %.1f us, min %.1f us\n",
+              (unsigned long long)count, peer, samples[samples.size() / 2] / 1000.0, sum / 1000.0 / samples.size(),
+              samples[0] / 1000.0);
+  CHECK(n.echo_errors.load() == 0);
+}
+
+void Rate(NodeId peer, uint64_t count, size_t size) {
+  size = std::max<size_t>(size, 8);
+  std::vector<uint8_t> buf(size);
+  PerNode& n = Of(peer);
+  uint64_t t0 = fox::clock::NowNs();
+  for (uint64_t i = 0; i < count; ++i) {
+    Fill(buf.data(), size, i);
+    SendOrDie(peer, kRate, buf.data(), size);
+  }
+  SendOrDie(peer, kRateDone, buf.data(), 8);
+  fox::am::Flush(peer);
+  CHECK(WaitUntil([&] { return n.rate_result_count.load(std::memory_order_acquire) != ~0ull; }, 600'000));
+  uint64_t got = n.rate_result_count.load(), ns = n.rate_result_ns.load();
+  uint64_t sender_ns = fox::clock::NowNs() - t0;
+  std::printf("am_rate: %llu messages of %zu bytes to node %u: received %llu; %.0f messages/s at the receiver, "
+              "%.0f messages/s end to end\n",
+              (unsigned long long)count, size, peer, (unsigned long long)got, ns ? got * 1e9 / ns : 0.0,
+              got * 1e9 / sender_ns);
+  CHECK(got == count);
+  n.rate_result_count.store(~0ull);
+}
+
+void WaitDead(NodeId peer, uint64_t ms) {
+  std::printf("am: waiting for node %u to be declared dead\n", peer);
+  std::fflush(stdout);
+  uint64_t t0 = fox::clock::NowNs();
+  bool dead = WaitUntil([&] { return fox::am::State(peer) == fox::am::PeerState::kDead; }, ms);
+  uint64_t waited = (fox::clock::NowNs() - t0) / 1'000'000;
+  if (!dead) {
+    std::printf("am_node: node %u still %s after %llu ms\n", peer, fox::net::PeerStateName(fox::am::State(peer)),
+                (unsigned long long)waited);
+    std::exit(1);
+  }
+  std::printf("am: node %u declared dead after %llu ms of waiting\n", peer, (unsigned long long)waited);
+  CHECK(fox::am::Send(peer, kEbb, kEcho, "x", 1).error() == fox::Error::kNotFound);
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t p = s.find(sep, start);
+    out.push_back(s.substr(start, p == std::string::npos ? std::string::npos : p - start));
+    if (p == std::string::npos) return out;
+    start = p + 1;
+  }
+}
+
+uint64_t Num(const std::vector<std::string>& v, size_t i, uint64_t fallback) {
+  if (i >= v.size()) return fallback;
+  char* end = nullptr;
+  uint64_t n = std::strtoull(v[i].c_str(), &end, 10);
+  if (v[i].empty() || *end != '\0') {
+    std::printf("am_node: bad number '%s'\n", v[i].c_str());
+    std::exit(2);
+  }
+  return n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto config = fox::am::ConfigFromBootArgs();
+  if (!config.ok()) return 2;
+#ifdef FOX_NATIVE
+  auto net_config = fox::net::ConfigFromBootArgs();
+  if (!net_config.ok()) return 2;
+  auto info = fox::net::Start(*net_config).Block();
+  if (info.status != fox::net::Status::kOk) {
+    std::printf("am_node: network: %s\n", fox::net::StatusName(info.status));
+    return 1;
+  }
+  std::printf("am_node: node %u at %s\n", config->self, info.address.ToString().c_str());
+#endif
+  CHECK(fox::am::Register(kEbb, &g_receiver).ok());
+  auto started = fox::am::Start(*config);
+  if (!started.ok()) {
+    std::printf("am_node: cannot start the transport: %s\n", fox::ErrorName(started.error()));
+    return 1;
+  }
+  fox::am::OnPeerState([](NodeId n, fox::am::PeerState s) {
+    std::printf("am_node: node %u is %s\n", n, fox::net::PeerStateName(s));
+  });
+  NodeId me = config->self;
+  std::printf("am_node: ready\n");
+  std::fflush(stdout);
+  bool quit_sent = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string step = argv[i];
+    size_t colon = step.find(':');
+    if (colon == std::string::npos) {
+      std::printf("am_node: bad step '%s' (expected NODE:ACTION,...)\n", argv[i]);
+      return 2;
+    }
+    auto who = Split(step.substr(0, colon), ',');
+    if (Num(who, 0, 0) != me) continue;
+    auto v = Split(step.substr(colon + 1), ',');
+    const std::string& what = v[0];
+    NodeId peer = NodeId(Num(v, 1, 0));
+    quit_sent = false;
+    if (what == "stream") {
+      Stream(peer, Num(v, 2, 1000), Num(v, 3, 24));
+    } else if (what == "echo") {
+      Echo(peer, Num(v, 2, 100), Num(v, 3, 64));
+    } else if (what == "rtt") {
+      Rtt(peer, Num(v, 2, 1000));
+    } else if (what == "rate") {
+      Rate(peer, Num(v, 2, 10000), Num(v, 3, 32));
+    } else if (what == "dead") {
+      WaitDead(peer, Num(v, 2, 10000));
+    } else if (what == "quit") {
+      for (size_t k = 1; k < v.size(); ++k) SendOrDie(NodeId(Num(v, k, 0)), kQuit, "q", 1);
+      for (size_t k = 1; k < v.size(); ++k) fox::am::Flush(NodeId(Num(v, k, 0)));
+      // Let the quit messages be acknowledged before this node goes away.
+      WaitUntil([] { return false; }, 300);
+      quit_sent = true;
+    } else if (what == "sleep") {
+      WaitUntil([] { return false; }, Num(v, 1, 100));
+    } else {
+      std::printf("am_node: unknown action '%s'\n", what.c_str());
+      return 2;
+    }
+  }
+  if (!quit_sent) {
+    CHECK(WaitUntil([] { return g_quit.load(); }, 600'000));
+  }
+  fox::am::LogStats();
+  uint64_t errors = g_reply_failures.load();
+  for (int i = 0; i < kMaxNodes; ++i) {
+    PerNode& n = g_nodes[i];
+    errors += n.stream_errors.load();
+    if (n.stream_next.load() != 0) {
+      std::printf("am: stream from node %d: %llu messages in order, %llu errors\n", i,
+                  (unsigned long long)n.stream_next.load(), (unsigned long long)n.stream_errors.load());
+    }
+  }
+  std::printf("am_node: node %u done, %llu errors\n", me, (unsigned long long)errors);
+  return errors == 0 ? 0 : 1;
+}
