@@ -101,8 +101,16 @@ def remove_stale_namespaces():
     listing = sh("ip", "netns", "list", check=False).stdout
     for line in listing.splitlines():
         m = re.match(r"(fox-(?:probe-|bench-)?(\d+))\b", line)
-        if m and not os.path.exists("/proc/%s" % m.group(2)):
+        if m and not process_alive(int(m.group(2))):
             sh("ip", "netns", "del", m.group(1), check=False)
+
+
+def process_alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(") ", 1)[1][0] != "Z"  # a zombie has finished
+    except (OSError, IndexError):
+        return False
 
 
 class Namespace:

@@ -74,3 +74,7 @@ fox_cluster_test(ping_lwip_hub NODES 2 ARGS "fox.gw=10.77.0.2 -- net_static" TIM
   HOST_AFTER "1:net: interface up"
   HOST_CMD "python3 tests/cluster/icmp_ping.py $FOX_NODE0_IP --count 3 && python3 tests/cluster/icmp_ping.py $FOX_NODE1_IP --count 3 && ip addr add 10.77.0.2/24 dev $FOX_HOST_IF"
   EXPECT "0:ping 10\\.77\\.0\\.2 \\(gateway\\): ok" "1:ping 10\\.77\\.0\\.2 \\(gateway\\): ok")
+
+# boot/hub.py on its own (fake nodes on the loopback; no QEMU, no root).
+add_test(NAME cluster.hub_selftest COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hub_test.py)
+set_tests_properties(cluster.hub_selftest PROPERTIES LABELS cluster TIMEOUT 60)
