@@ -7,7 +7,7 @@
                 | --impair "loss=5 dup=5 reorder=5 delay=2 jitter=1 seed=7 udp-port=P"
                   [--require-impairment]]
                [--host-cmd CMD]... [--host-after I:REGEX] [--host-grace S] [--until-host]
-               [--expect-node I:REGEX]... [--expect-exit S]
+               [--expect-node I:REGEX]... [--expect-exit S] [--killed I]...
 
 Creates a network namespace of its own (fox-<pid>), boots the nodes inside it
 with QEMU, optionally runs host commands inside the namespace too, waits for
@@ -360,6 +360,8 @@ def main():
     ap.add_argument("--host-after", help="I:REGEX: start host commands once node I's console matches")
     ap.add_argument("--host-grace", type=float, default=10)
     ap.add_argument("--until-host", action="store_true", help="stop the nodes once the host commands exit")
+    ap.add_argument("--killed", type=int, action="append", default=[],
+                    help="node I is killed on purpose by a host command: its exit status is not checked")
     args = ap.parse_args()
     if not 1 <= args.nodes <= 200:
         ap.error("--nodes must be from 1 to 200")
@@ -431,6 +433,8 @@ def main():
         r = n.result
         if n.stopped and args.until_host:
             continue  # stopped on purpose once the host commands were done
+        if n.i in args.killed:
+            continue  # a host command killed it (failure-detection tests)
         if r is None or r["reason"] or r["status"] != args.expect_exit:
             failures.append("node %d: status %s%s" % (n.i, r and r["status"],
                                                        r and r["reason"] and ", " + r["reason"] or ""))

@@ -202,7 +202,7 @@ void Pump() {
     if (state == PeerState::kDead) {
       LOG_WARN("am: node %u declared dead", node);
     } else {
-      LOG_INFO("am: node %u %s (phi %.1f)", node, net::PeerStateName(state), Phi(node));
+      LOG_INFO("am: node %u %s (phi %d/10)", node, net::PeerStateName(state), int(Phi(node) * 10));
     }
     for (auto& cb : g.state_callbacks) {
       auto fn = cb.fn;

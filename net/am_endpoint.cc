@@ -166,6 +166,7 @@ DropReason AmEndpoint::OnDatagram(const uint8_t* bytes, size_t len, uint64_t now
     return DropReason::kUnknownPeer;
   }
   Peer& peer = *p;
+  if (peer.state != PeerState::kDead) peer.detector.Touch(now_ns);  // any authenticated frame: alive
   why = peer.channel.OnReceive(*view, now_ns, [&](const FrameView& frame) {
     for (AmMessage m : frame) {
       if (m.ebb == kSystemEbb) {

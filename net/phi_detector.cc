@@ -30,7 +30,7 @@ void PhiAccrualDetector::Heartbeat(uint64_t now_ns) {
     Start(now_ns);
     return;
   }
-  if (now_ns < last_ns_) return;  // clocks never run backwards; ignore
+  if (now_ns < last_ns_) return;  // a Touch came later; nothing to sample
   Add(double(now_ns - last_ns_));
   last_ns_ = now_ns;
 }

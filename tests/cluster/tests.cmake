@@ -9,9 +9,10 @@
 #                                                   fails unless every impairment asked for happened
 #                  [HOST_CMD "sh command"...]       run in the namespace (env FOX_NODE<I>_IP, ...)
 #                  [HOST_AFTER "node:regex"] [UNTIL_HOST]
+#                  [KILLED node...]                 killed by a host command: status not checked
 #                  [EXPECT "node:regex"...])
 function(fox_cluster_test name)
-  cmake_parse_arguments(T "UNTIL_HOST" "NODES;IMAGE;ARGS;NETEM;IMPAIR;TIMEOUT;HOST_AFTER" "EXPECT;HOST_CMD" ${ARGN})
+  cmake_parse_arguments(T "UNTIL_HOST" "NODES;IMAGE;ARGS;NETEM;IMPAIR;TIMEOUT;HOST_AFTER" "EXPECT;HOST_CMD;KILLED" ${ARGN})
   if(NOT T_IMAGE)
     set(T_IMAGE vmtest)
   endif()
@@ -35,6 +36,9 @@ function(fox_cluster_test name)
   if(T_UNTIL_HOST)
     list(APPEND cmd --until-host)
   endif()
+  foreach(k ${T_KILLED})
+    list(APPEND cmd --killed ${k})
+  endforeach()
   foreach(e ${T_EXPECT})
     list(APPEND cmd --expect-node ${e})
   endforeach()
@@ -78,3 +82,52 @@ fox_cluster_test(ping_lwip_hub NODES 2 ARGS "fox.gw=10.77.0.2 -- net_static" TIM
 # boot/hub.py on its own (fake nodes on the loopback; no QEMU, no root).
 add_test(NAME cluster.hub_selftest COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hub_test.py)
 set_tests_properties(cluster.hub_selftest PROPERTIES LABELS cluster TIMEOUT 60)
+
+# ---- active messages (net/am.h): tests/cluster/am_node.cc on native nodes
+# (am_node.elf) and on the hosted runtime (am_node_hosted, node 100 at the
+# host side's 10.77.0.1). Every node knows every other from fox.peers.
+set(am_peers "fox.peers=0@10.77.0.10,1@10.77.0.11,2@10.77.0.12,100@10.77.0.1")
+set(am_hosted "FOX_ARGS='fox.node=100 ${am_peers}' $<TARGET_FILE:am_node_hosted>")
+
+# 100,000 messages node 0 -> node 1 and 20,000 back, in order and exactly
+# once, through a hub that loses, duplicates and reorders 5% of the AM frames.
+fox_cluster_test(am_stream_lossy NODES 2 IMAGE am_node TIMEOUT 240
+  IMPAIR "loss=5 dup=5 reorder=5 seed=3 udp-port=7700"
+  ARGS "${am_peers} -- 0:stream,1,100000 1:stream,0,20000 0:quit,1"
+  EXPECT "0:am: stream to node 1: 100000 of 100000 messages delivered in order, 0 errors"
+         "1:am: stream to node 0: 20000 of 20000 messages delivered in order, 0 errors"
+         "1:am: stream from node 0: 100000 messages in order, 0 errors"
+         "0:am: stream from node 1: 20000 messages in order, 0 errors")
+
+# Messages between Ebbs on native nodes and in a Linux process (the hosted
+# runtime), both ways: echoes checked byte for byte and streams checked for
+# order; the Linux side finishes by telling the nodes to quit.
+fox_cluster_test(am_hosted_native NODES 2 IMAGE am_node TIMEOUT 180
+  ARGS "${am_peers} -- 0:echo,100,300 1:stream,100,5000"
+  HOST_AFTER "1:am_node: ready"
+  HOST_CMD "${am_hosted} 100:echo,0,300 100:echo,1,300,1000 100:stream,1,20000 100:stream,0,5000 100:sleep,500 100:quit,0,1"
+  EXPECT "0:am: 300 echoes from node 100, 0 bad" "1:am: stream to node 100: 5000 of 5000 messages delivered in order"
+         "1:am: stream from node 100: 20000 messages in order, 0 errors"
+         "0:am: stream from node 100: 5000 messages in order, 0 errors")
+
+# A node killed mid-job (its QEMU gets SIGKILL) is declared dead by the
+# others' phi accrual detectors within a bounded time (WaitDead's limit:
+# 10 s), and sends to it fail from then on.
+fox_cluster_test(am_node_dies NODES 3 IMAGE am_node TIMEOUT 120 KILLED 2
+  ARGS "${am_peers} -- 2:echo,0,20 2:echo,1,20 2:sleep,60000 0:dead,2,10000 1:dead,2,10000 0:quit,1"
+  HOST_AFTER "2:am: 20 echoes from node 1" HOST_CMD "sh tests/cluster/kill_node.sh 2"
+  EXPECT "0:am: node 2 declared dead after [0-9]+ ms" "1:am: node 2 declared dead after [0-9]+ ms")
+
+# Crafted bad frames from Linux (every DropReason the decoder and channel
+# have, plus random bytes) to a live node, which must drop and count them and
+# still serve a real peer (the hosted node) afterwards.
+fox_cluster_test(am_bad_frames NODES 1 IMAGE am_node TIMEOUT 120
+  ARGS "${am_peers} -- 0:sleep,1"
+  HOST_AFTER "0:am_node: ready"
+  HOST_CMD "python3 tests/cluster/am_bad_frames.py 10.77.0.10 0 --source 100 --rounds 20 && ${am_hosted} 100:echo,0,200 100:stream,0,2000 100:quit,0"
+  EXPECT "0:am stats: dropped bad_mac 20" "0:am stats: dropped bad_magic 40" "0:am stats: dropped bad_version 20"
+         "0:am stats: dropped wrong_job 20" "0:am stats: dropped wrong_destination 20" "0:am stats: dropped bad_flags 20"
+         "0:am stats: dropped bad_count 20" "0:am stats: dropped record_overrun 20" "0:am stats: dropped bad_padding 20"
+         "0:am stats: dropped out_of_window 20" "0:am stats: dropped stale 20" "0:am stats: dropped truncated 40"
+         "0:am stats: dropped bad_length 20"
+         "0:am: stream from node 100: 2000 messages in order, 0 errors" "0:am_node: node 0 done, 0 errors")

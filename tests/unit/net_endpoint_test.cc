@@ -42,6 +42,20 @@ TEST(PhiDetector, GrowsWithSilenceAndResetsOnHeartbeat) {
   EXPECT_LT(d.Phi(t + 401 * kMs), 0.5);
 }
 
+TEST(PhiDetector, TouchRestartsTheSilenceWithoutASample) {
+  PhiAccrualDetector d(PhiConfig{.first_interval_ns = 100 * kMs, .min_stddev_ns = 10 * kMs, .acceptable_pause_ns = 0});
+  d.Touch(1 * kMs);  // before the first heartbeat: nothing
+  EXPECT_FALSE(d.started());
+  for (uint64_t t = 0; t <= 1000 * kMs; t += 100 * kMs) d.Heartbeat(t);
+  int samples = d.samples();
+  EXPECT_GT(d.Phi(1500 * kMs), 8);
+  d.Touch(1500 * kMs);
+  EXPECT_LT(d.Phi(1501 * kMs), 0.5);
+  EXPECT_EQ(d.samples(), samples);
+  d.Heartbeat(1550 * kMs);  // the interval since the touch is sampled
+  EXPECT_EQ(d.samples(), samples + 1);
+}
+
 TEST(PhiDetector, MonotonicInElapsedTime) {
   double prev = -1;
   for (double e = 0; e < 50; e += 0.25) {

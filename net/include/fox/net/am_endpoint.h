@@ -16,7 +16,8 @@
 // exactly once. Heartbeat messages (ebb kSystemEbb) are consumed here.
 //
 // Failure: every `heartbeat_ns` each live peer gets a heartbeat message;
-// their arrivals feed the peer's detector. Poll declares a peer suspected
+// their arrivals feed the peer's detector (interval samples), and any other
+// authenticated frame from the peer counts as a sign of life. Poll declares a peer suspected
 // when phi reaches `phi_suspect` (cleared when it drops again) and dead at
 // `phi_dead`, or when DeclareDead is called (the frontend saw it die). Dead
 // is final (fail-stop): the channel is closed, its unacknowledged messages
@@ -58,9 +59,9 @@ struct EndpointConfig {
   uint64_t flush_delay_ns = 50'000;  // longest a message waits in an aggregation buffer
   uint64_t heartbeat_ns = 100'000'000;
   // Defaults sized for emulated nodes on a busy 2-core host: a silent peer
-  // is declared dead about 1.7 s after its last heartbeat.
+  // is declared dead about 2.7 s after the last frame it sent.
   PhiConfig phi{.first_interval_ns = 100'000'000, .min_stddev_ns = 100'000'000,
-                .acceptable_pause_ns = 1'000'000'000};
+                .acceptable_pause_ns = 2'000'000'000};
   double phi_suspect = 5;
   double phi_dead = 10;
   // A peer that has never been heard from (still booting) is dead only

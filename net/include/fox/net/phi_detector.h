@@ -38,6 +38,14 @@ class PhiAccrualDetector {
   // none arrives. 0 before the first heartbeat (Start() arms it instead).
   double Phi(uint64_t now_ns) const;
 
+  // Another sign of life that is not a heartbeat (any frame from the peer):
+  // restarts the silence without adding an interval sample, so traffic that
+  // delays heartbeats (they share the peer's reliable channel) does not make
+  // a busy peer look dead. No effect before the first heartbeat.
+  void Touch(uint64_t now_ns) {
+    if (started_ && now_ns > last_ns_) last_ns_ = now_ns;
+  }
+
   // Starts watching a peer that has not sent anything yet, as if a heartbeat
   // had arrived at `now_ns`: a peer that never speaks is suspected too.
   void Start(uint64_t now_ns);
