@@ -79,4 +79,5 @@ endfunction()
 
 add_subdirectory(apps)
 add_subdirectory(tests/vm)
+add_subdirectory(tests/ebb_suite)
 add_subdirectory(tests/bench/native)

@@ -15,6 +15,7 @@
 // blocking: a blocked event lets core 0's loop run and pass quiescent points
 // behind the test's back.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -22,7 +23,6 @@
 #include <cstdlib>
 #include <exception>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "ebb_test_runtime.h"
@@ -33,6 +33,13 @@
 
 namespace fox::testing {
 namespace {
+
+// Spin-wait step. A direct call on purpose: libstdc++'s
+// std::this_thread::yield() (which the tests use too) reaches sched_yield
+// through a weak reference (gthr-posix.h), and a static native image links
+// musl's sched_yield only if something references it strongly; otherwise
+// yield() calls address 0. This reference is what links it.
+void Relax() { sched_yield(); }
 
 // A core that takes longer than this has hung: the run cannot go on.
 constexpr auto kHang = std::chrono::seconds(120);
@@ -47,7 +54,7 @@ void SpinUntil(Done done, const char* what, int core) {
       std::fflush(stdout);
       std::_Exit(1);
     }
-    std::this_thread::yield();
+    Relax();
   }
 }
 
@@ -79,7 +86,7 @@ void Park(int core) {
   while (!g_release.load(std::memory_order_acquire)) {
     std::function<void()>* job = w.job.exchange(nullptr, std::memory_order_acquire);
     if (job == nullptr) {
-      std::this_thread::yield();
+      Relax();
       continue;
     }
     try {
@@ -131,7 +138,7 @@ void RunOnCores(int first_core, int count, const std::function<void(int core)>& 
   for (int core = first_core; core < first_core + count; ++core) {
     jobs.emplace_back([&, core] {
       arrived.fetch_add(1);
-      while (arrived.load() < count) std::this_thread::yield();
+      while (arrived.load() < count) Relax();
       fn(core);
     });
   }
