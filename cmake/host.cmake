@@ -43,12 +43,14 @@ target_link_options(fox_hosted INTERFACE -Wl,--wrap=main)
 target_link_libraries(fox_hosted PUBLIC pthread)
 
 # The Ebb model's unit tests: threads stand in for cores through a test shim
-# (tests/unit/ebb_test_cores.cc), so they link the ebb sources directly.
+# (tests/unit/ebb_test_cores.cc, ebb_test_threads.cc), so they link the ebb
+# sources directly. The same cases run on the fox runtime from tests/ebb_suite.
 add_executable(ebb_tests
   ebb/errors.cc ebb/id_allocator.cc ebb/local_table.cc ebb/quiescence.cc ebb/registry.cc ebb/stats.cc
   ebb/local_table_hosted.cc
   tests/unit/ebb_id_test.cc tests/unit/ebb_lifetime_test.cc tests/unit/ebb_multicore_test.cc
-  tests/unit/ebb_ref_test.cc tests/unit/ebb_shared_test.cc tests/unit/ebb_test_cores.cc tests/unit/ebb_test_util.cc)
+  tests/unit/ebb_ref_test.cc tests/unit/ebb_shared_test.cc tests/unit/ebb_test_cores.cc tests/unit/ebb_test_threads.cc
+  tests/unit/ebb_test_util.cc)
 target_include_directories(ebb_tests PRIVATE kernel/include ebb/include tests/unit)
 target_compile_options(ebb_tests PRIVATE ${FOX_SANITIZE})
 target_link_options(ebb_tests PRIVATE -fsanitize=address,undefined)
@@ -58,6 +60,7 @@ gtest_discover_tests(ebb_tests TEST_PREFIX unit.ebb. PROPERTIES LABELS unit DISC
 add_subdirectory(tests/unit)
 add_subdirectory(tests/fuzz)
 add_subdirectory(tests/bench)
+add_subdirectory(tests/ebb_suite)
 # The platform-neutral half of the in-VM suite, as a Linux program.
 add_executable(hosted_vmtest tests/vm/vmtest_main.cc tests/vm/runtime_tests.cc tests/vm/core_tests.cc tests/vm/ebb_tests.cc)
 target_link_libraries(hosted_vmtest PRIVATE fox_hosted)

@@ -40,10 +40,10 @@ enum : uint64_t {
   kGettid = 186, kTkill = 200, kFutex = 202, kSchedGetaffinity = 204, kSetTidAddress = 218,
   kClockGettime = 228, kClockGetres = 229, kClockNanosleep = 230, kExitGroup = 231, kTgkill = 234,
   kOpenat = 257, kNewfstatat = 262, kPrlimit64 = 302, kGetrandom = 318, kOpen = 2, kClone = 56,
-  kSetRobustList = 273, kMembarrier = 324,
+  kSetRobustList = 273, kMembarrier = 324, kGetcwd = 79,
 };
 constexpr int64_t kEnoent = 2, kEbadf = 9, kEagain = 11, kEnomem = 12,
-                  kEinval = 22, kEnotty = 25, kEspipe = 29, kEnosys = 38;
+                  kEinval = 22, kEnotty = 25, kEspipe = 29, kErange = 34, kEnosys = 38;
 constexpr uint64_t kSigAbrt = 6;
 
 bool g_warned[512];
@@ -148,6 +148,10 @@ extern "C" int64_t SyscallDispatch(fox::syscall::Args* args) {
     case kOpen:
     case kOpenat:
       return -kEnoent;
+    case kGetcwd:  // there are no files: the working directory is the root
+      if (a[1] < 2) return -kErange;
+      std::memcpy(reinterpret_cast<char*>(a[0]), "/", 2);
+      return 2;  // Linux counts the terminating NUL
     case kMmap:
       return Mmap(a[0], a[1], a[3], int64_t(a[4]));
     case kMunmap:

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <vector>
 
@@ -58,7 +59,7 @@ TEST(EbbRef, FirstAccessMissesThenHits) {
 
 TEST(EbbRef, MissCountersAreExactPerCoreAndInTotal) {
   constexpr int kEbbs = 50;
-  constexpr int kCores = 4;
+  const int kCores = std::min(4, testing::WorkerCores());
   std::vector<EbbRef<Cell>> cells;
   for (int i = 0; i < kEbbs; ++i) cells.push_back(Cell::Create(i));
   std::vector<uint64_t> before(kCores + 1);

@@ -124,15 +124,19 @@ fox_vm_test(sas_readonly_write IMAGE vmtest SMP 4 ARGS "-- sas_readonly_write" E
          "is SAS segment 'fox.test.frozen' \\(read-only\\)")
 
 # The same neutral tests in the hosted build (kernel/linux): FOX_CORES
-# threads as cores. Label `hosted`.
+# threads as cores. Label `hosted`. PROGRAM: another hosted program than
+# hosted_vmtest.
 function(fox_hosted_test name)
-  cmake_parse_arguments(T "" "CORES;EXIT;TIMEOUT" "ARGS;EXPECT" ${ARGN})
+  cmake_parse_arguments(T "" "CORES;EXIT;TIMEOUT;PROGRAM" "ARGS;EXPECT" ${ARGN})
+  if(NOT T_PROGRAM)
+    set(T_PROGRAM hosted_vmtest)
+  endif()
   set(cmd ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/boot/host_run.py --cores ${T_CORES}
           --expect-exit ${T_EXIT} --timeout 120)
   foreach(re ${T_EXPECT})
     list(APPEND cmd --expect ${re})
   endforeach()
-  add_test(NAME hosted.${name} COMMAND ${cmd} -- $<TARGET_FILE:hosted_vmtest> ${T_ARGS})
+  add_test(NAME hosted.${name} COMMAND ${cmd} -- $<TARGET_FILE:${T_PROGRAM}> ${T_ARGS})
   set_tests_properties(hosted.${name} PROPERTIES LABELS hosted TIMEOUT 180)
 endfunction()
 
@@ -145,6 +149,15 @@ fox_hosted_test(ebb CORES 4 ARGS ebb EXIT 0 EXPECT "ebb: 4 reps from 1 root on 4
 fox_hosted_test(exceptions CORES 1 ARGS exceptions EXIT 0 EXPECT "vmtest exceptions: PASS")
 fox_hosted_test(exit_code CORES 2 ARGS exit_code EXIT 3 EXPECT "static destructor 7 ran")
 fox_hosted_test(thread_local CORES 1 ARGS thread_local EXIT 0 EXPECT "vmtest thread_local: PASS")
+
+# The ebb/ GoogleTest suite, case for case as unit.ebb.* runs it on host
+# threads, on the fox runtime with four real cores (tests/ebb_suite): in a
+# native node and hosted. The count pins the number of cases.
+fox_vm_test(ebb_suite IMAGE ebb_suite SMP 4 MEM 256 EXIT 0 TIMEOUT 180
+  EXPECT "ebb_suite: core 0 runs the tests, cores 1\\.\\.3 race in them" "\\[  PASSED  \\] 39 tests\\."
+  REJECT "\\[  FAILED  \\]")
+fox_hosted_test(ebb_suite PROGRAM hosted_ebb_suite CORES 4 EXIT 0
+  EXPECT "ebb_suite: core 0 runs the tests, cores 1\\.\\.3 race in them" "\\[  PASSED  \\] 39 tests\\.")
 
 # Networking: the virtio-net driver against QEMU's restricted user network.
 fox_vm_test(nic_arp IMAGE vmtest SMP 2 NET user ARGS "-- nic_arp" EXIT 0
