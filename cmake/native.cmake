@@ -67,6 +67,11 @@ function(fox_add_app name)
   set(symtab ${CMAKE_BINARY_DIR}/${name}.symtab)
   set(link ${FOX_LLD} -static -nostdlib --gc-sections --eh-frame-hdr -z max-page-size=4096
            -z noexecstack -T ${FOX_LINKER_SCRIPT}
+           # libstdc++ (built for glibc) decides whether threads exist from the
+           # weak symbol __pthread_key_create, and reaches sched_yield weakly:
+           # without these, std::mutex would not lock across cores and
+           # std::this_thread::yield would call address 0.
+           -u __pthread_key_create -u sched_yield
            $<TARGET_OBJECTS:fox_kernel> $<TARGET_OBJECTS:fox_lwip> $<TARGET_OBJECTS:fox_net_core>
            $<TARGET_OBJECTS:fox_am> $<TARGET_OBJECTS:${name}_objs>
            --start-group ${FOX_RUNTIME_LIBS} --end-group)
