@@ -1,7 +1,29 @@
 #pragma once
 
+#include <cstdint>
+
 namespace fox::cpu {
 // Boot step for every core: x87/SSE on (the C library and compiler use SSE),
 // write-protect honoured in ring 0.
 void InitFeatures();
+
+// How an idle core waits for work (event_platform.cc does the waiting).
+enum class IdleMode {
+  kHlt,    // HLT; other cores wake it with an IPI (kWakeVector)
+  kMwait,  // MONITOR a per-core doorbell line, MWAIT; a write to the line wakes it
+};
+struct IdleInfo {
+  IdleMode mode = IdleMode::kHlt;
+  // MWAIT with ECX bit 0: an interrupt ends the wait even with interrupts
+  // masked (CPUID.05H:ECX bit 1, and the CPU does not fault on it).
+  bool interrupt_break = false;
+  uint32_t monitor_line = 64;  // bytes (CPUID.05H:EBX, largest monitor line)
+};
+
+// Boot step on the boot core, before the other cores start and after the
+// IDT and the local APIC are up: chooses the idle mode from the CPU's
+// features and `fox.idle=mwait|hlt|auto` (default auto), and logs it.
+void ChooseIdle();
+// The chosen mode. Any context, after ChooseIdle.
+const IdleInfo& Idle();
 }  // namespace fox::cpu
