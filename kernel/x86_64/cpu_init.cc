@@ -7,6 +7,7 @@
 #include "fox/log.h"
 #include "interrupts.h"
 #include "lapic.h"
+#include "percpu.h"
 #include "tsc.h"
 
 namespace fox::cpu {
@@ -26,6 +27,32 @@ bool ProbeFaultHandler(interrupts::Frame* frame) {
   g_probe_faulted = true;
   frame->rip += 3;  // mwait is 0F 01 C9
   return true;
+}
+
+// Whether MWAIT waits. With the APIC timer 300 us ahead, a real MWAIT
+// lasts until that interrupt (or another one); an emulated one returns
+// before it, with no interrupt taken. The majority of three tries decides,
+// so that neither a stray wake-up nor the emulator's thread being
+// descheduled (or translating this code the first time) decides alone.
+bool MwaitWaits() {
+  percpu::CoreLocal* local = percpu::Current();
+  int waited = 0, returned = 0;
+  while (waited < 2 && returned < 2) {
+    uint64_t interrupts = local->interrupts;
+    uint64_t start = x86::Rdtsc();
+    uint64_t deadline = start + tsc::NsToTicks(300000);
+    lapic::ArmTimer(deadline);
+    x86::Monitor(g_probe_line);
+    x86::StiMwaitCli(0);
+    uint64_t end = x86::Rdtsc();
+    lapic::ArmTimer(0);
+    bool early = local->interrupts == interrupts && end < deadline;
+    LOG_DEBUG("idle: MWAIT probe returned after %llu us, %s", (unsigned long long)(tsc::TicksToNs(end - start) / 1000),
+              early ? "before the timer" : "with an interrupt");
+    if (early) ++returned;
+    else ++waited;
+  }
+  return waited >= 2;
 }
 
 bool MwaitInterruptBreakWorks() {
@@ -50,37 +77,47 @@ void InitFeatures() {
   asm volatile("fninit");  // MXCSR resets to 0x1F80: SSE exceptions masked
 }
 
-// `auto` takes MWAIT only where CPUID.05H describes a monitor line (real
-// processors do; QEMU's TCG reports 0 there and emulates MWAIT as a pause,
-// which would make every idle core spin). `mwait` takes it wherever the
-// instruction exists.
+// `auto` takes MWAIT where it exists and waits; `mwait` wherever it
+// exists (polling then halting where it does not wait). Runs with
+// interrupts masked, except inside the probes' waits.
 void ChooseIdle() {
+  constexpr uint64_t kPollNs = 1000000;
   const char* arg = BootArg("fox.idle");
   const char* want = arg != nullptr ? arg : "auto";
   bool has_monitor = (x86::Cpuid(1).ecx >> 3) & 1;
   x86::CpuidResult leaf5{};
   if (has_monitor && x86::Cpuid(0).eax >= 5) leaf5 = x86::Cpuid(5);
-  uint32_t line = leaf5.ebx & 0xFFFF;
+  // Processors MWAIT properly; only under a hypervisor or emulator
+  // (CPUID.01H:ECX bit 31) is it worth the probe's half millisecond.
+  bool hypervisor = (x86::Cpuid(1).ecx >> 31) & 1;
+  bool waits = has_monitor && std::strcmp(want, "hlt") != 0 && (!hypervisor || MwaitWaits());
   bool use_mwait = false;
   if (std::strcmp(want, "mwait") == 0) {
     use_mwait = has_monitor;
-    if (!has_monitor) LOG_WARN("idle: fox.idle=mwait, but this CPU has no MONITOR/MWAIT; falling back to HLT");
+    if (!has_monitor) LOG_WARN("idle: fox.idle=mwait, but this CPU has no MONITOR/MWAIT: falling back to HLT");
   } else if (std::strcmp(want, "auto") == 0) {
-    use_mwait = has_monitor && line != 0;
+    use_mwait = waits;
   }
-  if (use_mwait) {
-    g_idle.mode = IdleMode::kMwait;
-    if (line != 0) g_idle.monitor_line = line;
-    bool advertised = (leaf5.ecx & 3) == 3;  // EMX (extensions enumerated) and IBE
-    g_idle.interrupt_break = advertised && MwaitInterruptBreakWorks();
-    LOG_INFO("idle: MWAIT on a per-core doorbell line (monitor line %u bytes%s), interrupts %s (fox.idle=%s)",
-             g_idle.monitor_line, line == 0 ? " assumed" : "",
-             g_idle.interrupt_break ? "break it while masked" : (advertised ? "wake it with sti;mwait (interrupt-break faults here)" : "wake it with sti;mwait"),
-             want);
-  } else {
+  if (!use_mwait) {
     LOG_INFO("idle: HLT, woken by IPI (fox.idle=%s%s)", want,
-             std::strcmp(want, "auto") == 0 ? (has_monitor ? ": MWAIT present but CPUID.05H gives no monitor line" : ": no MONITOR/MWAIT")
-                                            : "");
+             std::strcmp(want, "auto") != 0 ? ""
+             : has_monitor                  ? ": MWAIT does not wait on this CPU"
+                                            : ": no MONITOR/MWAIT");
+    return;
+  }
+  g_idle.mode = IdleMode::kMwait;
+  uint32_t line = leaf5.ebx & 0xFFFF;
+  if (line != 0) g_idle.monitor_line = line;
+  bool advertised = (leaf5.ecx & 3) == 3;  // EMX (extensions enumerated) and IBE
+  g_idle.interrupt_break = waits && advertised && MwaitInterruptBreakWorks();
+  if (!waits) g_idle.poll_ns = kPollNs;
+  if (waits) {
+    LOG_INFO("idle: MWAIT on a per-core doorbell line (%u bytes), interrupts %s (fox.idle=%s)", g_idle.monitor_line,
+             g_idle.interrupt_break ? "break it while masked" : "end it through sti;mwait", want);
+  } else {
+    LOG_INFO("idle: MWAIT on a per-core doorbell line (%u bytes), but MWAIT does not wait on this CPU (an emulator): "
+             "an idle core polls its doorbell for %llu us, then halts until an IPI (fox.idle=%s)",
+             g_idle.monitor_line, (unsigned long long)(g_idle.poll_ns / 1000), want);
   }
 }
 

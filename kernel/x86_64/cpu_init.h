@@ -18,6 +18,11 @@ struct IdleInfo {
   // masked (CPUID.05H:ECX bit 1, and the CPU does not fault on it).
   bool interrupt_break = false;
   uint32_t monitor_line = 64;  // bytes (CPUID.05H:EBX, largest monitor line)
+  // 0 where MWAIT really waits. Where it returns at once (emulators: QEMU's
+  // TCG runs it as a pause when there are several CPUs), an idle core would
+  // spin: it polls its doorbell this long, then halts, and wakers seeing it
+  // halted send the IPI (the scheme of Linux's guest haltpoll).
+  uint64_t poll_ns = 0;
 };
 
 // Boot step on the boot core, before the other cores start and after the

@@ -4,11 +4,14 @@
 // core waits in one of two ways (cpu::ChooseIdle picks, fox.idle=...):
 //
 // - HLT. A core with work for a sleeping core sends it an IPI (kWakeVector).
-// - MWAIT. Each core owns a doorbell: one cache line, written only by cores
-//   waking it (and cleared by its owner). The sleeping core MONITORs the
-//   line and MWAITs; a waker writes the line, which ends the wait without
-//   an interrupt, so an application core woken this way still takes none.
-//   Interrupts end the wait too (timers and devices on kernel cores).
+// - MWAIT. Each core owns a doorbell: one cache line holding its idle
+//   state, written by the cores that wake it and by itself. The sleeping
+//   core MONITORs the line and MWAITs; a waker writes kRung into the line,
+//   which ends the wait without an interrupt, so an application core woken
+//   this way takes none. Interrupts end the wait too (timers and devices
+//   on kernel cores). Where MWAIT does not wait (emulators), the core polls
+//   for IdleInfo::poll_ns and then halts, announcing kHalted in the line;
+//   a waker that finds kHalted sends the IPI as well.
 //
 // No lost wake-ups. The loop (loop.cc) runs a Dekker handshake: the sleeper
 // stores `sleeping = true`, fences, then checks its queues; a producer
@@ -17,16 +20,20 @@
 // the sleeper finds the work and does not wait, or the producer sees the
 // flag and rings. For HLT the ring is an IPI, which stays pending in the
 // APIC while the sleeper has interrupts masked and ends the `sti; hlt`.
-// For MWAIT the ring is a store to the doorbell, and the danger is a ring
-// that lands between the queue check and the MONITOR: MONITOR arms only
-// for writes after it, so the MWAIT would sleep through it. Hence, after
-// MONITOR, the sleeper reads the doorbell and does not wait if it rang.
-// A ring before the MONITOR is then seen by that read; one after it ends
-// the MWAIT. The owner clears the doorbell when it stops waiting, never on
-// the way in: a clear after the queue check could erase a ring whose work
-// the check missed. A ring that arrives late (its producer saw `sleeping`
-// of an earlier round) only causes one spurious wake-up, and the loop
-// re-checks its queues after every return.
+// For MWAIT the ring is an exchange on the doorbell, and the danger is a
+// ring that lands after the queue check but before the MONITOR: MONITOR
+// arms only for writes after it, so the MWAIT would sleep through it.
+// Hence the sleeper announces itself with an exchange (kPolling) that
+// reports a ring already there, and after every MONITOR re-reads the line
+// before it MWAITs: a ring before the MONITOR is seen by that read, one
+// after it ends the MWAIT. Going from polling to halting is a
+// compare-and-swap kPolling -> kHalted: it fails if a ring came first, and
+// a ring after it sees kHalted and sends an IPI, pending until the HLT.
+// Wakers exchange, so each ring sees exactly one state. The owner resets
+// the line to kAwake when it stops waiting: a ring it overwrites then was
+// for a core that is awake and about to re-check its queues; a ring that
+// arrives late (its producer saw `sleeping` of an earlier round) costs one
+// spurious wake-up, after which the loop re-checks its queues.
 #include "../common/event/platform.h"
 
 #include <atomic>
@@ -46,9 +53,10 @@ namespace fox::event::platform {
 namespace {
 
 // A doorbell per core, alone in its cache line so that nothing but a ring
-// triggers its owner's monitor.
+// (or the owner) triggers its owner's monitor.
+enum : uint32_t { kAwake, kPolling, kHalted, kRung };
 struct alignas(64) Doorbell {
-  std::atomic<uint32_t> rung{0};
+  std::atomic<uint32_t> state{kAwake};
 };
 static_assert(sizeof(Doorbell) == 64);
 Doorbell g_doorbells[core::kMaxCores];
@@ -56,27 +64,37 @@ Doorbell g_doorbells[core::kMaxCores];
 void WaitHlt() { asm volatile("sti; hlt; cli" ::: "memory"); }
 
 // Returns when the doorbell rang, an interrupt arrived or the deadline
-// passed. MWAIT may also return for no reason (under QEMU's TCG on several
-// cores it returns at once): such returns wait again here rather than go
-// round the whole loop.
+// passed. MWAIT may also return for no reason: such returns wait again here
+// rather than go round the whole loop.
 void WaitMwait(Doorbell& bell, uint64_t deadline_ns) {
   const cpu::IdleInfo& idle = cpu::Idle();
   percpu::CoreLocal* local = percpu::Current();
   uint64_t interrupts = local->interrupts;
+  uint64_t poll_until = idle.poll_ns != 0 ? clock::NowNs() + idle.poll_ns : 0;
+  if (bell.state.exchange(kPolling, std::memory_order_seq_cst) == kRung) {
+    bell.state.store(kAwake, std::memory_order_relaxed);
+    return;
+  }
   for (;;) {
-    x86::Monitor(&bell.rung);
-    if (bell.rung.load(std::memory_order_seq_cst) != 0) break;
-    if (deadline_ns != 0 && clock::NowNs() >= deadline_ns) break;
+    x86::Monitor(&bell.state);
+    if (bell.state.load(std::memory_order_seq_cst) != kPolling) break;
+    uint64_t now = (deadline_ns | poll_until) != 0 ? clock::NowNs() : 0;
+    if (deadline_ns != 0 && now >= deadline_ns) break;
+    if (poll_until != 0 && now >= poll_until) {
+      uint32_t polling = kPolling;
+      if (bell.state.compare_exchange_strong(polling, kHalted, std::memory_order_seq_cst)) WaitHlt();
+      break;
+    }
     if (idle.interrupt_break) {
       // Interrupts stay masked: one ends the wait and is taken when the
-      // loop unmasks them, which it does right after we return.
+      // loop unmasks them, right after we return.
       x86::Mwait(0, 1);
       break;
     }
     x86::StiMwaitCli(0);
     if (local->interrupts != interrupts) break;
   }
-  bell.rung.store(0, std::memory_order_relaxed);  // see "No lost wake-ups" above
+  bell.state.store(kAwake, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -93,12 +111,13 @@ void WaitForWork(uint64_t deadline_ns) {
 }
 
 bool Wake(int core) {
-  if (cpu::Idle().mode == cpu::IdleMode::kMwait) {
-    if (core >= 0 && core < core::kMaxCores) g_doorbells[core].rung.store(1, std::memory_order_seq_cst);
+  percpu::CoreLocal* c = percpu::Of(core);
+  if (c == nullptr) return false;
+  if (cpu::Idle().mode == cpu::IdleMode::kMwait &&
+      g_doorbells[core].state.exchange(kRung, std::memory_order_seq_cst) != kHalted) {
     return false;
   }
-  percpu::CoreLocal* c = percpu::Of(core);
-  if (c != nullptr) lapic::SendIpi(c->apic_id, lapic::kWakeVector);
+  lapic::SendIpi(c->apic_id, lapic::kWakeVector);
   return true;
 }
 
