@@ -121,9 +121,9 @@ fox_vm_test(idle_wake_hlt IMAGE vmtest SMP 4 ARGS "fox.idle=hlt -- idle_wake hlt
   EXPECT "I idle: HLT, woken by IPI \\(fox.idle=hlt\\)"
          "idle_wake: HLT, 50 spawns to sleeping core 1: 50 wake-ups, 0 by doorbell alone, 50 by IPI, 50 interrupts taken \\(50 on the wake-up vector\\)"
          "vmtest idle_wake: PASS")
-fox_vm_test(idle_wake_mwait IMAGE vmtest SMP 4 ARGS "fox.idle=mwait -- idle_wake mwait 50" EXIT 0
+fox_vm_test(idle_wake_mwait IMAGE vmtest SMP 4 ARGS "fox.idle=mwait -- idle_wake mwait 200" EXIT 0
   EXPECT "${IDLE_MWAIT_LOG}"
-         "idle_wake: MWAIT, 50 spawns to sleeping core 1: 50 wake-ups, [1-9][0-9]* by doorbell alone, ([0-9]+) by IPI, \\1 interrupts taken|idle_wake: this CPU has no MONITOR/MWAIT, fox.idle=mwait fell back to HLT"
+         "idle_wake: MWAIT, 200 spawns to sleeping core 1: 200 wake-ups, [1-9][0-9]* by doorbell alone, ([0-9]+) by IPI, \\1 interrupts taken|idle_wake: this CPU has no MONITOR/MWAIT, fox.idle=mwait fell back to HLT"
          "vmtest idle_wake: PASS")
 foreach(idle hlt mwait)
   fox_vm_test(spawn_storm_idle_${idle} IMAGE vmtest SMP 4 MEM 1024 ARGS "fox.idle=${idle} -- spawn_storm 250000" EXIT 0 TIMEOUT 300
