@@ -46,12 +46,13 @@ bool MwaitWaits() {
     x86::StiMwaitCli(0);
     uint64_t end = x86::Rdtsc();
     lapic::ArmTimer(0);
-    bool early = local->interrupts == interrupts && end < deadline;
-    LOG_DEBUG("idle: MWAIT probe returned after %llu us, %s", (unsigned long long)(tsc::TicksToNs(end - start) / 1000),
-              early ? "before the timer" : "with an interrupt");
-    if (early) ++returned;
-    else ++waited;
+    if (local->interrupts == interrupts && end < deadline) {
+      ++returned;
+    } else {
+      ++waited;
+    }
   }
+  LOG_DEBUG("idle: MWAIT probe: %d of %d tries waited for the timer", waited, waited + returned);
   return waited >= 2;
 }
 

@@ -25,9 +25,10 @@ struct IdleInfo {
   uint64_t poll_ns = 0;
 };
 
-// Boot step on the boot core, before the other cores start and after the
-// IDT and the local APIC are up: chooses the idle mode from the CPU's
-// features and `fox.idle=mwait|hlt|auto` (default auto), and logs it.
+// Boot step on the boot core, after the IDT, the system vectors and the
+// local APIC are up and before any core's event loop runs (smp.cc calls it
+// while the other processors start): chooses the idle mode from the CPU's
+// features, a probe, and `fox.idle=mwait|hlt|auto` (default auto); logs it.
 void ChooseIdle();
 // The chosen mode. Any context, after ChooseIdle.
 const IdleInfo& Idle();

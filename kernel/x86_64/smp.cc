@@ -161,6 +161,7 @@ int StartAll(const uint32_t* apic_ids, int n) {
   tsc::SpinNs(10000);  // modern processors need no 10 ms wait after INIT
   for (int i = 0; i < n; ++i) lapic::SendStartup(apic_ids[i], uint8_t(kTrampoline >> 12));
   uint64_t start = fox::clock::NowNs();
+  cpu::ChooseIdle();  // its probes take a little while: while the others start
   WaitForAnswers(n, start + kSecondSipiNs);
   // The second SIPI, to the processors that have not answered yet. One
   // that is already running the trampoline ignores it (a SIPI only starts
@@ -225,14 +226,18 @@ Result<void> StartCores(int kernel_cores) {
     return Error::kInvalidArgument;
   }
   percpu::SetKernelCores(kernel_cores);
-  cpu::ChooseIdle();  // before any core can go idle
   static uint32_t targets[core::kMaxCores];
   uint32_t self = lapic::Id();
   int n = 0;
   for (int i = 0; i < t.num_cpus && n < core::kMaxCores - 1; ++i) {
     if (t.cpus[i].enabled && t.cpus[i].apic_id != self) targets[n++] = t.cpus[i].apic_id;
   }
-  int next = n > 0 ? StartAll(targets, n) : 1;
+  int next = 1;
+  if (n > 0) {
+    next = StartAll(targets, n);
+  } else {
+    cpu::ChooseIdle();
+  }
   if (n > 0 && next == 1) Panic("smp: none of the %d other processors answered INIT-SIPI-SIPI", n);
   if (kernel_cores > next) {
     LOG_WARN("smp: fox.kcores=%d but only %d cores started; all are kernel cores", kernel_cores, next);
