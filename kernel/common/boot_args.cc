@@ -11,6 +11,8 @@ const BootArgSpec kBootArgSpecs[] = {
      "stack size of the application's main (default 1M)"},
     {"fox.kcores", BootArgKind::kUInt, nullptr, 1, 256,
      "number of kernel cores (default 1); the other cores are application cores"},
+    {"fox.idle", BootArgKind::kEnum, "mwait|hlt|auto", 0, 0,
+     "how idle cores wait: MONITOR/MWAIT on a doorbell, HLT + wake-up IPI, or auto (MWAIT where the CPU has it)"},
     {"fox.node", BootArgKind::kUInt, nullptr, 0, 0x7FFFFFFF,
      "this node's id in its job (given by the frontend)"},
     {"fox.ip", BootArgKind::kIpv4Prefix, nullptr, 0, 0,

@@ -139,9 +139,10 @@ void WaitForWork(uint64_t deadline_ns) {
   }
 }
 
-void Wake(int target) {
+bool Wake(int target) {
   uint64_t one = 1;
   (void)::write(g_cores[target].wake_fd, &one, sizeof one);
+  return false;
 }
 
 bool HasTimerInterrupt() { return true; }

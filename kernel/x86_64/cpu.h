@@ -25,6 +25,17 @@ inline CpuidResult Cpuid(uint32_t leaf, uint32_t subleaf = 0) {
   return r;
 }
 
+// This processor's APIC id as the firmware tables list it, without the
+// local APIC: the 32-bit x2APIC id (leaf 0BH) when the CPU has that leaf,
+// else the 8-bit initial APIC id (leaf 01H).
+inline uint32_t InitialApicId() {
+  if (Cpuid(0).eax >= 0xB) {
+    CpuidResult r = Cpuid(0xB, 0);
+    if (r.ebx != 0) return r.edx;
+  }
+  return Cpuid(1).ebx >> 24;
+}
+
 inline uint64_t Rdtsc() {
   uint32_t lo, hi;
   asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
@@ -58,6 +69,21 @@ inline void DisableInterrupts() { asm volatile("cli" ::: "memory"); }
 inline void EnableInterrupts() { asm volatile("sti" ::: "memory"); }
 inline void Halt() { asm volatile("hlt" ::: "memory"); }
 inline void Pause() { asm volatile("pause"); }
+// MONITOR arms address-range monitoring of the line holding `address`;
+// MWAIT then waits (C-state hint `hints`, extensions `extensions`) until
+// that line is written, an interrupt arrives, or for no reason at all.
+inline void Monitor(const volatile void* address) {
+  asm volatile("monitor" ::"a"(address), "c"(0), "d"(0) : "memory");
+}
+inline void Mwait(uint32_t hints, uint32_t extensions) {
+  asm volatile("mwait" ::"a"(hints), "c"(extensions) : "memory");
+}
+// MWAIT with interrupts enabled for exactly its duration (the STI shadow
+// covers it, as in "sti; hlt"): an interrupt that is already pending is
+// taken inside the wait instead of being lost before it.
+inline void StiMwaitCli(uint32_t hints) {
+  asm volatile("sti; mwait; cli" ::"a"(hints), "c"(0) : "memory");
+}
 [[noreturn]] inline void HaltForever() {
   for (;;) asm volatile("cli; hlt" ::: "memory");
 }

@@ -1,8 +1,72 @@
 #include "cpu_init.h"
 
+#include <cstring>
+
 #include "cpu.h"
+#include "fox/boot_args.h"
+#include "fox/log.h"
+#include "interrupts.h"
+#include "lapic.h"
+#include "percpu.h"
+#include "tsc.h"
 
 namespace fox::cpu {
+namespace {
+
+IdleInfo g_idle;
+
+// MWAIT's interrupt-break extension (ECX bit 0) is tried once with a #GP
+// handler in place: some emulators (QEMU TCG up to at least 7.2) advertise
+// it in CPUID.05H and then fault on any non-zero ECX. The APIC timer, armed
+// 50 us ahead, ends the wait if the CPU does implement it; the interrupt
+// stays pending (interrupts are masked) and is taken, harmlessly, later.
+volatile bool g_probe_faulted = false;
+alignas(64) volatile uint64_t g_probe_line[8];
+
+bool ProbeFaultHandler(interrupts::Frame* frame) {
+  g_probe_faulted = true;
+  frame->rip += 3;  // mwait is 0F 01 C9
+  return true;
+}
+
+// Whether MWAIT waits. With the APIC timer 300 us ahead, a real MWAIT
+// lasts until that interrupt (or another one); an emulated one returns
+// before it, with no interrupt taken. The majority of three tries decides,
+// so that neither a stray wake-up nor the emulator's thread being
+// descheduled (or translating this code the first time) decides alone.
+bool MwaitWaits() {
+  percpu::CoreLocal* local = percpu::Current();
+  int waited = 0, returned = 0;
+  while (waited < 2 && returned < 2) {
+    uint64_t interrupts = local->interrupts;
+    uint64_t start = x86::Rdtsc();
+    uint64_t deadline = start + tsc::NsToTicks(300000);
+    lapic::ArmTimer(deadline);
+    x86::Monitor(g_probe_line);
+    x86::StiMwaitCli(0);
+    uint64_t end = x86::Rdtsc();
+    lapic::ArmTimer(0);
+    if (local->interrupts == interrupts && end < deadline) {
+      ++returned;
+    } else {
+      ++waited;
+    }
+  }
+  LOG_DEBUG("idle: MWAIT probe: %d of %d tries waited for the timer", waited, waited + returned);
+  return waited >= 2;
+}
+
+bool MwaitInterruptBreakWorks() {
+  interrupts::SetHandler(13, ProbeFaultHandler);
+  lapic::ArmTimer(x86::Rdtsc() + tsc::NsToTicks(50000));
+  x86::Monitor(g_probe_line);
+  x86::Mwait(0, 1);
+  lapic::ArmTimer(0);
+  interrupts::SetHandler(13, nullptr);
+  return !g_probe_faulted;
+}
+
+}  // namespace
 
 void InitFeatures() {
   uint64_t cr0 = x86::ReadCr0();
@@ -13,5 +77,51 @@ void InitFeatures() {
   x86::WriteCr4(x86::ReadCr4() | (1ull << 9) | (1ull << 10));  // OSFXSR, OSXMMEXCPT
   asm volatile("fninit");  // MXCSR resets to 0x1F80: SSE exceptions masked
 }
+
+// `auto` takes MWAIT where it exists and waits; `mwait` wherever it
+// exists (polling then halting where it does not wait). Runs with
+// interrupts masked, except inside the probes' waits.
+void ChooseIdle() {
+  constexpr uint64_t kPollNs = 1000000;
+  const char* arg = BootArg("fox.idle");
+  const char* want = arg != nullptr ? arg : "auto";
+  bool has_monitor = (x86::Cpuid(1).ecx >> 3) & 1;
+  x86::CpuidResult leaf5{};
+  if (has_monitor && x86::Cpuid(0).eax >= 5) leaf5 = x86::Cpuid(5);
+  // Processors MWAIT properly; only under a hypervisor or emulator
+  // (CPUID.01H:ECX bit 31) is it worth the probe's half millisecond.
+  bool hypervisor = (x86::Cpuid(1).ecx >> 31) & 1;
+  bool waits = has_monitor && std::strcmp(want, "hlt") != 0 && (!hypervisor || MwaitWaits());
+  bool use_mwait = false;
+  if (std::strcmp(want, "mwait") == 0) {
+    use_mwait = has_monitor;
+    if (!has_monitor) LOG_WARN("idle: fox.idle=mwait, but this CPU has no MONITOR/MWAIT: falling back to HLT");
+  } else if (std::strcmp(want, "auto") == 0) {
+    use_mwait = waits;
+  }
+  if (!use_mwait) {
+    LOG_INFO("idle: HLT, woken by IPI (fox.idle=%s%s)", want,
+             std::strcmp(want, "auto") != 0 ? ""
+             : has_monitor                  ? ": MWAIT does not wait on this CPU"
+                                            : ": no MONITOR/MWAIT");
+    return;
+  }
+  g_idle.mode = IdleMode::kMwait;
+  uint32_t line = leaf5.ebx & 0xFFFF;
+  if (line != 0) g_idle.monitor_line = line;
+  bool advertised = (leaf5.ecx & 3) == 3;  // EMX (extensions enumerated) and IBE
+  g_idle.interrupt_break = waits && advertised && MwaitInterruptBreakWorks();
+  if (!waits) g_idle.poll_ns = kPollNs;
+  if (waits) {
+    LOG_INFO("idle: MWAIT on a per-core doorbell line (%u bytes), interrupts %s (fox.idle=%s)", g_idle.monitor_line,
+             g_idle.interrupt_break ? "break it while masked" : "end it through sti;mwait", want);
+  } else {
+    LOG_INFO("idle: MWAIT on a per-core doorbell line (%u bytes), but MWAIT does not wait on this CPU (an emulator): "
+             "an idle core polls its doorbell for %llu us, then halts until an IPI (fox.idle=%s)",
+             g_idle.monitor_line, (unsigned long long)(g_idle.poll_ns / 1000), want);
+  }
+}
+
+const IdleInfo& Idle() { return g_idle; }
 
 }  // namespace fox::cpu

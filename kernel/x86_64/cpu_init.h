@@ -1,7 +1,35 @@
 #pragma once
 
+#include <cstdint>
+
 namespace fox::cpu {
 // Boot step for every core: x87/SSE on (the C library and compiler use SSE),
 // write-protect honoured in ring 0.
 void InitFeatures();
+
+// How an idle core waits for work (event_platform.cc does the waiting).
+enum class IdleMode {
+  kHlt,    // HLT; other cores wake it with an IPI (kWakeVector)
+  kMwait,  // MONITOR a per-core doorbell line, MWAIT; a write to the line wakes it
+};
+struct IdleInfo {
+  IdleMode mode = IdleMode::kHlt;
+  // MWAIT with ECX bit 0: an interrupt ends the wait even with interrupts
+  // masked (CPUID.05H:ECX bit 1, and the CPU does not fault on it).
+  bool interrupt_break = false;
+  uint32_t monitor_line = 64;  // bytes (CPUID.05H:EBX, largest monitor line)
+  // 0 where MWAIT really waits. Where it returns at once (emulators: QEMU's
+  // TCG runs it as a pause when there are several CPUs), an idle core would
+  // spin: it polls its doorbell this long, then halts, and wakers seeing it
+  // halted send the IPI (the scheme of Linux's guest haltpoll).
+  uint64_t poll_ns = 0;
+};
+
+// Boot step on the boot core, after the IDT, the system vectors and the
+// local APIC are up and before any core's event loop runs (smp.cc calls it
+// while the other processors start): chooses the idle mode from the CPU's
+// features, a probe, and `fox.idle=mwait|hlt|auto` (default auto); logs it.
+void ChooseIdle();
+// The chosen mode. Any context, after ChooseIdle.
+const IdleInfo& Idle();
 }  // namespace fox::cpu

@@ -1,9 +1,48 @@
 // The event loop's platform hooks on native nodes (kernel/common/event/platform.h).
+//
+// Idle. Kernel cores arm their APIC timer for the next deadline; then every
+// core waits in one of two ways (cpu::ChooseIdle picks, fox.idle=...):
+//
+// - HLT. A core with work for a sleeping core sends it an IPI (kWakeVector).
+// - MWAIT. Each core owns a doorbell: one cache line holding its idle
+//   state, written by the cores that wake it and by itself. The sleeping
+//   core MONITORs the line and MWAITs; a waker writes kRung into the line,
+//   which ends the wait without an interrupt, so an application core woken
+//   this way takes none. Interrupts end the wait too (timers and devices
+//   on kernel cores). Where MWAIT does not wait (emulators), the core polls
+//   for IdleInfo::poll_ns and then halts, announcing kHalted in the line;
+//   a waker that finds kHalted sends the IPI as well.
+//
+// No lost wake-ups. The loop (loop.cc) runs a Dekker handshake: the sleeper
+// stores `sleeping = true`, fences, then checks its queues; a producer
+// pushes, fences, then reads `sleeping`, and calls Wake only if it is set.
+// With seq_cst on both sides at least one of them sees the other: either
+// the sleeper finds the work and does not wait, or the producer sees the
+// flag and rings. For HLT the ring is an IPI, which stays pending in the
+// APIC while the sleeper has interrupts masked and ends the `sti; hlt`.
+// For MWAIT the ring is an exchange on the doorbell, and the danger is a
+// ring that lands after the queue check but before the MONITOR: MONITOR
+// arms only for writes after it, so the MWAIT would sleep through it.
+// Hence the sleeper announces itself with an exchange (kPolling) that
+// reports a ring already there, and after every MONITOR re-reads the line
+// before it MWAITs: a ring before the MONITOR is seen by that read, one
+// after it ends the MWAIT. Going from polling to halting is a
+// compare-and-swap kPolling -> kHalted: it fails if a ring came first, and
+// a ring after it sees kHalted and sends an IPI, pending until the HLT.
+// Wakers exchange, so each ring sees exactly one state. The owner resets
+// the line to kAwake when it stops waiting: a ring it overwrites then was
+// for a core that is awake and about to re-check its queues; a ring that
+// arrives late (its producer saw `sleeping` of an earlier round) costs one
+// spurious wake-up, after which the loop re-checks its queues.
 #include "../common/event/platform.h"
 
+#include <atomic>
+
 #include "cpu.h"
-#include "fox/irq_spinlock.h"
+#include "cpu_init.h"
 #include "fox/clock.h"
+#include "fox/core.h"
+#include "fox/irq_spinlock.h"
 #include "lapic.h"
 #include "memory.h"
 #include "paging.h"
@@ -11,19 +50,75 @@
 #include "tsc.h"
 
 namespace fox::event::platform {
+namespace {
 
-// Kernel cores arm their APIC timer for the next deadline; every core then
-// halts until an interrupt (the timer, a device, or a wake-up IPI).
+// A doorbell per core, alone in its cache line so that nothing but a ring
+// (or the owner) triggers its owner's monitor.
+enum : uint32_t { kAwake, kPolling, kHalted, kRung };
+struct alignas(64) Doorbell {
+  std::atomic<uint32_t> state{kAwake};
+};
+static_assert(sizeof(Doorbell) == 64);
+Doorbell g_doorbells[core::kMaxCores];
+
+void WaitHlt() { asm volatile("sti; hlt; cli" ::: "memory"); }
+
+// Returns when the doorbell rang, an interrupt arrived or the deadline
+// passed. MWAIT may also return for no reason: such returns wait again here
+// rather than go round the whole loop.
+void WaitMwait(Doorbell& bell, uint64_t deadline_ns) {
+  const cpu::IdleInfo& idle = cpu::Idle();
+  percpu::CoreLocal* local = percpu::Current();
+  uint64_t interrupts = local->interrupts;
+  uint64_t poll_until = idle.poll_ns != 0 ? clock::NowNs() + idle.poll_ns : 0;
+  if (bell.state.exchange(kPolling, std::memory_order_seq_cst) == kRung) {
+    bell.state.store(kAwake, std::memory_order_relaxed);
+    return;
+  }
+  for (;;) {
+    x86::Monitor(&bell.state);
+    if (bell.state.load(std::memory_order_seq_cst) != kPolling) break;
+    uint64_t now = (deadline_ns | poll_until) != 0 ? clock::NowNs() : 0;
+    if (deadline_ns != 0 && now >= deadline_ns) break;
+    if (poll_until != 0 && now >= poll_until) {
+      uint32_t polling = kPolling;
+      if (bell.state.compare_exchange_strong(polling, kHalted, std::memory_order_seq_cst)) WaitHlt();
+      break;
+    }
+    if (idle.interrupt_break) {
+      // Interrupts stay masked: one ends the wait and is taken when the
+      // loop unmasks them, right after we return.
+      x86::Mwait(0, 1);
+      break;
+    }
+    x86::StiMwaitCli(0);
+    if (local->interrupts != interrupts) break;
+  }
+  bell.state.store(kAwake, std::memory_order_relaxed);
+}
+
+}  // namespace
+
 void WaitForWork(uint64_t deadline_ns) {
   bool kernel_core = percpu::Current()->kernel_core;
   if (kernel_core) lapic::ArmTimer(deadline_ns ? tsc::EntryTsc() + tsc::NsToTicks(deadline_ns) : 0);
-  asm volatile("sti; hlt; cli" ::: "memory");
+  if (cpu::Idle().mode == cpu::IdleMode::kMwait) {
+    WaitMwait(g_doorbells[core::Current()], kernel_core ? deadline_ns : 0);
+  } else {
+    WaitHlt();
+  }
   if (kernel_core && deadline_ns) lapic::ArmTimer(0);
 }
 
-void Wake(int core) {
+bool Wake(int core) {
   percpu::CoreLocal* c = percpu::Of(core);
-  if (c != nullptr) lapic::SendIpi(c->apic_id, lapic::kWakeVector);
+  if (c == nullptr) return false;
+  if (cpu::Idle().mode == cpu::IdleMode::kMwait &&
+      g_doorbells[core].state.exchange(kRung, std::memory_order_seq_cst) != kHalted) {
+    return false;
+  }
+  lapic::SendIpi(c->apic_id, lapic::kWakeVector);
+  return true;
 }
 
 bool HasTimerInterrupt() { return percpu::Current()->kernel_core; }

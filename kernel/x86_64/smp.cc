@@ -22,8 +22,8 @@
 #include "tsc.h"
 #include "../common/event/loop.h"
 
-extern "C" char trampoline_start[], trampoline_end[], trampoline_cr3[], trampoline_efer[], trampoline_stack[],
-    trampoline_entry[], trampoline_core[], trampoline_alive[];
+extern "C" char trampoline_start[], trampoline_end[], trampoline_cr3[], trampoline_efer[], trampoline_stacks[],
+    trampoline_entry[], trampoline_slots[], trampoline_ticket[];
 
 namespace fox::smp {
 namespace {
@@ -31,6 +31,9 @@ namespace {
 constexpr uintptr_t kTrampoline = 0x8000;
 constexpr size_t kBootStackBytes = 64 * 1024;   // until the core becomes a thread
 constexpr size_t kThreadStackBytes = 256 * 1024;
+constexpr uint64_t kSecondSipiNs = 1000000;        // 1 ms without an answer: SIPI again
+constexpr uint64_t kAnswerTimeoutNs = 1000000000;  // then give up on a processor
+constexpr uint64_t kSetUpTimeoutNs = 2000000000;   // an answering core's own set-up
 
 // A core that has started and waits for its thread.
 struct Waiting {
@@ -43,6 +46,24 @@ struct Waiting {
 Waiting g_waiting[core::kMaxCores];
 int g_started = 1;        // cores started, the boot core included
 int g_clone_target = -1;  // core the next clone() goes to (boot core only)
+
+// Parallel start. Every processor gets INIT-SIPI-SIPI at once and takes a
+// ticket in the trampoline; ticket t runs on boot stack g_stacks[t] and
+// reports through g_slots[t]: its APIC id, then kArrived. The boot core
+// waits for every processor it started (or the timeout), then numbers the
+// ones that answered in MADT order, so core numbers do not depend on which
+// processor was quicker, and writes each its core number; a slot that did
+// not answer in time is closed (kRefused), and a processor that answers
+// after that halts for good. The compare-and-swap on `state` decides each
+// race between a late answer and the close.
+constexpr int kEmpty = -1, kArrived = -2, kRefused = -3;  // else: the core number
+struct Slot {
+  std::atomic<uint32_t> apic_id{0};
+  std::atomic<int> state{kEmpty};
+};
+Slot g_slots[core::kMaxCores];
+uint64_t g_stacks[core::kMaxCores];
+std::atomic<int> g_arrived{0};
 
 template <typename T>
 T* TrampolineField(char* symbol) {
@@ -59,7 +80,7 @@ static_assert(offsetof(syscall::CloneArgs, new_sp) == 8 && offsetof(syscall::Clo
   fox_enter_thread(&t);
 }
 
-extern "C" [[noreturn]] void ApEntry(int core) {
+[[noreturn]] void ApEntry(int core) {
   bool kernel_core = core < core::KernelCores();
   percpu::CoreLocal* local = g_waiting[core].local;
   percpu::InitCore(local, core, kernel_core);  // first: the heap needs core::Current()
@@ -78,36 +99,128 @@ extern "C" [[noreturn]] void ApEntry(int core) {
   EnterThread(w.thread);
 }
 
-// The new thread's body: this core's event loop.
+// The trampoline's call, on the boot stack of `ticket`. Touches nothing
+// per-core (no GS base yet) until it has a core number.
+extern "C" [[noreturn]] void ApStart(int ticket) {
+  Slot& slot = g_slots[ticket];
+  slot.apic_id.store(x86::InitialApicId(), std::memory_order_relaxed);
+  int expected = kEmpty;
+  if (!slot.state.compare_exchange_strong(expected, kArrived, std::memory_order_acq_rel)) x86::HaltForever();
+  g_arrived.fetch_add(1, std::memory_order_release);
+  int core;
+  while ((core = slot.state.load(std::memory_order_acquire)) == kArrived) x86::Pause();
+  if (core == kRefused) x86::HaltForever();
+  ApEntry(core);
+}
+
+// The core thread's body: this core's event loop.
 void* CoreThread(void* arg) {
   int core = int(reinterpret_cast<intptr_t>(arg));
   if (core != core::Current()) Panic("smp: thread for core %d started on core %d", core, core::Current());
   event::ThisLoop()->Run();
 }
 
-bool StartCore(int core, uint32_t apic_id) {
-  uintptr_t stack = memory::AllocStack(kBootStackBytes, "the guard page below a core's boot stack");
-  if (stack == 0) return false;
-  if (g_waiting[core].local == nullptr) g_waiting[core].local = new percpu::CoreLocal{};
+// The slot in [0, n) of the processor `apic_id` if it has answered, else -1.
+int AnsweredSlot(uint32_t apic_id, int n) {
+  for (int t = 0; t < n; ++t) {
+    if (g_slots[t].state.load(std::memory_order_acquire) == kArrived &&
+        g_slots[t].apic_id.load(std::memory_order_relaxed) == apic_id) {
+      return t;
+    }
+  }
+  return -1;
+}
+
+// The boot core's wait between two looks at the others: halted until its
+// timer, 20 us ahead, rather than spinning, which leaves the machine (or,
+// emulated, the host's processors) to the cores starting.
+void Nap() {
+  lapic::ArmTimer(x86::Rdtsc() + tsc::NsToTicks(20000));
+  asm volatile("sti; hlt; cli" ::: "memory");
+  lapic::ArmTimer(0);
+}
+
+// Waits until `want` processors answered or `deadline` (NowNs) passed.
+void WaitForAnswers(int want, uint64_t deadline) {
+  while (g_arrived.load(std::memory_order_acquire) < want && fox::clock::NowNs() < deadline) Nap();
+}
+
+// Starts the processors `apic_ids` together. Returns the number of cores
+// online, the boot core included; cores 1.. are the answering processors in
+// the order of `apic_ids`.
+int StartAll(const uint32_t* apic_ids, int n) {
+  for (int i = 0; i < n; ++i) {
+    g_stacks[i] = memory::AllocStack(kBootStackBytes, "the guard page below a core's boot stack");
+    if (g_stacks[i] == 0) {
+      LOG_ERROR("smp: no memory for boot stacks; starting %d of %d other processors", i, n);
+      n = i;
+      break;
+    }
+  }
+  std::memcpy(reinterpret_cast<void*>(kTrampoline), trampoline_start, size_t(trampoline_end - trampoline_start));
   *TrampolineField<uint32_t>(trampoline_cr3) = uint32_t(x86::ReadCr3());
   *TrampolineField<uint32_t>(trampoline_efer) = uint32_t(x86::ReadMsr(x86::kMsrEfer) & ((1u << 8) | (1u << 11)));
-  *TrampolineField<uint64_t>(trampoline_stack) = stack;
-  *TrampolineField<uint64_t>(trampoline_entry) = reinterpret_cast<uint64_t>(ApEntry);
-  *TrampolineField<uint32_t>(trampoline_core) = uint32_t(core);
-  auto* alive = TrampolineField<volatile uint32_t>(trampoline_alive);
-  *alive = 0;
+  *TrampolineField<uint64_t>(trampoline_stacks) = reinterpret_cast<uint64_t>(g_stacks);
+  *TrampolineField<uint64_t>(trampoline_entry) = reinterpret_cast<uint64_t>(ApStart);
+  *TrampolineField<uint32_t>(trampoline_slots) = uint32_t(n);
+  *TrampolineField<uint32_t>(trampoline_ticket) = 0;
   asm volatile("mfence" ::: "memory");
-  lapic::SendInit(apic_id);
+
+  for (int i = 0; i < n; ++i) lapic::SendInit(apic_ids[i]);
   tsc::SpinNs(10000);  // modern processors need no 10 ms wait after INIT
-  lapic::SendStartup(apic_id, uint8_t(kTrampoline >> 12));
+  for (int i = 0; i < n; ++i) lapic::SendStartup(apic_ids[i], uint8_t(kTrampoline >> 12));
   uint64_t start = fox::clock::NowNs();
-  while (*alive == 0 && fox::clock::NowNs() - start < 1000000) x86::Pause();
-  if (*alive == 0) lapic::SendStartup(apic_id, uint8_t(kTrampoline >> 12));  // the second SIPI
-  while (!g_waiting[core].online.load(std::memory_order_acquire)) {
-    if (fox::clock::NowNs() - start > 2000000000ull) return false;
-    x86::Pause();
+  cpu::ChooseIdle();  // its probes take a little while: while the others start
+  WaitForAnswers(n, start + kSecondSipiNs);
+  // The second SIPI, to the processors that have not answered yet. One
+  // that is already running the trampoline ignores it (a SIPI only starts
+  // a processor waiting for one).
+  if (g_arrived.load(std::memory_order_acquire) < n) {
+    for (int i = 0; i < n; ++i) {
+      if (AnsweredSlot(apic_ids[i], n) < 0) lapic::SendStartup(apic_ids[i], uint8_t(kTrampoline >> 12));
+    }
+    WaitForAnswers(n, start + kAnswerTimeoutNs);
   }
-  return true;
+
+  uint64_t answered = fox::clock::NowNs();
+  // Close the slots nobody took or finished answering in; from here on
+  // the slot states change only here.
+  for (int t = 0; t < n; ++t) {
+    int expected = kEmpty;
+    g_slots[t].state.compare_exchange_strong(expected, kRefused, std::memory_order_acq_rel);
+  }
+  int next = 1;
+  for (int i = 0; i < n; ++i) {
+    int slot = AnsweredSlot(apic_ids[i], n);
+    if (slot < 0) {
+      LOG_ERROR("smp: processor with APIC id %u did not answer INIT-SIPI-SIPI within %llu ms; continuing without it",
+                apic_ids[i], (unsigned long long)(kAnswerTimeoutNs / 1000000));
+      continue;
+    }
+    if (g_waiting[next].local == nullptr) g_waiting[next].local = new percpu::CoreLocal{};
+    g_slots[slot].state.store(next, std::memory_order_release);
+    ++next;
+  }
+  // A processor that answered with an APIC id we did not start (a firmware
+  // table out of step with the hardware) is not used.
+  for (int t = 0; t < n; ++t) {
+    if (g_slots[t].state.load(std::memory_order_acquire) == kArrived) {
+      LOG_ERROR("smp: a processor answered with unexpected APIC id %u; left halted",
+                g_slots[t].apic_id.load(std::memory_order_relaxed));
+      g_slots[t].state.store(kRefused, std::memory_order_release);
+    }
+  }
+  // The numbered cores set themselves up in parallel.
+  uint64_t set_up = fox::clock::NowNs();
+  for (int core = 1; core < next; ++core) {
+    while (!g_waiting[core].online.load(std::memory_order_acquire)) {
+      if (fox::clock::NowNs() - set_up > kSetUpTimeoutNs) Panic("smp: core %d answered but did not finish its set-up", core);
+      Nap();
+    }
+  }
+  LOG_DEBUG("smp: %d of %d processors answered in %llu us, set up in %llu us", next - 1, n,
+            (unsigned long long)((answered - start) / 1000), (unsigned long long)((fox::clock::NowNs() - set_up) / 1000));
+  return next;
 }
 
 }  // namespace
@@ -122,20 +235,26 @@ Result<void> StartCores(int kernel_cores) {
     return Error::kInvalidArgument;
   }
   percpu::SetKernelCores(kernel_cores);
-  std::memcpy(reinterpret_cast<void*>(kTrampoline), trampoline_start, size_t(trampoline_end - trampoline_start));
+  static uint32_t targets[core::kMaxCores];
   uint32_t self = lapic::Id();
+  int n = 0;
+  for (int i = 0; i < t.num_cpus && n < core::kMaxCores - 1; ++i) {
+    if (t.cpus[i].enabled && t.cpus[i].apic_id != self) targets[n++] = t.cpus[i].apic_id;
+  }
   int next = 1;
-  for (int i = 0; i < t.num_cpus && next < core::kMaxCores; ++i) {
-    if (!t.cpus[i].enabled || t.cpus[i].apic_id == self) continue;
-    if (StartCore(next, t.cpus[i].apic_id)) {
-      ++next;
-    } else {
-      LOG_ERROR("smp: processor with APIC id %u did not start; continuing without it", t.cpus[i].apic_id);
-    }
+  if (n > 0) {
+    next = StartAll(targets, n);
+  } else {
+    cpu::ChooseIdle();
+  }
+  if (n > 0 && next == 1) Panic("smp: none of the %d other processors answered INIT-SIPI-SIPI", n);
+  if (kernel_cores > next) {
+    LOG_WARN("smp: fox.kcores=%d but only %d cores started; all are kernel cores", kernel_cores, next);
+    kernel_cores = next;
+    percpu::SetKernelCores(kernel_cores);
   }
   g_started = next;
-  LOG_INFO("smp: %d cores online: %d kernel, %d application", next, kernel_cores < next ? kernel_cores : next,
-           next > kernel_cores ? next - kernel_cores : 0);
+  LOG_INFO("smp: %d cores online: %d kernel, %d application", next, kernel_cores, next - kernel_cores);
   return Ok();
 }
 

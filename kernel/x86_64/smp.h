@@ -1,8 +1,10 @@
 // Bringing up the other processors (native).
 //
 // Boot (StartCores): every enabled processor the ACPI MADT lists is started
-// with INIT-SIPI-SIPI through a real-mode trampoline, gets its own GDT, TSS
-// and IST stacks, IDT, local APIC, and waits. Once the C library runs
+// with INIT-SIPI-SIPI through a real-mode trampoline, all of them at once;
+// those that answer are numbered in MADT order (one that does not is logged
+// by APIC id and left out), and each sets up its own GDT, TSS and IST
+// stacks, IDT and local APIC, in parallel, and waits. Once the C library runs
 // (AttachThreads, before main), each waiting core becomes a C library
 // thread — pthread_create on the boot core, its clone() system call handed
 // to the waiting core — so TLS, errno and stdio locking work on every core,

@@ -1,9 +1,12 @@
 // Application-processor start-up code. smp.cc copies [trampoline_start,
 // trampoline_end) to physical 0x8000, fills in the data words at its end and
-// sends INIT-SIPI-SIPI; the processor starts here in real mode at 0x8000,
-// switches to protected mode, then long mode on the kernel's page tables,
-// and calls ApEntry(core) on the stack it was given. Addresses are computed
-// relative to the copy at 0x8000.
+// sends INIT-SIPI-SIPI to every processor at once; each starts here in real
+// mode at 0x8000, switches to protected mode, then long mode on the kernel's
+// page tables. There it takes a ticket (an atomic increment: processors run
+// this code together, so nothing here is written but the ticket), loads the
+// boot stack the table gives that ticket, and calls ApStart(ticket). A
+// ticket beyond the table (a processor smp.cc did not count on) halts.
+// Addresses are computed relative to the copy at 0x8000.
 
 #define TRAMPOLINE 0x8000
 #define REL(x) ((x) - trampoline_start + TRAMPOLINE)
@@ -11,7 +14,7 @@
   .section .rodata
   .code16
   .global trampoline_start, trampoline_end
-  .global trampoline_cr3, trampoline_efer, trampoline_stack, trampoline_entry, trampoline_core, trampoline_alive
+  .global trampoline_cr3, trampoline_efer, trampoline_stacks, trampoline_entry, trampoline_slots, trampoline_ticket
 trampoline_start:
   cli
   cld
@@ -19,7 +22,6 @@ trampoline_start:
   movw %ax, %ds
   movw %ax, %es
   movw %ax, %ss
-  movl $1, REL(trampoline_alive)
   lgdtl REL(tr_gdt_ptr)
   movl %cr0, %eax
   orl $1, %eax
@@ -53,9 +55,13 @@ tr_long:
   movw %ax, %ds
   movw %ax, %es
   movw %ax, %ss
-  movq REL(trampoline_stack), %rsp
+  movl $1, %edi
+  lock xaddl %edi, REL(trampoline_ticket)
+  cmpl REL(trampoline_slots), %edi
+  jae 1f
+  movq REL(trampoline_stacks), %rax
+  movq (%rax,%rdi,8), %rsp
   xorl %ebp, %ebp
-  movl REL(trampoline_core), %edi
   movq REL(trampoline_entry), %rax
   callq *%rax
 1:
@@ -75,8 +81,8 @@ tr_gdt_ptr:
   .align 8
 trampoline_cr3: .long 0
 trampoline_efer: .long 0
-trampoline_stack: .quad 0
+trampoline_stacks: .quad 0  // uint64_t[trampoline_slots]: boot stack tops by ticket
 trampoline_entry: .quad 0
-trampoline_core: .long 0
-trampoline_alive: .long 0
+trampoline_slots: .long 0
+trampoline_ticket: .long 0
 trampoline_end:

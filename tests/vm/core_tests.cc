@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "fox/clock.h"
@@ -12,6 +13,12 @@
 #include "fox/future.h"
 #include "fox/timer.h"
 #include "vmtest.h"
+#ifdef FOX_NATIVE
+#include "x86_64/cpu.h"
+#include "x86_64/cpu_init.h"
+#include "x86_64/interrupts.h"
+#include "x86_64/lapic.h"
+#endif
 
 namespace vmtest {
 namespace {
@@ -197,6 +204,68 @@ int Futures(int, char**) {
               (unsigned long long)s.resumes, (unsigned long long)s.stacks_allocated);
   return 0;
 }
+
+#ifdef FOX_NATIVE
+// A remote spawn to a sleeping application core wakes it: after fox.idle=hlt
+// with one wake-up IPI per spawn, after fox.idle=mwait with a write to its
+// doorbell and no interrupt at all (where MWAIT does not wait, only while
+// the core still polls: once halted it needs the IPI). `idle_wake MODE
+// ROUNDS`, MODE being the fox.idle the node booted with; a CPU without
+// MONITOR/MWAIT must have fallen back to HLT.
+int IdleWake(int argc, char** argv) {
+  std::string asked = argc > 1 ? argv[1] : "auto";
+  int rounds = argc > 2 ? std::atoi(argv[2]) : 50;
+  CHECK(fox::core::Online() > fox::core::KernelCores());
+  const int app = fox::core::KernelCores();
+  bool has_mwait = (fox::x86::Cpuid(1).ecx >> 3) & 1;
+  bool mwait = fox::cpu::Idle().mode == fox::cpu::IdleMode::kMwait;
+  if (asked == "hlt") CHECK(!mwait);
+  if (asked == "mwait") {
+    CHECK(mwait == has_mwait);
+    if (!has_mwait) std::printf("idle_wake: this CPU has no MONITOR/MWAIT, fox.idle=mwait fell back to HLT\n");
+  }
+  // The core counts a sleep just before it waits, `sleeping` already set;
+  // it stays asleep until something is spawned to it.
+  // Where MWAIT waits (or with HLT), give the core 0.1 ms to be deep in it;
+  // where the core polls, ring at once, well within its poll.
+  uint64_t settle_ns = fox::cpu::Idle().poll_ns == 0 ? 100000 : 0;
+  auto wait_asleep = [app, settle_ns](uint64_t sleeps) {
+    uint64_t start = fox::clock::NowNs();
+    while (fox::event::GetStats(app).sleeps == sleeps) CHECK(fox::clock::NowNs() - start < 5000000000ull);
+    uint64_t asleep = fox::clock::NowNs();
+    while (fox::clock::NowNs() - asleep < settle_ns) {
+    }
+  };
+  auto sleeps_now = [app] { return fox::event::GetStats(app).sleeps; };
+  wait_asleep(RunOn(app, sleeps_now));
+  auto before = fox::event::GetStats(app);
+  uint64_t interrupts_before = fox::core::InterruptCount(app);
+  uint64_t wake_vector_before = fox::interrupts::Count(app, fox::lapic::kWakeVector);
+  for (int i = 0; i < rounds; ++i) wait_asleep(RunOn(app, sleeps_now));
+  auto after = fox::event::GetStats(app);
+  uint64_t woken = after.wakeups_sent - before.wakeups_sent;
+  uint64_t ipis = after.wakeup_ipis - before.wakeup_ipis;
+  uint64_t interrupts = fox::core::InterruptCount(app) - interrupts_before;
+  uint64_t wake_vector = fox::interrupts::Count(app, fox::lapic::kWakeVector) - wake_vector_before;
+  std::printf("idle_wake: %s, %d spawns to sleeping core %d: %llu wake-ups, %llu by doorbell alone, %llu by IPI, "
+              "%llu interrupts taken (%llu on the wake-up vector)\n",
+              mwait ? "MWAIT" : "HLT", rounds, app, (unsigned long long)woken, (unsigned long long)(woken - ipis),
+              (unsigned long long)ipis, (unsigned long long)interrupts, (unsigned long long)wake_vector);
+  CHECK(woken == uint64_t(rounds));
+  CHECK(interrupts == ipis && wake_vector == ipis);  // an application core takes nothing else
+  if (!mwait) {
+    CHECK(ipis == woken);
+  } else if (fox::cpu::Idle().poll_ns == 0) {
+    CHECK(ipis == 0 && fox::core::InterruptCount(app) == 0);  // none, ever
+  } else {
+    // MWAIT does not wait here: the core polls, then halts. The spawns come
+    // as soon as it went to sleep, well within its poll, unless the
+    // emulator's threads were descheduled meanwhile.
+    CHECK(woken - ipis >= 1);
+  }
+  return 0;
+}
+#endif
 
 namespace {
 volatile int g_depth_limit = 1 << 30;

@@ -64,6 +64,7 @@ int Cores(int argc, char** argv);
 int SpawnStorm(int argc, char** argv);
 int Timers(int argc, char** argv);
 int AppCoresQuiet(int argc, char** argv);
+int IdleWake(int argc, char** argv);
 int Futures(int argc, char** argv);
 int EventStackOverflow(int argc, char** argv);
 int Sas(int argc, char** argv);

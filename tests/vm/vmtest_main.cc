@@ -25,6 +25,7 @@ const Test kTests[] = {
     {"alloc_oom", vmtest::AllocOom},      {"clock", vmtest::Clock},
     {"null_deref", vmtest::NullDeref},    {"stack_overflow", vmtest::StackOverflow},
     {"terminate", vmtest::Terminate},     {"app_quiet", vmtest::AppCoresQuiet},
+    {"idle_wake", vmtest::IdleWake},
     {"event_stack_overflow", vmtest::EventStackOverflow},
     {"sas", vmtest::Sas},                 {"sas_readonly_write", vmtest::SasReadOnlyWrite},
     {"nic_arp", vmtest::NicArp},          {"l2_exchange", vmtest::L2Exchange},

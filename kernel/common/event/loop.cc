@@ -82,7 +82,7 @@ void Loop::PushRemote(Node* node) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (sleeping.load(std::memory_order_seq_cst)) {
     wakeups_sent.fetch_add(1, std::memory_order_relaxed);
-    platform::Wake(core_);
+    if (platform::Wake(core_)) wakeup_ipis.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
@@ -293,7 +293,7 @@ void Loop::Block(Function<void(Continuation)> arm) {
 
 Stats Loop::stats() const {
   return Stats{local_events_, remote_received.load(std::memory_order_relaxed),
-               wakeups_sent.load(std::memory_order_relaxed), sleeps_, blocks_, resumes_, timers_fired_,
+               wakeups_sent.load(std::memory_order_relaxed), wakeup_ipis.load(std::memory_order_relaxed), sleeps_, blocks_, resumes_, timers_fired_,
                stacks_};
 }
 

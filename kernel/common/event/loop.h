@@ -81,6 +81,7 @@ class Loop {
   // Statistics updated by other cores.
   std::atomic<uint64_t> remote_received{0};
   std::atomic<uint64_t> wakeups_sent{0};
+  std::atomic<uint64_t> wakeup_ipis{0};
 
  private:
   struct Timer {

@@ -12,8 +12,9 @@ namespace fox::event::platform {
 // disabled; returns with interrupts disabled.
 void WaitForWork(uint64_t deadline_ns);
 
-// Makes core `core` return from WaitForWork. Any context.
-void Wake(int core);
+// Makes core `core` return from WaitForWork. Any context. Returns whether
+// that took an interrupt (an IPI) rather than a write the core watches.
+bool Wake(int core);
 
 // Whether this core can be woken by its own timer (kernel cores natively).
 // Cores that cannot are never put to sleep while a timer is armed.

@@ -98,7 +98,8 @@ void SetLoopHooks(const LoopHooks* hooks);
 struct Stats {
   uint64_t local_events;   // Spawn
   uint64_t remote_events;  // SpawnRemote received
-  uint64_t wakeups_sent;   // IPIs (or host wake-ups) sent to sleeping cores
+  uint64_t wakeups_sent;   // wake-ups sent to this core while it slept (or was about to)
+  uint64_t wakeup_ipis;    // of those, IPIs; the rest rang its doorbell (MWAIT) or a host eventfd
   uint64_t sleeps;         // times the core went to sleep
   uint64_t blocks;         // Block calls
   uint64_t resumes;
