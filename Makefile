@@ -53,7 +53,7 @@ run: native
 	python3 boot/qemu_run.py --image $(NATIVE)/$(APP).elf --append "$(ARGS)"
 
 bench: all
-	@set -e; for b in $(if $(B),$(B),$(notdir $(basename $(wildcard tests/bench/*.py)))); do \
+	@set -e; for b in $(if $(B),$(B),$(filter-out am_cluster tcp_sink,$(notdir $(basename $(wildcard tests/bench/*.py))))); do \
 	  echo "== bench $$b"; python3 tests/bench/$$b.py; done
 
 debug: native

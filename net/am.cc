@@ -52,6 +52,7 @@ struct ReceiverSlot {
 
 struct Waiter {
   NodeId node;
+  size_t length;  // of the message it waits to send
   event::Continuation continuation;
 };
 
@@ -185,7 +186,9 @@ void Pump() {
     next = g.endpoint->Poll(now, kTransmit, [&](NodeId n, PeerState s) { changes.emplace_back(n, s); });
     for (size_t i = 0; i < g.waiters.size();) {
       NodeId n = g.waiters[i].node;
-      if (g.endpoint->CanSend(n) || g.endpoint->State(n) == PeerState::kDead) {
+      PeerState st = g.endpoint->State(n);
+      bool gone = st == PeerState::kDead || st == PeerState::kUnknown;  // Send fails: let it say so
+      if (gone || g.endpoint->CanSend(n, g.waiters[i].length)) {
         ready.push_back(std::move(g.waiters[i]));
         g.waiters[i] = std::move(g.waiters.back());
         g.waiters.pop_back();
@@ -543,10 +546,10 @@ Result<void> SendWait(NodeId node, uint32_t ebb, uint16_t handler, const void* d
       });
       continue;
     }
-    event::Block([node](event::Continuation c) {
+    event::Block([node, length](event::Continuation c) {
       {
         Locked l;
-        g.waiters.push_back({node, std::move(c)});
+        g.waiters.push_back({node, length, std::move(c)});
         g.have_waiters.store(true, std::memory_order_relaxed);
       }
       g.pump->Fire();

@@ -245,7 +245,10 @@ uint64_t AmEndpoint::PollPeer(Peer& p, uint64_t now_ns, TransmitFn transmit, Sta
   uint64_t channel_next =
       p.channel.Poll(now_ns, [&](const uint8_t* f, size_t n) { return transmit(address, f, n); });
   if (channel_next < next) next = channel_next;
-  if (!p.builder.empty() && p.pending_since + config_.flush_delay_ns < next) {
+  // A buffer waiting for the flush delay needs a timer; one waiting for the
+  // window (the channel refused it) is flushed by the acks that open it
+  // (OnDatagram), so asking for a timer would only spin.
+  if (!p.builder.empty() && p.channel.CanSend() && p.pending_since + config_.flush_delay_ns < next) {
     next = p.pending_since + config_.flush_delay_ns;
   }
   if (p.next_heartbeat < next) next = p.next_heartbeat;

@@ -15,6 +15,7 @@
 //   N:dead,PEER,MS               wait (at most MS) until PEER is declared dead
 //   N:quit,PEER[,PEER...]        tell peers to finish
 //   N:sleep,MS
+//   N:tcp,PORT,MIB               (native) send MIB MiB over lwIP TCP to 10.77.0.1:PORT
 // A node runs its steps in order, then waits for a quit message (unless its
 // last step was a quit), prints its transport counters and exits 0; any
 // failed check exits 1. Transport settings come from the boot arguments
@@ -47,12 +48,17 @@ enum Handler : uint16_t {
   kEcho = 1, kEchoReply, kStream, kStreamDone, kStreamAck, kQuit, kRate, kRateDone, kRateResult,
 };
 
+[[noreturn]] void Fail() {
+  fox::am::LogStats();  // what the transport saw, for the post-mortem
+  std::fflush(stdout);
+  std::exit(1);
+}
+
 #define CHECK(cond)                                                                    \
   do {                                                                                 \
     if (!(cond)) {                                                                     \
       std::printf("am_node: CHECK FAILED: %s at %s:%d\n", #cond, __FILE__, __LINE__);  \
-      std::fflush(stdout);                                                             \
-      std::exit(1);                                                                    \
+      Fail();                                                                          \
     }                                                                                  \
   } while (0)
 
@@ -182,7 +188,7 @@ void SendOrDie(NodeId to, uint16_t handler, const void* data, size_t len) {
   auto r = fox::am::SendWait(to, kEbb, handler, data, len);
   if (!r.ok()) {
     std::printf("am_node: send to node %u failed: %s\n", to, fox::ErrorName(r.error()));
-    std::exit(1);
+    Fail();
   }
 }
 
@@ -292,6 +298,32 @@ void WaitDead(NodeId peer, uint64_t ms) {
   CHECK(fox::am::Send(peer, kEbb, kEcho, "x", 1).error() == fox::Error::kNotFound);
 }
 
+#ifdef FOX_NATIVE
+// Sends `mb` MiB over lwIP TCP to the host side (10.77.0.1:port), waiting
+// for each chunk to be in lwIP's buffer before the next (backpressure).
+void TcpSend(uint16_t port, uint64_t mb) {
+  auto host = fox::net::Ipv4::Parse("10.77.0.1");
+  CHECK(host.ok());
+  auto sock = fox::net::TcpSocket::Connect({*host, port}).Block();
+  if (sock.status() != fox::net::Status::kOk) {
+    std::printf("am_node: tcp connect: %s\n", fox::net::StatusName(sock.status()));
+    std::exit(1);
+  }
+  std::vector<uint8_t> chunk(64 * 1024);
+  for (size_t k = 0; k < chunk.size(); ++k) chunk[k] = uint8_t(k * 7);
+  uint64_t t0 = fox::clock::NowNs();
+  uint64_t total = mb << 20;
+  for (uint64_t sent = 0; sent < total; sent += chunk.size()) {
+    auto st = sock.Send(chunk.data(), chunk.size()).Block();
+    CHECK(st == fox::net::Status::kOk);
+  }
+  uint64_t ns = fox::clock::NowNs() - t0;
+  std::printf("tcp: sent %llu MiB in %llu ms: %.1f MiB/s\n", (unsigned long long)mb,
+              (unsigned long long)(ns / 1000000), double(total) / (1 << 20) / (ns / 1e9));
+  sock.Close();
+}
+#endif
+
 std::vector<std::string> Split(const std::string& s, char sep) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -371,6 +403,11 @@ int main(int argc, char** argv) {
       // Let the quit messages be acknowledged before this node goes away.
       WaitUntil([] { return false; }, 300);
       quit_sent = true;
+#ifdef FOX_NATIVE
+    } else if (what == "tcp") {
+      TcpSend(uint16_t(Num(v, 1, 5001)), Num(v, 2, 16));
+      quit_sent = true;  // nothing to wait for
+#endif
     } else if (what == "sleep") {
       WaitUntil([] { return false; }, Num(v, 1, 100));
     } else {

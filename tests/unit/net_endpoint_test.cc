@@ -265,6 +265,10 @@ TEST(AmEndpoint, BackpressureWhenTheWindowIsFull) {
   EXPECT_EQ(r.error(), Error::kBusy);
   EXPECT_EQ(sent, 5u);  // 4 frames in the window + 1 in the aggregation buffer
   EXPECT_FALSE(c.ep(0).CanSend(2, 1000));
+  // Past the flush delay, a buffer held back by the full window must not ask
+  // for an immediate Poll (the driver would spin instead of reading acks).
+  uint64_t later = c.now() + 1 * kMs;
+  EXPECT_GT(c.ep(0).Poll(later, c.Tx(0), [](NodeId, PeerState) {}), later);
   c.RunUntil(c.now() + 10 * kMs);
   EXPECT_TRUE(c.ep(0).CanSend(2, 1000));
   ASSERT_TRUE(c.Send(0, 1, 5, 1, Payload(sent++, 1000)).ok());

@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""make bench B=am_rtt: 64-byte active-message round trip between two fox
+nodes, against a UDP round trip between two Linux guests with the same QEMU
+options (1 vCPU, -m 128, virtio-net-pci on a bridge in a private namespace),
+measured one pair after the other in this run. Prints
+
+    am_rtt.fox_us MEDIAN us          (node 1 -> node 0 -> node 1, handler at interrupt level)
+    am_rtt.linux_udp_rtt_us MEDIAN us
+    am_rtt.ratio R                   (fox / Linux; target <= 0.5)
+
+Needs root (network namespaces).
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import am_cluster  # noqa: E402
+import linux_udp_rtt  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--count", type=int, default=1000)
+    a = ap.parse_args()
+    accel = am_cluster.qemu_run.bench_accel("am_rtt")
+    out = am_cluster.run_cluster(2, "%s -- 1:rtt,0,%d 1:quit,0" % (am_cluster.PEERS, a.count), accel)
+    m = am_cluster.find(r"am_rtt: \d+ round trips of 64 bytes with node 0: median ([\d.]+) us, mean ([\d.]+) us, "
+                        r"min ([\d.]+) us", out, "fox round-trip figures")
+    fox_median, fox_mean, fox_min = (float(x) for x in m.groups())
+    linux = linux_udp_rtt.measure_linux_udp_rtt(count=a.count, size=64, accel=accel)
+    print("am_rtt.fox_us %.1f us" % fox_median)
+    print("am_rtt.fox_mean_us %.1f us" % fox_mean)
+    print("am_rtt.fox_min_us %.1f us" % fox_min)
+    print("am_rtt.linux_udp_rtt_us %.1f us" % linux["median_us"])
+    print("am_rtt.linux_udp_rtt_mean_us %.1f us" % linux["mean_us"])
+    print("am_rtt.ratio %.2f (fox / Linux guests, median; target <= 0.5; accel %s)"
+          % (fox_median / linux["median_us"], accel))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
