@@ -75,7 +75,7 @@ fox_vm_test(terminate IMAGE vmtest ARGS "-- terminate" EXIT ${PANIC}
   EXPECT "terminate called after throwing an instance of 'std::runtime_error'" "PANIC on core 0: abort\\(\\) called"
          "std::terminate\\(\\)" "vmtest::ThrowUncaught\\(\\)")
 fox_vm_test(bad_boot_arg IMAGE hello ARGS "fox.bogus=1" EXIT ${USAGE}
-  EXPECT "E boot: unknown boot argument 'fox.bogus' \\(known: fox.log, fox.stack, fox.kcores, fox.idle, fox.node, fox.ip, fox.gw\\)"
+  EXPECT "E boot: unknown boot argument 'fox.bogus' \\(known: fox.log, fox.stack, fox.kcores, fox.idle, fox.node, fox.ip, fox.gw, fox.job, fox.key, fox.amport, fox.peers, fox.aggregate\\)"
   REJECT "Hello from fox")
 fox_vm_test(bad_boot_value IMAGE hello ARGS "fox.log=loud -- x" EXIT ${USAGE}
   EXPECT "bad boot argument 'fox.log=loud': expected one of debug\\|info\\|warn\\|error"
