@@ -64,7 +64,7 @@ void IdAllocator::SetSource(IdRangeSource* source) {
 }
 
 namespace {
-constinit LocalIdRangeSource g_local_source;
+constinit LocalIdRangeSource g_local_source(kFirstDynamicId, kFirstGlobalDynamicId - 1);
 constinit IdAllocator g_default_allocator(&g_local_source);
 }  // namespace
 

@@ -14,6 +14,8 @@
 //   N:rate,PEER,COUNT,SIZE       COUNT one-way messages; PEER reports the rate
 //   N:dead,PEER,MS               wait (at most MS) until PEER is declared dead
 //   N:quit,PEER[,PEER...]        tell peers to finish
+//   N:idmap,COUNT,OTHER          COUNT job-wide Ebb ids (GlobalIdMap, served by
+//                                node 0), checked disjoint from node OTHER's
 //   N:sleep,MS
 //   N:tcp,PORT,MIB               (native) send MIB MiB over lwIP TCP to 10.77.0.1:PORT
 // A node runs its steps in order, then waits for a quit message (unless its
@@ -31,6 +33,8 @@
 
 #include "fox/clock.h"
 #include "fox/core.h"
+#include "fox/ebb/global_id_map.h"
+#include "fox/ebb/messenger.h"
 #include "fox/event.h"
 #include "fox/net/am.h"
 #include "fox/timer.h"
@@ -370,6 +374,57 @@ void TcpSend(uint16_t port, uint64_t mb) {
 }
 #endif
 
+// Job-wide Ebb ids through the GlobalIdMap (served by node 0): takes `count`
+// ids with AllocateId() from job-wide ranges, publishes its ranges in the
+// map under key kRangesKey + node, waits for node `other`'s list and checks
+// that no id was handed to both.
+constexpr fox::ebb::EbbId kRangesKey = 0x40000000;
+
+std::string RangesOf(const std::vector<fox::ebb::EbbId>& ids) {
+  std::string out;
+  for (size_t i = 0; i < ids.size();) {
+    size_t j = i + 1;
+    while (j < ids.size() && ids[j] == ids[j - 1] + 1) ++j;
+    out += std::to_string(ids[i]) + ":" + std::to_string(j - i) + ",";
+    i = j;
+  }
+  return out;
+}
+
+void IdMap(uint64_t count, NodeId other) {
+  auto map = fox::ebb::GlobalIdMap::Get();
+  fox::ebb::SetIdRangeSource(map->RangeSource());
+  std::vector<fox::ebb::EbbId> ids;
+  for (uint64_t i = 0; i < count; ++i) {
+    fox::ebb::EbbId id = fox::ebb::AllocateId();
+    CHECK(id >= fox::ebb::kFirstGlobalDynamicId);
+    CHECK(ids.empty() || id > ids.back());  // one node's ids only grow
+    ids.push_back(id);
+  }
+  std::string mine = RangesOf(ids);
+  NodeId me = fox::am::Self();
+  CHECK(map->Set(kRangesKey + me, mine).Block().ok());
+  std::string theirs;
+  bool found = WaitUntil([&] {
+    auto r = map->Lookup(kRangesKey + other).Block();
+    if (r.ok()) theirs = *r;
+    return r.ok();
+  }, 60'000);
+  CHECK(found);
+  size_t ranges = 0;
+  for (size_t pos = 0; pos < theirs.size();) {
+    size_t colon = theirs.find(':', pos), comma = theirs.find(',', pos);
+    CHECK(colon != std::string::npos && comma != std::string::npos && colon < comma);
+    uint64_t first = std::strtoull(theirs.c_str() + pos, nullptr, 10);
+    uint64_t n = std::strtoull(theirs.c_str() + colon + 1, nullptr, 10);
+    for (auto id : ids) CHECK(id < first || id >= first + n);
+    ++ranges;
+    pos = comma + 1;
+  }
+  std::printf("idmap: node %u: %zu job-wide ids in %zu ranges, none in node %u's %zu ranges\n", me, ids.size(),
+              std::count(mine.begin(), mine.end(), ','), other, ranges);
+}
+
 std::vector<std::string> Split(const std::string& s, char sep) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -415,6 +470,9 @@ int main(int argc, char** argv) {
     std::printf("am_node: cannot start the transport: %s\n", fox::ErrorName(started.error()));
     return 1;
   }
+  // Every node runs the GlobalIdMap Ebb (node 0 serves it) and the Messenger.
+  CHECK(fox::ebb::GlobalIdMap::Get()->server() == 0);
+  CHECK(fox::ebb::Messenger::Get()->Self() == config->self);
   fox::am::OnPeerState([](NodeId n, fox::am::PeerState s) {
     std::printf("am_node: node %u is %s\n", n, fox::net::PeerStateName(s));
   });
@@ -456,6 +514,8 @@ int main(int argc, char** argv) {
       TcpSend(uint16_t(Num(v, 1, 5001)), Num(v, 2, 16));
       quit_sent = true;  // nothing to wait for
 #endif
+    } else if (what == "idmap") {
+      IdMap(Num(v, 1, 600), NodeId(Num(v, 2, 0)));
     } else if (what == "sleep") {
       WaitUntil([] { return false; }, Num(v, 1, 100));
     } else {

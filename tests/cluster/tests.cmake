@@ -131,3 +131,14 @@ fox_cluster_test(am_bad_frames NODES 1 IMAGE am_node TIMEOUT 120
          "0:am stats: dropped out_of_window 20" "0:am stats: dropped stale 20" "0:am stats: dropped truncated 40"
          "0:am stats: dropped bad_length 20"
          "0:am: stream from node 100: 2000 messages in order, 0 errors" "0:am_node: node 0 done, 0 errors")
+
+# The GlobalIdMap Ebb's network half: node 0 serves it; a native node and a
+# Linux process each take 600 job-wide Ebb ids (AllocateId over ranges from
+# the map), publish their ranges in the map and check them disjoint from the
+# other's, read back through the map.
+fox_cluster_test(am_global_id_map NODES 2 IMAGE am_node TIMEOUT 120
+  ARGS "${am_peers} -- 1:idmap,600,100"
+  HOST_AFTER "1:am_node: ready"
+  HOST_CMD "${am_hosted} 100:idmap,600,1 100:sleep,300 100:quit,0,1"
+  EXPECT "1:idmap: node 1: 600 job-wide ids in [0-9]+ ranges, none in node 100's [0-9]+ ranges"
+         "0:am_node: node 0 done, 0 errors")

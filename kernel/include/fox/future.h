@@ -55,7 +55,7 @@ struct State {
     {
       SpinGuard guard(lock);
       if (ready) return;  // fulfilled twice: the first result stands
-      value = std::move(v);
+      if (v) value.emplace(std::move(*v));  // T need not be assignable (Result<T> is not)
       error = std::move(e);
       ready = true;
       waiter = std::move(on_ready);

@@ -27,6 +27,11 @@ inline constexpr EbbId kFirstStaticId = 1;
 inline constexpr EbbId kFirstDynamicId = 1u << 14;
 inline constexpr uint32_t kStaticIdCount = kFirstDynamicId - kFirstStaticId;
 inline constexpr EbbId kLastDynamicId = 0xFFFFFFFEu;
+// Dynamic ids split in two: node-local ranges (the default allocator's
+// LocalIdRangeSource) come from below kFirstGlobalDynamicId, job-wide ranges
+// (the GlobalIdMap Ebb, served over the network) from it upwards, so an id
+// handed out before a node switched to job-wide ranges never collides.
+inline constexpr EbbId kFirstGlobalDynamicId = 0x80000000u;
 
 constexpr bool IsStaticId(EbbId id) { return id >= kFirstStaticId && id < kFirstDynamicId; }
 constexpr bool IsDynamicId(EbbId id) { return id >= kFirstDynamicId && id <= kLastDynamicId; }
