@@ -291,12 +291,14 @@ void Rtt(NodeId peer, uint64_t count) {
     SendOrDie(peer, kEcho, buf, sizeof buf);
     fox::am::Flush(peer);
 #ifdef FOX_NATIVE
-    // The reply is handled at interrupt level on this very core: spin.
-    uint64_t deadline = t0 + 5'000'000'000ull;
-    while (n.echo_replies.load(std::memory_order_acquire) == base) {
-      CHECK(fox::clock::NowNs() < deadline);
+    // The reply is handled at interrupt level on this very core: spin for
+    // a while; a frame that needs the transport's timers (a retransmission,
+    // the first one waiting for ARP) needs events to run: then wait.
+    uint64_t spin_until = t0 + 20'000'000;
+    while (n.echo_replies.load(std::memory_order_acquire) == base && fox::clock::NowNs() < spin_until) {
       __builtin_ia32_pause();
     }
+    CHECK(WaitUntil([&] { return n.echo_replies.load(std::memory_order_acquire) != base; }, 5000));
 #else
     CHECK(WaitUntil([&] { return n.echo_replies.load(std::memory_order_acquire) != base; }, 5000));
 #endif
