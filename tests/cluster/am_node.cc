@@ -17,6 +17,7 @@
 //   N:idmap,COUNT,OTHER          COUNT job-wide Ebb ids (GlobalIdMap, served by
 //                                node 0), checked disjoint from node OTHER's
 //   N:sleep,MS
+//   N:tcp_echo,PORT,CONNS        (native) TCP echo server for CONNS connections
 //   N:tcp,PORT,MIB               (native) send MIB MiB over lwIP TCP to 10.77.0.1:PORT
 // A node runs its steps in order, then waits for a quit message (unless its
 // last step was a quit), prints its transport counters and exits 0; any
@@ -374,6 +375,32 @@ void TcpSend(uint16_t port, uint64_t mb) {
               (unsigned long long)(ns / 1000000), double(total) / (1 << 20) / (ns / 1e9));
   sock.Close();
 }
+
+// Echoes TCP on `port` for `connections` connections (each until the client
+// closes), for a Linux client in the cluster's namespace.
+void TcpEcho(uint16_t port, uint64_t connections) {
+  auto closed = std::make_shared<std::atomic<uint64_t>>(0);
+  auto bytes = std::make_shared<std::atomic<uint64_t>>(0);
+  auto listener = fox::net::TcpListener::Listen(port, [closed, bytes](fox::net::TcpSocket sock) {
+    auto s = std::make_shared<fox::net::TcpSocket>(std::move(sock));
+    s->OnReceive([s, bytes](fox::net::Packet data) {
+      std::string text = data.ToString();
+      bytes->fetch_add(text.size());
+      (void)s->Send(text.data(), text.size());
+    });
+    s->OnClose([s, closed](fox::net::Status) {
+      s->Close();
+      closed->fetch_add(1);
+    });
+  }).Block();
+  CHECK(listener.status() == fox::net::Status::kOk);
+  std::printf("tcp_echo: listening on port %u\n", port);
+  std::fflush(stdout);
+  CHECK(WaitUntil([&] { return closed->load() >= connections; }, 300'000));
+  listener.Close();
+  std::printf("tcp_echo: %llu connections, %llu bytes echoed\n", (unsigned long long)closed->load(),
+              (unsigned long long)bytes->load());
+}
 #endif
 
 // Job-wide Ebb ids through the GlobalIdMap (served by node 0): takes `count`
@@ -512,6 +539,9 @@ int main(int argc, char** argv) {
       WaitUntil([] { return false; }, 300);
       quit_sent = true;
 #ifdef FOX_NATIVE
+    } else if (what == "tcp_echo") {
+      TcpEcho(uint16_t(Num(v, 1, 7)), Num(v, 2, 1));
+      quit_sent = true;
     } else if (what == "tcp") {
       TcpSend(uint16_t(Num(v, 1, 5001)), Num(v, 2, 16));
       quit_sent = true;  // nothing to wait for

@@ -142,3 +142,11 @@ fox_cluster_test(am_global_id_map NODES 2 IMAGE am_node TIMEOUT 120
   HOST_CMD "${am_hosted} 100:idmap,600,1 100:sleep,300 100:quit,0,1"
   EXPECT "1:idmap: node 1: 600 job-wide ids in [0-9]+ ranges, none in node 100's [0-9]+ ranges"
          "0:am_node: node 0 done, 0 errors")
+
+# TCP echo from a Linux client (Python, in the namespace) to lwIP on a node:
+# three connections at once, 200 KB each, every byte back in order.
+fox_cluster_test(tcp_echo_linux_client NODES 1 IMAGE am_node TIMEOUT 120
+  ARGS "${am_peers} -- 0:tcp_echo,7,3"
+  HOST_AFTER "0:tcp_echo: listening on port 7"
+  HOST_CMD "python3 tests/cluster/tcp_echo_client.py 10.77.0.10 7 3 200000"
+  EXPECT "0:tcp_echo: 3 connections, 600000 bytes echoed")
