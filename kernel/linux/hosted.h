@@ -11,6 +11,8 @@ struct CoreState {
   int epoll_fd = -1;
   int wake_fd = -1;   // eventfd: other cores wake this one
   int timer_fd = -1;  // timerfd: this core's next timer
+  std::atomic<bool> has_watches{false};  // WatchReadable added a descriptor
+  uint64_t last_poll_ns = 0;             // PollWhileBusy's last look (this core only)
 };
 
 extern CoreState g_cores[core::kMaxCores];

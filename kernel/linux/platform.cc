@@ -51,7 +51,9 @@ bool WatchReadable(int core, int fd, void (*fn)(void*), void* arg) {
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = kWatchTag | uint64_t(index);
-  return epoll_ctl(g_cores[core].epoll_fd, EPOLL_CTL_ADD, fd, &ev) == 0;
+  if (epoll_ctl(g_cores[core].epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) return false;
+  g_cores[core].has_watches.store(true, std::memory_order_relaxed);
+  return true;
 }
 
 }  // namespace hosted
@@ -110,6 +112,21 @@ void irq::Restore(bool) {}
 
 namespace event::platform {
 
+// Drains wake-ups and timer expiries, and runs the watches that fired.
+void HandleEvents(hosted::CoreState& c, epoll_event* events, int n) {
+  for (int i = 0; i < n; ++i) {
+    uint64_t drain;
+    if (events[i].data.u64 & hosted::kWatchTag) {
+      const hosted::FdWatch& w = hosted::g_watches[events[i].data.u64 & ~hosted::kWatchTag];
+      w.fn(w.arg);
+      continue;
+    }
+    if (events[i].data.fd == c.wake_fd || events[i].data.fd == c.timer_fd) {
+      (void)::read(events[i].data.fd, &drain, sizeof drain);
+    }
+  }
+}
+
 void WaitForWork(uint64_t deadline_ns) {
   hosted::CoreState& c = g_cores[hosted::t_core];
   itimerspec spec{};
@@ -126,17 +143,18 @@ void WaitForWork(uint64_t deadline_ns) {
   timerfd_settime(c.timer_fd, TFD_TIMER_ABSTIME, &spec, nullptr);
   epoll_event events[8];
   int n = epoll_wait(c.epoll_fd, events, 8, -1);
-  for (int i = 0; i < n; ++i) {
-    uint64_t drain;
-    if (events[i].data.u64 & hosted::kWatchTag) {
-      const hosted::FdWatch& w = hosted::g_watches[events[i].data.u64 & ~hosted::kWatchTag];
-      w.fn(w.arg);
-      continue;
-    }
-    if (events[i].data.fd == c.wake_fd || events[i].data.fd == c.timer_fd) {
-      (void)::read(events[i].data.fd, &drain, sizeof drain);
-    }
-  }
+  HandleEvents(c, events, n);
+}
+
+void PollWhileBusy() {
+  hosted::CoreState& c = g_cores[hosted::t_core];
+  if (!c.has_watches.load(std::memory_order_relaxed)) return;
+  uint64_t now = clock::NowNs();
+  if (now - c.last_poll_ns < 100'000) return;
+  c.last_poll_ns = now;
+  epoll_event events[8];
+  int n = epoll_wait(c.epoll_fd, events, 8, 0);
+  HandleEvents(c, events, n);
 }
 
 bool Wake(int target) {

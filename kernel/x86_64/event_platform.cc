@@ -99,6 +99,8 @@ void WaitMwait(Doorbell& bell, uint64_t deadline_ns) {
 
 }  // namespace
 
+void PollWhileBusy() {}  // devices interrupt
+
 void WaitForWork(uint64_t deadline_ns) {
   bool kernel_core = percpu::Current()->kernel_core;
   if (kernel_core) lapic::ArmTimer(deadline_ns ? tsc::EntryTsc() + tsc::NsToTicks(deadline_ns) : 0);

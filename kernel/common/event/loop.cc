@@ -235,6 +235,7 @@ void Loop::Run() {
 void Loop::Loop_() {
   for (;;) {
     if (const LoopHooks* hooks = g_hooks.load(std::memory_order_acquire)) hooks->between_events();
+    platform::PollWhileBusy();
     bool worked = RunTimers(clock::NowNs());
     // A bounded batch of local events, then remote ones: no queue starves.
     for (size_t budget = kRemoteBatch; budget > 0 && local_head_ < local_.size(); --budget) {

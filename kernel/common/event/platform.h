@@ -12,6 +12,12 @@ namespace fox::event::platform {
 // disabled; returns with interrupts disabled.
 void WaitForWork(uint64_t deadline_ns);
 
+// Called by the loop between rounds of events on a busy core: lets a
+// platform whose devices only speak up while the core sleeps look at them
+// anyway (hosted: watched descriptors, checked at most every 100 us).
+// Native: nothing (devices interrupt).
+void PollWhileBusy();
+
 // Makes core `core` return from WaitForWork. Any context. Returns whether
 // that took an interrupt (an IPI) rather than a write the core watches.
 bool Wake(int core);
