@@ -167,6 +167,7 @@ DropReason AmEndpoint::OnDatagram(const uint8_t* bytes, size_t len, uint64_t now
   }
   Peer& peer = *p;
   if (peer.state != PeerState::kDead) peer.detector.Touch(now_ns);  // any authenticated frame: alive
+  size_t queued_before = peer.builder.message_count();
   why = peer.channel.OnReceive(*view, now_ns, [&](const FrameView& frame) {
     for (AmMessage m : frame) {
       if (m.ebb == kSystemEbb) {
@@ -186,8 +187,11 @@ DropReason AmEndpoint::OnDatagram(const uint8_t* bytes, size_t len, uint64_t now
   }
   uint64_t address = peer.address;
   if (peer.state != PeerState::kDead) {
-    // Acks may have opened the window for a buffer that is due.
-    if (!peer.builder.empty() && peer.pending_since + config_.flush_delay_ns <= now_ns) {
+    // Replies written by the handlers of this frame go out now, all in one
+    // frame (with the ack riding on it), rather than after the flush delay;
+    // and acks may have opened the window for a buffer that is due.
+    bool replied = peer.builder.message_count() > queued_before;
+    if (!peer.builder.empty() && (replied || peer.pending_since + config_.flush_delay_ns <= now_ns)) {
       FlushPeer(peer, now_ns, transmit);
     }
     peer.channel.Poll(now_ns, [&](const uint8_t* f, size_t n) { return transmit(address, f, n); });

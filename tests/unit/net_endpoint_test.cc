@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <queue>
 #include <random>
@@ -146,6 +147,7 @@ class Cluster {
                                [&](NodeId from, const AmMessage& m) {
                                  inbox_[p.to].push_back({from, m.ebb, m.handler,
                                                          std::vector<uint8_t>(m.data, m.data + m.length)});
+                                 if (on_deliver) on_deliver(p.to, inbox_[p.to].back());
                                },
                                Tx(p.to));
       }
@@ -160,6 +162,8 @@ class Cluster {
   }
 
   std::vector<std::vector<uint8_t>> captured;  // every datagram sent, when capture is on
+  // Called inside delivery (where a handler would send its reply).
+  std::function<void(int node, const Delivered& d)> on_deliver;
   bool capture = false;
 
  private:
@@ -226,6 +230,23 @@ TEST(AmEndpoint, AggregatesSmallMessagesIntoFewFrames) {
   uint64_t frames = c.ep(0).counters().frames_flushed;
   EXPECT_LE(frames, 1000u / 35 + 2);
   EXPECT_GE(c.ep(0).counters().flush_on_full, 1000u / 35 - 1);
+}
+
+TEST(AmEndpoint, RepliesLeaveAtTheEndOfTheFrameThatAskedForThem) {
+  EndpointConfig cfg = Quiet();
+  cfg.flush_delay_ns = 10 * kMs;  // long: only the reply rule can explain a fast answer
+  Cluster c(2, cfg, {});
+  c.RunUntil(c.now() + 1 * kMs);
+  c.on_deliver = [&](int node, const Delivered& d) {
+    if (node == 1 && d.handler == 1) ASSERT_TRUE(c.Send(1, 0, 5, 2, d.data).ok());
+  };
+  uint64_t frames = c.ep(1).counters().frames_flushed;
+  for (uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(c.Send(0, 1, 5, 1, Payload(i, 16)).ok());
+  c.ep(0).Flush(AmEndpoint::kAnyPeer, c.now(), c.Tx(0));
+  c.RunUntil(c.now() + 200 * kUs);  // 50 us each way
+  ASSERT_EQ(c.inbox(0).size(), 3u);
+  for (uint64_t i = 0; i < 3; ++i) EXPECT_EQ(c.inbox(0)[i].data, Payload(i, 16));
+  EXPECT_EQ(c.ep(1).counters().frames_flushed, frames + 1);  // three replies, one frame
 }
 
 TEST(AmEndpoint, UnaggregatedSendsOneFramePerMessage) {

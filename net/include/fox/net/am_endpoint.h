@@ -14,6 +14,8 @@
 // Receiving: OnDatagram(bytes) decodes and authenticates the frame, feeds
 // the peer's channel, and calls `deliver` for each message now in order,
 // exactly once. Heartbeat messages (ebb kSystemEbb) are consumed here.
+// Messages the handlers send back to the frame's sender during delivery
+// (replies) leave at the end of OnDatagram, together in one frame.
 //
 // Failure: every `heartbeat_ns` each live peer gets a heartbeat message;
 // their arrivals feed the peer's detector (interval samples), and any other
