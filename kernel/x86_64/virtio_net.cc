@@ -47,17 +47,17 @@ constexpr uint16_t kNoVector = 0xFFFF;
 
 // Legacy register offsets in I/O BAR0 (virtio 0.9.5 / virtio 1.0 §4.1.4.8).
 enum LegacyReg : uint16_t {
-  kLegacyDeviceFeatures = 0,   // u32, read
-  kLegacyGuestFeatures = 4,    // u32, write
-  kLegacyQueuePfn = 8,         // u32: ring address >> 12
-  kLegacyQueueSize = 12,       // u16, read only
-  kLegacyQueueSelect = 14,     // u16
-  kLegacyQueueNotify = 16,     // u16
-  kLegacyStatus = 18,          // u8
-  kLegacyIsr = 19,             // u8
-  kLegacyConfigVector = 20,    // u16, only while MSI-X is enabled
-  kLegacyQueueVector = 22,     // u16, only while MSI-X is enabled
-  kLegacyDeviceConfigMsiX = 24,  // device config with MSI-X enabled (20 without)
+  kLegacyDeviceFeatures = 0,    // u32, read
+  kLegacyGuestFeatures = 4,     // u32, write
+  kLegacyQueuePfn = 8,          // u32: ring address >> 12
+  kLegacyQueueSize = 12,        // u16, read only
+  kLegacyQueueSelect = 14,      // u16
+  kLegacyQueueNotify = 16,      // u16
+  kLegacyStatus = 18,           // u8
+  kLegacyIsr = 19,              // u8
+  kLegacyConfigVector = 20,     // u16, only while MSI-X is enabled
+  kLegacyQueueVector = 22,      // u16, only while MSI-X is enabled
+  kLegacyDeviceConfigMsiX = 24, // device config with MSI-X enabled (20 without)
 };
 
 inline uint32_t Inl(uint16_t port) {
