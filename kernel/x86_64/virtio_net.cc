@@ -57,7 +57,7 @@ enum LegacyReg : uint16_t {
   kLegacyIsr = 19,              // u8
   kLegacyConfigVector = 20,     // u16, only while MSI-X is enabled
   kLegacyQueueVector = 22,      // u16, only while MSI-X is enabled
-  kLegacyDeviceConfigMsiX = 24, // device config with MSI-X enabled (20 without)
+  kLegacyDeviceConfigMsiX = 24,  // device config with MSI-X enabled (20 without)
 };
 
 inline uint32_t Inl(uint16_t port) {
