@@ -106,6 +106,10 @@ def qemu_command(image, append, smp, mem, accel, cdrom, gdb, debug_exit=True, ne
         # QEMU's own user-mode network, restricted: the guest reaches only
         # QEMU's virtual gateway (10.0.2.2), never the host's network.
         cmd += ["-netdev", "user,id=n0,restrict=on", "-device", "virtio-net-pci,netdev=n0"]
+    elif net == "user-legacy":
+        # The same network through a legacy-only (virtio 0.9.5) device: I/O
+        # port BAR0, no modern capabilities, MSI-X still offered.
+        cmd += ["-netdev", "user,id=n0,restrict=on", "-device", "virtio-net-pci,netdev=n0,disable-modern=on"]
     if cdrom:
         cmd += ["-cdrom", cdrom, "-boot", "d"]
     else:
@@ -187,7 +191,8 @@ def main():
     ap.add_argument("--expect", action="append", default=[])
     ap.add_argument("--reject", action="append", default=[])
     ap.add_argument("--gdb", action="store_true")
-    ap.add_argument("--net", choices=["user"], help="attach a virtio-net NIC to QEMU's restricted user network")
+    ap.add_argument("--net", choices=["user", "user-legacy"],
+                    help="attach a virtio-net NIC (user-legacy: legacy interface only) to QEMU's restricted user network")
     ap.add_argument("--no-debug-exit", action="store_true",
                     help="no isa-debug-exit device: the node must power off through ACPI")
     ap.add_argument("--quiet", action="store_true")

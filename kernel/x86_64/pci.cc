@@ -72,7 +72,14 @@ uint64_t MemoryBar(const Device& d, int index) {
   return addr;
 }
 
+uint16_t IoBar(const Device& d, int index) {
+  uint32_t v = Read32(d, uint8_t(0x10 + 4 * index));
+  if (!(v & 1)) return 0;  // memory space
+  return uint16_t(v & ~0x3u);
+}
+
 void EnableMemoryAndDma(const Device& d) { Write16(d, 0x04, uint16_t(Read16(d, 0x04) | 0x6)); }
+void EnableIo(const Device& d) { Write16(d, 0x04, uint16_t(Read16(d, 0x04) | 0x1)); }
 
 uint8_t FindCapability(const Device& d, uint8_t id, uint8_t after) {
   if (!(Read16(d, 0x06) & 0x10)) return 0;  // no capability list

@@ -29,8 +29,12 @@ void Enumerate(const Function<void(const Device&)>& visit);
 // The address a memory BAR decodes (64-bit BARs included), or 0 for an I/O
 // or absent BAR.
 uint64_t MemoryBar(const Device& d, int index);
+// The port an I/O BAR decodes, or 0 for a memory or absent BAR.
+uint16_t IoBar(const Device& d, int index);
 // Turns on memory decoding and bus mastering (DMA).
 void EnableMemoryAndDma(const Device& d);
+// Turns on I/O port decoding (for devices driven through an I/O BAR).
+void EnableIo(const Device& d);
 
 // Offset of the first capability with this id at or after `after` (0 =
 // from the start), or 0 if none.

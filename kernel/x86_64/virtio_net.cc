@@ -1,5 +1,15 @@
 // virtio-net driver (see virtio_net.h; virtio 1.0 §4.1 PCI transport, §2.4
-// split virtqueues, §5.1 network device).
+// split virtqueues, §5.1 network device; legacy interface §4.1.4.8 and
+// virtio 0.9.5).
+//
+// Two transports drive the same rings. Modern: registers in memory BARs
+// located by vendor capabilities, rings at any address, 12-byte header.
+// Legacy (a device with no modern capabilities, e.g. QEMU's
+// disable-modern=on): registers in I/O BAR0, one page-aligned ring block
+// given by page frame number (descriptors, avail ring, used ring aligned to
+// 4096), queue-notify port, 10-byte header. Both need MSI-X: legacy INTx
+// would need PCI interrupt routing (ACPI _PRT), and ioapic.h routes only ISA
+// IRQs.
 //
 // One receive and one transmit queue. Receive buffers are 2 KiB slots posted
 // at start and re-posted after each frame is handed to the receive handler,
@@ -12,6 +22,7 @@
 #include <cstring>
 #include <new>
 
+#include "cpu.h"
 #include "fox/irq_spinlock.h"
 #include "fox/log.h"
 #include "fox/nic.h"
@@ -29,7 +40,31 @@ constexpr uint64_t kFeatureVersion1 = 1ull << 32;
 constexpr uint8_t kStatusAck = 1, kStatusDriver = 2, kStatusDriverOk = 4, kStatusFeaturesOk = 8, kStatusFailed = 128;
 constexpr uint16_t kDescWrite = 2;  // device writes this buffer
 constexpr size_t kSlot = 2048;
-constexpr size_t kHeader = 12;  // struct virtio_net_hdr with VERSION_1
+constexpr size_t kHeader = 12;        // struct virtio_net_hdr with VERSION_1
+constexpr size_t kLegacyHeader = 10;  // without VERSION_1 or MRG_RXBUF: no num_buffers
+constexpr size_t kLegacyAlign = 4096;  // used ring alignment, and the unit of the queue PFN
+constexpr uint16_t kNoVector = 0xFFFF;
+
+// Legacy register offsets in I/O BAR0 (virtio 0.9.5 / virtio 1.0 §4.1.4.8).
+enum LegacyReg : uint16_t {
+  kLegacyDeviceFeatures = 0,    // u32, read
+  kLegacyGuestFeatures = 4,     // u32, write
+  kLegacyQueuePfn = 8,          // u32: ring address >> 12
+  kLegacyQueueSize = 12,        // u16, read only
+  kLegacyQueueSelect = 14,      // u16
+  kLegacyQueueNotify = 16,      // u16
+  kLegacyStatus = 18,           // u8
+  kLegacyIsr = 19,              // u8
+  kLegacyConfigVector = 20,     // u16, only while MSI-X is enabled
+  kLegacyQueueVector = 22,      // u16, only while MSI-X is enabled
+  kLegacyDeviceConfigMsiX = 24,  // device config with MSI-X enabled (20 without)
+};
+
+inline uint32_t Inl(uint16_t port) {
+  uint32_t v;
+  asm volatile("inl %1, %0" : "=a"(v) : "Nd"(port));
+  return v;
+}
 constexpr int kMaxNics = 4;
 
 struct CommonCfg {
@@ -72,6 +107,7 @@ struct Queue {
 class VirtioNet final : public nic::Nic {
  public:
   Result<void> Start(const pci::Device& dev);
+  bool legacy() const { return io_ != 0; }
 
   nic::MacAddress Mac() const override { return mac_; }
   size_t Mtu() const override { return 1500; }
@@ -87,10 +123,32 @@ class VirtioNet final : public nic::Nic {
   void OnInterrupt();  // interrupt context
 
  private:
+  Result<void> StartModern();
+  Result<void> StartLegacy(uint16_t io);
+  Result<void> EnableInterrupt();
+  void StartReceiving();
+  Result<void> AllocateSlots(Queue* q);
   Result<void> SetUpQueue(uint16_t index, Queue* q, uint8_t msix_entry);
-  void Notify(const Queue& q, uint16_t index) { *q.notify = index; }
+  Result<void> SetUpLegacyQueue(uint16_t index, Queue* q, uint8_t msix_entry);
+  void SetStatus(uint8_t status) {
+    if (legacy()) {
+      x86::Outb(uint16_t(io_ + kLegacyStatus), status);
+    } else {
+      common_->device_status = status;
+    }
+  }
+  uint8_t Status() const { return legacy() ? x86::Inb(uint16_t(io_ + kLegacyStatus)) : common_->device_status; }
+  void Notify(const Queue& q, uint16_t index) {
+    if (legacy()) {
+      x86::Outw(uint16_t(io_ + kLegacyQueueNotify), index);
+    } else {
+      *q.notify = index;
+    }
+  }
 
   pci::Device dev_{};
+  uint16_t io_ = 0;  // legacy I/O BAR0; 0 for the modern interface
+  size_t header_ = kHeader;
   volatile CommonCfg* common_ = nullptr;
   volatile uint8_t* notify_base_ = nullptr;
   uint32_t notify_multiplier_ = 0;
@@ -122,12 +180,8 @@ Result<void> VirtioNet::SetUpQueue(uint16_t index, Queue* q, uint8_t msix_entry)
   q->desc = static_cast<Desc*>(AllocZeroed(16 * size));
   q->avail = static_cast<volatile uint16_t*>(AllocZeroed(6 + 2 * size));
   q->used = static_cast<volatile uint8_t*>(AllocZeroed(6 + 8 * size));
-  q->slots = static_cast<uint8_t*>(AllocZeroed(kSlot * size));
-  if (!q->desc || !q->avail || !q->used || !q->slots) return Error::kNoMemory;
-  for (uint16_t i = 0; i < size; ++i) {
-    q->desc[i].addr = reinterpret_cast<uintptr_t>(q->slots + kSlot * i);
-    q->desc[i].len = kSlot;
-  }
+  if (!q->desc || !q->avail || !q->used) return Error::kNoMemory;
+  FOX_TRY(AllocateSlots(q));
   common_->queue_desc = reinterpret_cast<uintptr_t>(q->desc);
   common_->queue_driver = reinterpret_cast<uintptr_t>(q->avail);
   common_->queue_device = reinterpret_cast<uintptr_t>(q->used);
@@ -138,9 +192,112 @@ Result<void> VirtioNet::SetUpQueue(uint16_t index, Queue* q, uint8_t msix_entry)
   return Ok();
 }
 
+// Receive/transmit buffers, one kSlot per descriptor.
+Result<void> VirtioNet::AllocateSlots(Queue* q) {
+  q->slots = static_cast<uint8_t*>(AllocZeroed(kSlot * q->size));
+  if (!q->slots) return Error::kNoMemory;
+  for (uint16_t i = 0; i < q->size; ++i) {
+    q->desc[i].addr = reinterpret_cast<uintptr_t>(q->slots + kSlot * i);
+    q->desc[i].len = kSlot;
+  }
+  return Ok();
+}
+
+// The legacy queue size is fixed by the device, and the three rings sit in
+// one block the device locates from its page frame number alone.
+Result<void> VirtioNet::SetUpLegacyQueue(uint16_t index, Queue* q, uint8_t msix_entry) {
+  x86::Outw(uint16_t(io_ + kLegacyQueueSelect), index);
+  uint16_t size = x86::Inw(uint16_t(io_ + kLegacyQueueSize));
+  if (size == 0 || (size & (size - 1)) != 0) return Error::kUnsupported;
+  if (Inl(uint16_t(io_ + kLegacyQueuePfn)) != 0) return Error::kBusy;  // already in use
+  size_t avail_end = 16 * size_t(size) + 6 + 2 * size_t(size);
+  size_t used_offset = (avail_end + kLegacyAlign - 1) & ~(kLegacyAlign - 1);
+  size_t bytes = used_offset + 6 + 8 * size_t(size);
+  auto* block = static_cast<uint8_t*>(AllocZeroed(bytes));
+  if (block == nullptr) return Error::kNoMemory;
+  uintptr_t phys = reinterpret_cast<uintptr_t>(block);  // identity mapped, page aligned
+  if ((phys & (kLegacyAlign - 1)) != 0 || (phys >> 12) > 0xFFFFFFFFu) return Error::kUnsupported;
+  q->size = size;
+  q->desc = reinterpret_cast<Desc*>(block);
+  q->avail = reinterpret_cast<volatile uint16_t*>(block + 16 * size_t(size));
+  q->used = block + used_offset;
+  FOX_TRY(AllocateSlots(q));
+  x86::Outw(uint16_t(io_ + kLegacyQueueVector), msix_entry);
+  if (x86::Inw(uint16_t(io_ + kLegacyQueueVector)) != msix_entry) return Error::kUnsupported;
+  x86::Outl(uint16_t(io_ + kLegacyQueuePfn), uint32_t(phys >> 12));
+  return Ok();
+}
+
 Result<void> VirtioNet::Start(const pci::Device& dev) {
   dev_ = dev;
   pci::EnableMemoryAndDma(dev);
+  Result<void> r = StartModern();
+  if (!r.ok() && r.error() == Error::kNotFound) {
+    uint16_t io = pci::IoBar(dev, 0);
+    if (io == 0) return Error::kUnsupported;
+    r = StartLegacy(io);
+  }
+  if (!r.ok()) SetStatus(kStatusFailed);
+  return r;
+}
+
+// One MSI-X vector for both queues, on kernel core 0 (table entry 0).
+Result<void> VirtioNet::EnableInterrupt() {
+  FOX_TRY_ASSIGN(pci::MsiX msix, pci::EnableMsiX(dev_));
+  FOX_TRY_ASSIGN(uint8_t vector, interrupts::AllocateVector([](interrupts::Frame*) {
+    for (int i = 0; i < g_count; ++i) g_nics[i]->OnInterrupt();
+    return true;
+  }));
+  pci::SetMsiXEntry(msix, 0, percpu::Of(0)->apic_id, vector);
+  return Ok();
+}
+
+// Every receive slot goes to the device, then the device goes live.
+void VirtioNet::StartReceiving() {
+  {
+    IrqSpinGuard guard(tx_lock_);
+    tx_free_ = tx_.size;
+  }
+  for (uint16_t i = 0; i < rx_.size; ++i) {
+    rx_.desc[i].flags = kDescWrite;
+    rx_.Publish(i);
+  }
+  SetStatus(Status() | kStatusDriverOk);
+  Notify(rx_, 0);
+}
+
+Result<void> VirtioNet::StartLegacy(uint16_t io) {
+  io_ = io;
+  header_ = kLegacyHeader;
+  pci::EnableIo(dev_);
+  SetStatus(0);  // reset
+  SetStatus(kStatusAck);
+  SetStatus(kStatusAck | kStatusDriver);
+  uint32_t offered = Inl(uint16_t(io_ + kLegacyDeviceFeatures));
+  // Only the low 32 feature bits exist here; no VERSION_1, no MRG_RXBUF.
+  uint32_t wanted = uint32_t(offered & kFeatureMac);
+  x86::Outl(uint16_t(io_ + kLegacyGuestFeatures), wanted);
+  // MSI-X must be on before the vector registers exist and the device
+  // config moves to offset 24.
+  if (pci::FindCapability(dev_, 0x11) == 0) {
+    LOG_WARN("virtio-net: legacy device at %02x:%02x.%x has no MSI-X; INTx is not supported, device skipped",
+             dev_.bus, dev_.slot, dev_.function);
+    return Error::kUnsupported;
+  }
+  FOX_TRY(EnableInterrupt());
+  x86::Outw(uint16_t(io_ + kLegacyConfigVector), kNoVector);  // no configuration-change interrupts
+  FOX_TRY(SetUpLegacyQueue(0, &rx_, 0));
+  FOX_TRY(SetUpLegacyQueue(1, &tx_, 0));
+  for (int i = 0; i < 6; ++i) {
+    mac_[i] = (wanted & kFeatureMac) ? x86::Inb(uint16_t(io_ + kLegacyDeviceConfigMsiX + i))
+                                     : uint8_t(i == 0 ? 0x02 : i);
+  }
+  StartReceiving();
+  return Ok();
+}
+
+Result<void> VirtioNet::StartModern() {
+  const pci::Device& dev = dev_;
   // Vendor capabilities (id 9) locate the transport's structures in BARs.
   for (uint8_t cap = pci::FindCapability(dev, 0x09); cap != 0; cap = pci::FindCapability(dev, 0x09, cap)) {
     uint8_t type = pci::Read8(dev, uint8_t(cap + 3));
@@ -156,7 +313,10 @@ Result<void> VirtioNet::Start(const pci::Device& dev) {
     }
     if (type == 4) device_cfg_ = p;
   }
-  if (common_ == nullptr || notify_base_ == nullptr || device_cfg_ == nullptr) return Error::kUnsupported;
+  if (common_ == nullptr || notify_base_ == nullptr || device_cfg_ == nullptr) {
+    common_ = nullptr;
+    return Error::kNotFound;  // no modern interface: try legacy
+  }
 
   common_->device_status = 0;  // reset
   while (common_->device_status != 0) {
@@ -174,33 +334,14 @@ Result<void> VirtioNet::Start(const pci::Device& dev) {
   common_->driver_feature_select = 1;
   common_->driver_feature = uint32_t(wanted >> 32);
   common_->device_status = kStatusAck | kStatusDriver | kStatusFeaturesOk;
-  if (!(common_->device_status & kStatusFeaturesOk)) {
-    common_->device_status = kStatusFailed;
-    return Error::kUnsupported;
-  }
+  if (!(common_->device_status & kStatusFeaturesOk)) return Error::kUnsupported;
 
-  // One MSI-X vector for both queues, on kernel core 0.
-  FOX_TRY_ASSIGN(pci::MsiX msix, pci::EnableMsiX(dev));
-  FOX_TRY_ASSIGN(uint8_t vector, interrupts::AllocateVector([](interrupts::Frame*) {
-    for (int i = 0; i < g_count; ++i) g_nics[i]->OnInterrupt();
-    return true;
-  }));
-  pci::SetMsiXEntry(msix, 0, percpu::Of(0)->apic_id, vector);
-  common_->msix_config = 0xFFFF;  // no configuration-change interrupts
+  FOX_TRY(EnableInterrupt());
+  common_->msix_config = kNoVector;  // no configuration-change interrupts
   FOX_TRY(SetUpQueue(0, &rx_, 0));
   FOX_TRY(SetUpQueue(1, &tx_, 0));
   for (int i = 0; i < 6; ++i) mac_[i] = (wanted & kFeatureMac) ? device_cfg_[i] : uint8_t(i == 0 ? 0x02 : i);
-  {
-    IrqSpinGuard guard(tx_lock_);
-    tx_free_ = tx_.size;
-  }
-  // Every receive slot goes to the device.
-  for (uint16_t i = 0; i < rx_.size; ++i) {
-    rx_.desc[i].flags = kDescWrite;
-    rx_.Publish(i);
-  }
-  common_->device_status = kStatusAck | kStatusDriver | kStatusFeaturesOk | kStatusDriverOk;
-  Notify(rx_, 0);
+  StartReceiving();
   return Ok();
 }
 
@@ -212,14 +353,14 @@ void VirtioNet::OnInterrupt() {
   while (rx_.used_seen != rx_.UsedIdx()) {
     uint32_t id, len;
     rx_.UsedElem(rx_.used_seen++, &id, &len);
-    if (id >= rx_.size || len < kHeader || len > kSlot) {
+    if (id >= rx_.size || len < header_ || len > kSlot) {
       ++rx_dropped_;
     } else if (handler == nullptr) {
       ++rx_dropped_;
     } else {
       ++rx_packets_;
-      rx_bytes_ += len - kHeader;
-      handler(rx_.slots + kSlot * id + kHeader, len - kHeader, context);
+      rx_bytes_ += len - header_;
+      handler(rx_.slots + kSlot * id + header_, len - header_, context);
     }
     if (id < rx_.size) {
       rx_.desc[id].len = kSlot;
@@ -250,9 +391,9 @@ Result<void> VirtioNet::Send(const void* frame, size_t length) {
   // Slots are used round-robin, in step with the available ring.
   uint16_t d = tx_.avail_idx % tx_.size;
   uint8_t* slot = tx_.slots + kSlot * d;
-  std::memset(slot, 0, kHeader);
-  std::memcpy(slot + kHeader, frame, length);
-  tx_.desc[d].len = uint32_t(kHeader + length);
+  std::memset(slot, 0, header_);
+  std::memcpy(slot + header_, frame, length);
+  tx_.desc[d].len = uint32_t(header_ + length);
   tx_.desc[d].flags = 0;
   tx_.Publish(d);
   Notify(tx_, 1);
@@ -275,8 +416,8 @@ void Init() {
     }
     g_nics[g_count++] = nic;
     auto mac = nic->Mac();
-    LOG_INFO("virtio-net: nic%d at %02x:%02x.%x, MAC %02x:%02x:%02x:%02x:%02x:%02x", g_count - 1, d.bus, d.slot,
-             d.function, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
+    LOG_INFO("virtio-net: nic%d at %02x:%02x.%x, MAC %02x:%02x:%02x:%02x:%02x:%02x, %s interface", g_count - 1, d.bus,
+             d.slot, d.function, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5], nic->legacy() ? "legacy" : "modern");
   });
 }
 

@@ -1,6 +1,8 @@
-// virtio-net over modern (virtio 1.0) PCI with MSI-X (native). The legacy
-// (0.9.5, I/O port) interface is not driven: QEMU's default virtio-net-pci
-// device is transitional and offers the modern one.
+// virtio-net over PCI with MSI-X (native): the modern (virtio 1.0)
+// interface when the device offers it (QEMU's default transitional
+// virtio-net-pci does), else the legacy (0.9.5, I/O port) interface, e.g.
+// QEMU's disable-modern=on. A legacy device without MSI-X is skipped (INTx
+// routing through the IOAPIC is not implemented).
 #pragma once
 
 namespace fox::virtio_net {

@@ -187,6 +187,10 @@ fox_hosted_test(ebb_suite PROGRAM hosted_ebb_suite CORES 4 EXIT 0
 fox_vm_test(nic_arp IMAGE vmtest SMP 2 NET user ARGS "-- nic_arp" EXIT 0
   EXPECT "virtio-net: nic0 at 00:0[0-9a-f]\\.0, MAC 52:54:00:12:34:56" "nic: gateway 10.0.2.2 is at 52:55:0a:00:02:02"
          "vmtest nic_arp: PASS")
+# The same through the legacy (virtio 0.9.5, I/O port) interface.
+fox_vm_test(nic_arp_legacy IMAGE vmtest SMP 2 NET user-legacy ARGS "-- nic_arp" EXIT 0
+  EXPECT "virtio-net: nic0 at 00:0[0-9a-f]\\.0, MAC 52:54:00:12:34:56, legacy interface"
+         "nic: gateway 10.0.2.2 is at 52:55:0a:00:02:02" "vmtest nic_arp: PASS")
 
 # lwIP (net/lwip) against QEMU's restricted user network: DHCP, ICMP, and
 # TCP/UDP through lwIP's loopback (the network reaches nothing beyond its
@@ -196,6 +200,10 @@ fox_vm_test(net_dhcp IMAGE vmtest SMP 2 NET user ARGS "-- net_dhcp" EXIT 0 TIMEO
          "dhcp: idle second on core 0: [0-9]+ interrupts" "vmtest net_dhcp: PASS")
 fox_vm_test(net_ping IMAGE vmtest SMP 2 NET user ARGS "-- net_ping" EXIT 0 TIMEOUT 60
   EXPECT "ping 10\\.0\\.2\\.2 \\(gateway\\): ok" "ping 10\\.0\\.2\\.15 \\(this node, answered by lwIP\\): ok"
+         "ping 10\\.0\\.2\\.99 \\(nobody\\): timed out" "vmtest net_ping: PASS")
+fox_vm_test(net_ping_legacy IMAGE vmtest SMP 2 NET user-legacy ARGS "-- net_ping" EXIT 0 TIMEOUT 60
+  EXPECT "virtio-net: nic0 at 00:0[0-9a-f]\\.0, MAC 52:54:00:12:34:56, legacy interface"
+         "ping 10\\.0\\.2\\.2 \\(gateway\\): ok" "ping 10\\.0\\.2\\.15 \\(this node, answered by lwIP\\): ok"
          "ping 10\\.0\\.2\\.99 \\(nobody\\): timed out" "vmtest net_ping: PASS")
 fox_vm_test(net_static IMAGE vmtest SMP 2 NET user ARGS "-- net_static 10.0.2.20/24 10.0.2.2" EXIT 0 TIMEOUT 60
   EXPECT "I net: static address 10\\.0\\.2\\.20/255\\.255\\.255\\.0 gateway 10\\.0\\.2\\.2"
