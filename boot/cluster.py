@@ -7,7 +7,7 @@
                 | --impair "loss=5 dup=5 reorder=5 delay=2 jitter=1 seed=7 udp-port=P"
                   [--require-impairment]]
                [--host-cmd CMD]... [--host-after I:REGEX] [--host-grace S] [--until-host]
-               [--expect-node I:REGEX]... [--expect-exit S] [--killed I]...
+               [--expect-node I:REGEX]... [--expect-exit S] [--killed I]... [--dhcp]
 
 Creates a network namespace of its own (fox-<pid>), boots the nodes inside it
 with QEMU, optionally runs host commands inside the namespace too, waits for
@@ -244,10 +244,10 @@ def parse_impair(spec):
     return out, asked
 
 
-def node_append(i, append):
+def node_append(i, append, dhcp=False):
     """Boot args for node I: its id and, unless the caller gives them, its address (see the plan)."""
     words = ["fox.node=%d" % i]
-    if not re.search(r"(^|\s)fox\.ip=", append):
+    if not dhcp and not re.search(r"(^|\s)fox\.ip=", append):
         words.append("fox.ip=%s/%d" % (node_ip(i), PREFIX))
     if not re.search(r"(^|\s)fox\.gw=", append):
         words.append("fox.gw=%s" % HOST_IP)
@@ -360,6 +360,8 @@ def main():
     ap.add_argument("--host-after", help="I:REGEX: start host commands once node I's console matches")
     ap.add_argument("--host-grace", type=float, default=10)
     ap.add_argument("--until-host", action="store_true", help="stop the nodes once the host commands exit")
+    ap.add_argument("--dhcp", action="store_true",
+                    help="give the nodes no fox.ip: they ask DHCP (a host command must serve it)")
     ap.add_argument("--killed", type=int, action="append", default=[],
                     help="node I is killed on purpose by a host command: its exit status is not checked")
     args = ap.parse_args()
@@ -403,7 +405,7 @@ def main():
     try:
         with ns:
             for i in range(args.nodes):
-                cmd = qemu_run.qemu_command(args.image, node_append(i, args.append), args.smp, args.mem, accel,
+                cmd = qemu_run.qemu_command(args.image, node_append(i, args.append, args.dhcp), args.smp, args.mem, accel,
                                             None, False)
                 cmd += ["-netdev", ns.netdev(i), "-device", "virtio-net-pci,netdev=n0,mac=%s" % node_mac(i)]
                 # setpriv: the QEMUs die with this harness even if it is SIGKILLed.

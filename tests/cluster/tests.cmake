@@ -9,10 +9,11 @@
 #                                                   fails unless every impairment asked for happened
 #                  [HOST_CMD "sh command"...]       run in the namespace (env FOX_NODE<I>_IP, ...)
 #                  [HOST_AFTER "node:regex"] [UNTIL_HOST]
+#                  [DHCP]                           nodes get no fox.ip (a host command serves DHCP)
 #                  [KILLED node...]                 killed by a host command: status not checked
 #                  [EXPECT "node:regex"...])
 function(fox_cluster_test name)
-  cmake_parse_arguments(T "UNTIL_HOST" "NODES;IMAGE;ARGS;NETEM;IMPAIR;TIMEOUT;HOST_AFTER" "EXPECT;HOST_CMD;KILLED" ${ARGN})
+  cmake_parse_arguments(T "UNTIL_HOST;DHCP" "NODES;IMAGE;ARGS;NETEM;IMPAIR;TIMEOUT;HOST_AFTER" "EXPECT;HOST_CMD;KILLED" ${ARGN})
   if(NOT T_IMAGE)
     set(T_IMAGE vmtest)
   endif()
@@ -35,6 +36,9 @@ function(fox_cluster_test name)
   endif()
   if(T_UNTIL_HOST)
     list(APPEND cmd --until-host)
+  endif()
+  if(T_DHCP)
+    list(APPEND cmd --dhcp)
   endif()
   foreach(k ${T_KILLED})
     list(APPEND cmd --killed ${k})
@@ -159,3 +163,12 @@ fox_cluster_test(tcp_echo_linux_client NODES 1 IMAGE am_node TIMEOUT 120
   HOST_AFTER "0:tcp_echo: listening on port 7"
   HOST_CMD "python3 tests/cluster/tcp_echo_client.py 10.77.0.10 7 3 200000"
   EXPECT "0:tcp_echo: 3 connections, 600000 bytes echoed")
+
+# DHCP inside the namespace: the nodes have no fox.ip and take their
+# addresses (the plan's, by MAC) from tests/cluster/dhcp_server.py on the host
+# side, then talk active messages to each other at those addresses.
+fox_cluster_test(am_dhcp NODES 2 IMAGE am_node TIMEOUT 120 DHCP
+  ARGS "${am_peers} -- 0:echo,1,100 0:quit,1"
+  HOST_CMD "python3 tests/cluster/dhcp_server.py $FOX_HOST_IF --count 2"
+  EXPECT "0:I net: DHCP lease 10\\.77\\.0\\.10/255\\.255\\.255\\.0 from 10\\.77\\.0\\.1" "1:I net: DHCP lease 10\\.77\\.0\\.11/"
+         "0:am: 100 echoes from node 1, 0 bad")
