@@ -123,11 +123,16 @@ def test_impairments():
 
     h = Hub(2, "--reorder", "30", "--seed", "5")
     h.send(1, frame(BCAST, mac(1), 0))
-    got = [int.from_bytes(f[14:18], "big") for f in burst(h, 300)]
+    frames = burst(h, 300)
+    deadline = time.monotonic() + 5  # a loaded machine may hold the last ones back a while
+    while len(frames) < 300 and time.monotonic() < deadline:
+        frames += h.drain(1)
+    got = [int.from_bytes(f[14:18], "big") for f in frames]
     _, _, stats = h.stop()
     inversions = sum(1 for a, b in zip(got, got[1:]) if b < a)
     check(sorted(got) == list(range(300)) and inversions > 20 and stats["ports"][1]["reordered"] > 20,
-          "reorder: all 300 arrive, %d out of order, %d counted" % (inversions, stats["ports"][1]["reordered"]))
+          "reorder: all 300 arrive (%d did), %d out of order, %d counted"
+          % (len(got), inversions, stats["ports"][1]["reordered"]))
 
     h = Hub(2, "--delay", "50")
     h.send(1, frame(BCAST, mac(1), 0))
