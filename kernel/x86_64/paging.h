@@ -58,4 +58,34 @@ void UnnameRegion(uintptr_t start);
 
 bool HasGiantPages();
 
+// ---- Per-core tables --------------------------------------------------------
+inline constexpr uintptr_t kCoreWindow = 0xFFFFFFFF80000000ull;
+inline constexpr size_t kCoreWindowBytes = size_t(2) << 20;  // one page table
+#if defined(FOX_EBB_TABLE_ADDRESS)
+static_assert(kCoreWindow == FOX_EBB_TABLE_ADDRESS, "the Ebb table lives in the per-core window");
+#endif
+
+// The shared PML4 (physical address, below 4 GiB): what a starting
+// processor loads before it has its own.
+uint64_t SharedRoot();
+
+// Boot step for every core, after Init and SetTableAllocator, before the
+// core touches the window: gives the calling core its own PML4 (see the
+// address map above) with an empty window, and loads it. Thread context,
+// interrupts off; allocates four table pages. kNoMemory.
+Result<void> InitCore();
+
+// Maps the calling core's window [kCoreWindow, kCoreWindow + bytes) to
+// [pa, pa + bytes) (4 KiB pages; pa page-aligned, bytes a multiple of 4 KiB
+// and at most kCoreWindowBytes), on this core only, and flushes this core's
+// TLB. Panics on a bad argument or a core without InitCore. No lock: only
+// the owning core ever changes its window. Thread context.
+void MapCoreWindow(uintptr_t pa, size_t bytes, bool writable);
+// The physical address the calling core's window starts at, or 0.
+uintptr_t CoreWindowTarget();
+
+// The physical address `va` maps to on the calling core, or 0 if unmapped.
+// Safe anywhere (no lock; a concurrent change may give a stale answer).
+uintptr_t Translate(uintptr_t va);
+
 }  // namespace fox::paging
