@@ -161,7 +161,9 @@ Result<void> ForEachLarge(uintptr_t va, size_t bytes, F f) REQUIRES(g_tables_loc
 }  // namespace
 
 Result<void> MapLarge(uintptr_t va, uintptr_t pa, size_t bytes, bool writable) {
-  if (((va | pa | bytes) & (k2MiB - 1)) != 0 || (va >> 48) != 0) return Error::kInvalidArgument;
+  if (((va | pa | bytes) & (k2MiB - 1)) != 0 || bytes == 0 || ((va + bytes - 1) >> 47) != 0) {
+    return Error::kInvalidArgument;
+  }
   SpinGuard guard(g_tables_lock);
   for (uintptr_t slot = va >> 39; slot <= (va + bytes - 1) >> 39; ++slot) {
     if (!(g_pml4[slot] & kPresent)) return Error::kInvalidArgument;  // outside the address map

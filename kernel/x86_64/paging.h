@@ -2,6 +2,23 @@
 // all RAM and the MMIO hole below 4 GiB, with 1 GiB pages where the CPU has
 // them (pdpe1gb) and 2 MiB pages otherwise. The first 2 MiB use 4 KiB pages so
 // that page 0 stays unmapped and null dereferences fault.
+//
+// ---- Address map (virtual; one PML4 entry = 512 GiB) ---------------------
+//   [0, 512 GiB)              PML4[0]     identity map of RAM and the MMIO hole
+//   [512 GiB, 2.5 TiB)        PML4[1..4]  SAS segments (fox/sas.h)
+//   [-2 GiB, -2 GiB + 2 MiB)  PML4[511]   the per-core window (kCoreWindow)
+//   everything else                       unmapped, never used
+// Every core runs on its own PML4 (InitCore): a copy of the shared one plus
+// entry 511, whose lower tables are the core's own, so the same virtual
+// address shows different pages on each core (EbbRT's per-core translation
+// table: fox/ebb/local_table.h). The shared top-level entries are all
+// created at boot (Init) and never change, so the copies never go stale and
+// need no propagation or shootdown: later mappings (SAS segments, splits,
+// guard pages) change only lower-level tables, which every PML4 shares.
+// MapLarge refuses an address without a boot-time top-level entry rather
+// than create one that only the shared PML4 would have.
+// The window sits in the top 2 GiB so that its address is a sign-extended
+// 32-bit displacement: an EbbRef hit is one `mov -0x80000000(,%idx,8)`.
 #pragma once
 
 #include <cstddef>
@@ -31,7 +48,9 @@ Result<void> MapPage(uintptr_t va);
 
 // Maps [va, va+bytes) to [pa, pa+bytes) with 1 GiB pages where both are
 // 1 GiB-aligned (and the CPU has them), else 2 MiB pages; both must be
-// 2 MiB-aligned. Only in unmapped space (kAlreadyExists otherwise).
+// 2 MiB-aligned. Only in unmapped space (kAlreadyExists otherwise) inside
+// the identity or SAS ranges of the address map above (kInvalidArgument
+// otherwise, and for an empty range).
 Result<void> MapLarge(uintptr_t va, uintptr_t pa, size_t bytes, bool writable);
 // Changes write permission of a MapLarge range (this core's TLB only; see
 // ShootdownTlb). Returns the physical address of each large page through
