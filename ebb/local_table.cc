@@ -37,7 +37,7 @@ CoreState& AttachThisCore() {
     }
   }
   // A hosted thread taking over a core binds to that core's table here.
-  if (ThisCoreTable() != table) SetThisCoreTable(table);
+  if (ThisCoreBacking() != table) SetThisCoreTable(table);
   EnsureUsingReps(cs);
   return cs;
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "fox/core.h"
+#include "fox/ebb/local_table.h"
 #include "fox/log.h"
 #include "fox/panic.h"
 #include "paging.h"
@@ -109,6 +110,10 @@ Result<void> Init(const boot::BootInfo& info) {
     }
   }
   paging::SetTableAllocator(PageTable);
+  // The boot core's own PML4 and its Ebb table window (paging.h); the other
+  // cores do the same in smp::ApEntry.
+  FOX_TRY(paging::InitCore());
+  ebb::InitCore();
   FOX_TRY(g_heap.Init(&g_pages, core::Current, core::kMaxCores));
   g_heap.SetOomHandler(OnOutOfMemory);
   g_heap.SetErrorHandler(OnHeapError);

@@ -7,6 +7,8 @@
 #include "lapic.h"
 #include "percpu.h"
 #include "fox/log.h"
+#include "fox/panic.h"
+#include "fox/sas.h"
 #include "fox/spinlock.h"
 
 namespace fox::paging {
@@ -16,7 +18,7 @@ constexpr uint64_t kPresent = 1, kWritable = 2, kLarge = 0x80;
 constexpr uint64_t kAddrMask = 0x000FFFFFFFFFF000ull;
 constexpr uint64_t kGiB = 1ull << 30, k2MiB = 1ull << 21, k4KiB = 1ull << 12;
 
-uint64_t* g_pml4 = nullptr;
+uint64_t* g_pml4 = nullptr;  // the shared PML4; each core runs on a copy (InitCore)
 // Serialises changes to the tables. Lock order: this, then the page
 // allocator (splits allocate table pages).
 SpinLock g_tables_lock;
@@ -68,6 +70,15 @@ Result<void> Init(uint64_t top, TableAllocator alloc) {
   uint64_t* pdpt = NewTable();
   if (pml4 == nullptr || pdpt == nullptr) return Error::kNoMemory;
   pml4[0] = reinterpret_cast<uint64_t>(pdpt) | kPresent | kWritable;
+  // Every other shared top-level entry the kernel will use, now (the
+  // address map in paging.h): the SAS range. 16 KiB of empty tables.
+  constexpr uint64_t kSasFirst = sas::kBase >> 39, kSasLast = (sas::kBase + sas::kSlots * sas::kSlotSize - 1) >> 39;
+  static_assert(kSasFirst >= 1 && kSasLast < 256, "the SAS range lies between the identity map and the window");
+  for (uint64_t slot = kSasFirst; slot <= kSasLast; ++slot) {
+    uint64_t* table = NewTable();
+    if (table == nullptr) return Error::kNoMemory;
+    pml4[slot] = reinterpret_cast<uint64_t>(table) | kPresent | kWritable;
+  }
   for (uint64_t gib = 0; gib < top / kGiB; ++gib) {
     uint64_t base = gib * kGiB;
     if (g_giant && gib != 0) {
@@ -109,13 +120,15 @@ Result<void> UnmapPage(uintptr_t va) {
 namespace {
 
 // The entry that maps `va` at `level` (3 = PML4 index, 2 = PDPT, 1 = PD),
-// creating tables on the way down if asked. nullptr if absent.
+// creating tables on the way down if asked. nullptr if absent. Never creates
+// a top-level entry: those are fixed at boot and copied into every core's
+// PML4 (see the address map in paging.h).
 uint64_t* Walk(uintptr_t va, int level, bool create) REQUIRES(g_tables_lock) {
   uint64_t* table = g_pml4;
   for (int l = 3; l > level; --l) {
     uint64_t* e = &table[(va >> (12 + 9 * l)) & 511];
     if (!(*e & kPresent)) {
-      if (!create) return nullptr;
+      if (!create || l == 3) return nullptr;
       uint64_t* t = NewTable();
       if (t == nullptr) return nullptr;
       *e = reinterpret_cast<uint64_t>(t) | kPresent | kWritable;
@@ -148,8 +161,13 @@ Result<void> ForEachLarge(uintptr_t va, size_t bytes, F f) REQUIRES(g_tables_loc
 }  // namespace
 
 Result<void> MapLarge(uintptr_t va, uintptr_t pa, size_t bytes, bool writable) {
-  if (((va | pa | bytes) & (k2MiB - 1)) != 0 || (va >> 48) != 0) return Error::kInvalidArgument;
+  if (((va | pa | bytes) & (k2MiB - 1)) != 0 || bytes == 0 || ((va + bytes - 1) >> 47) != 0) {
+    return Error::kInvalidArgument;
+  }
   SpinGuard guard(g_tables_lock);
+  for (uintptr_t slot = va >> 39; slot <= (va + bytes - 1) >> 39; ++slot) {
+    if (!(g_pml4[slot] & kPresent)) return Error::kInvalidArgument;  // outside the address map
+  }
   uint64_t flags = kPresent | kLarge | (writable ? kWritable : 0);
   for (size_t done = 0; done < bytes;) {
     uintptr_t v = va + done, p = pa + done;
@@ -215,16 +233,88 @@ void AckShootdown() {
   g_shootdown_acks.fetch_add(1, std::memory_order_release);
 }
 
+namespace {
+// The walk of the calling core's tables (CR3) for `va`; no lock.
+bool Lookup(uintptr_t va, uintptr_t* pa) {
+  uint64_t top = va >> 47;
+  if (top != 0 && top != 0x1FFFF) return false;  // not canonical
+  uint64_t e = reinterpret_cast<uint64_t*>(x86::ReadCr3() & kAddrMask)[(va >> 39) & 511];
+  uint64_t size = 512 * kGiB;
+  for (int l = 2; l >= 0; --l) {
+    if (!(e & kPresent)) return false;
+    e = Next(e)[(va >> (12 + 9 * l)) & 511];
+    size >>= 9;
+    if (l > 0 && (e & kPresent) && (e & kLarge)) break;
+  }
+  if (!(e & kPresent)) return false;
+  *pa = (e & kAddrMask & ~(size - 1)) | (va & (size - 1));
+  return true;
+}
+}  // namespace
+
 bool IsMapped(uintptr_t va) {
   if (g_pml4 == nullptr) return va >= k4KiB && va < 4 * kGiB;  // the boot tables
-  if ((va >> 48) != 0 || !(g_pml4[(va >> 39) & 511] & kPresent)) return false;
-  uint64_t e = Next(g_pml4[(va >> 39) & 511])[(va >> 30) & 511];
-  if (!(e & kPresent)) return false;
-  if (e & kLarge) return true;
-  e = Next(e)[(va >> 21) & 511];
-  if (!(e & kPresent)) return false;
-  if (e & kLarge) return true;
-  return Next(e)[(va >> 12) & 511] & kPresent;
+  uintptr_t pa;
+  return Lookup(va, &pa);
+}
+
+uintptr_t Translate(uintptr_t va) {
+  uintptr_t pa;
+  return Lookup(va, &pa) ? pa : 0;
+}
+
+uint64_t SharedRoot() { return reinterpret_cast<uint64_t>(g_pml4); }
+
+namespace {
+constexpr int kWindowPml4 = (kCoreWindow >> 39) & 511, kWindowPdpt = (kCoreWindow >> 30) & 511,
+              kWindowPd = (kCoreWindow >> 21) & 511;
+static_assert(kWindowPml4 == 511 && (kCoreWindow & (kCoreWindowBytes - 1)) == 0);
+
+// The calling core's window page table, or nullptr before InitCore.
+uint64_t* WindowTable() {
+  uint64_t e = reinterpret_cast<uint64_t*>(x86::ReadCr3() & kAddrMask)[kWindowPml4];
+  if (!(e & kPresent)) return nullptr;
+  e = Next(e)[kWindowPdpt];
+  if (!(e & kPresent)) return nullptr;
+  e = Next(e)[kWindowPd];
+  return (e & kPresent) ? Next(e) : nullptr;
+}
+}  // namespace
+
+Result<void> InitCore() {
+  uint64_t* pml4 = NewTable();
+  uint64_t* pdpt = NewTable();
+  uint64_t* pd = NewTable();
+  uint64_t* pt = NewTable();
+  if (pml4 == nullptr || pdpt == nullptr || pd == nullptr || pt == nullptr) return Error::kNoMemory;
+  {
+    // The shared top-level entries do not change after Init; the lock only
+    // documents that the copy reads the shared tables.
+    SpinGuard guard(g_tables_lock);
+    for (int i = 0; i < 512; ++i) pml4[i] = g_pml4[i];
+  }
+  if (pml4[kWindowPml4] & kPresent) Panic("paging: the per-core window's PML4 entry is in use");
+  pd[kWindowPd] = reinterpret_cast<uint64_t>(pt) | kPresent | kWritable;
+  pdpt[kWindowPdpt] = reinterpret_cast<uint64_t>(pd) | kPresent | kWritable;
+  pml4[kWindowPml4] = reinterpret_cast<uint64_t>(pdpt) | kPresent | kWritable;
+  x86::WriteCr3(reinterpret_cast<uint64_t>(pml4));
+  return Ok();
+}
+
+void MapCoreWindow(uintptr_t pa, size_t bytes, bool writable) {
+  uint64_t* pt = WindowTable();
+  if (pt == nullptr) Panic("paging: core %d maps its window before paging::InitCore", core::Current());
+  if (((pa | bytes) & (k4KiB - 1)) != 0 || bytes > kCoreWindowBytes || pa == 0) {
+    Panic("paging: bad per-core window mapping %#lx + %#lx", (unsigned long)pa, (unsigned long)bytes);
+  }
+  uint64_t flags = kPresent | (writable ? kWritable : 0);
+  for (size_t i = 0; i < kCoreWindowBytes / k4KiB; ++i) pt[i] = i * k4KiB < bytes ? (pa + i * k4KiB) | flags : 0;
+  x86::WriteCr3(x86::ReadCr3());  // this core's TLB: no other core uses this table
+}
+
+uintptr_t CoreWindowTarget() {
+  uint64_t* pt = WindowTable();
+  return pt != nullptr && (pt[0] & kPresent) ? pt[0] & kAddrMask : 0;
 }
 
 Result<void> MapPage(uintptr_t va) {

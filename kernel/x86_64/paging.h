@@ -2,6 +2,23 @@
 // all RAM and the MMIO hole below 4 GiB, with 1 GiB pages where the CPU has
 // them (pdpe1gb) and 2 MiB pages otherwise. The first 2 MiB use 4 KiB pages so
 // that page 0 stays unmapped and null dereferences fault.
+//
+// ---- Address map (virtual; one PML4 entry = 512 GiB) ---------------------
+//   [0, 512 GiB)              PML4[0]     identity map of RAM and the MMIO hole
+//   [512 GiB, 2.5 TiB)        PML4[1..4]  SAS segments (fox/sas.h)
+//   [-2 GiB, -2 GiB + 2 MiB)  PML4[511]   the per-core window (kCoreWindow)
+//   everything else                       unmapped, never used
+// Every core runs on its own PML4 (InitCore): a copy of the shared one plus
+// entry 511, whose lower tables are the core's own, so the same virtual
+// address shows different pages on each core (EbbRT's per-core translation
+// table: fox/ebb/local_table.h). The shared top-level entries are all
+// created at boot (Init) and never change, so the copies never go stale and
+// need no propagation or shootdown: later mappings (SAS segments, splits,
+// guard pages) change only lower-level tables, which every PML4 shares.
+// MapLarge refuses an address without a boot-time top-level entry rather
+// than create one that only the shared PML4 would have.
+// The window sits in the top 2 GiB so that its address is a sign-extended
+// 32-bit displacement: an EbbRef hit is one `mov -0x80000000(,%idx,8)`.
 #pragma once
 
 #include <cstddef>
@@ -31,7 +48,9 @@ Result<void> MapPage(uintptr_t va);
 
 // Maps [va, va+bytes) to [pa, pa+bytes) with 1 GiB pages where both are
 // 1 GiB-aligned (and the CPU has them), else 2 MiB pages; both must be
-// 2 MiB-aligned. Only in unmapped space (kAlreadyExists otherwise).
+// 2 MiB-aligned. Only in unmapped space (kAlreadyExists otherwise) inside
+// the identity or SAS ranges of the address map above (kInvalidArgument
+// otherwise, and for an empty range).
 Result<void> MapLarge(uintptr_t va, uintptr_t pa, size_t bytes, bool writable);
 // Changes write permission of a MapLarge range (this core's TLB only; see
 // ShootdownTlb). Returns the physical address of each large page through
@@ -57,5 +76,35 @@ void NameRegion(uintptr_t start, uintptr_t end, const char* name);
 void UnnameRegion(uintptr_t start);
 
 bool HasGiantPages();
+
+// ---- Per-core tables --------------------------------------------------------
+inline constexpr uintptr_t kCoreWindow = 0xFFFFFFFF80000000ull;
+inline constexpr size_t kCoreWindowBytes = size_t(2) << 20;  // one page table
+#if defined(FOX_EBB_TABLE_ADDRESS)
+static_assert(kCoreWindow == FOX_EBB_TABLE_ADDRESS, "the Ebb table lives in the per-core window");
+#endif
+
+// The shared PML4 (physical address, below 4 GiB): what a starting
+// processor loads before it has its own.
+uint64_t SharedRoot();
+
+// Boot step for every core, after Init and SetTableAllocator, before the
+// core touches the window: gives the calling core its own PML4 (see the
+// address map above) with an empty window, and loads it. Thread context,
+// interrupts off; allocates four table pages. kNoMemory.
+Result<void> InitCore();
+
+// Maps the calling core's window [kCoreWindow, kCoreWindow + bytes) to
+// [pa, pa + bytes) (4 KiB pages; pa page-aligned, bytes a multiple of 4 KiB
+// and at most kCoreWindowBytes), on this core only, and flushes this core's
+// TLB. Panics on a bad argument or a core without InitCore. No lock: only
+// the owning core ever changes its window. Thread context.
+void MapCoreWindow(uintptr_t pa, size_t bytes, bool writable);
+// The physical address the calling core's window starts at, or 0.
+uintptr_t CoreWindowTarget();
+
+// The physical address `va` maps to on the calling core, or 0 if unmapped.
+// Safe anywhere (no lock; a concurrent change may give a stale answer).
+uintptr_t Translate(uintptr_t va);
 
 }  // namespace fox::paging

@@ -4,6 +4,8 @@
 
 #include "cpu.h"
 #include "fox/core.h"
+#include "fox/ebb/local_table.h"
+#include "paging.h"
 
 namespace fox {
 namespace {
@@ -46,3 +48,15 @@ uint64_t core::InterruptCount(int core) {
 }
 
 }  // namespace fox
+
+// The Ebb table hook (fox/ebb/local_table.h, fixed address): each core's
+// table is seen through its page-table window (paging.h). Identity-mapped
+// memory, so a table's address is its physical address.
+#if defined(FOX_EBB_TABLE_ADDRESS)
+void fox::ebb::SetThisCoreTable(LocalTable* table) {
+  paging::MapCoreWindow(reinterpret_cast<uintptr_t>(table), sizeof(LocalTable), table != EmptyTable());
+}
+fox::ebb::LocalTable* fox::ebb::ThisCoreBacking() {
+  return reinterpret_cast<LocalTable*>(paging::CoreWindowTarget());
+}
+#endif

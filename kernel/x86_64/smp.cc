@@ -11,6 +11,7 @@
 #include "cpu_init.h"
 #include "fox/clock.h"
 #include "fox/core.h"
+#include "fox/ebb/local_table.h"
 #include "fox/log.h"
 #include "fox/panic.h"
 #include "gdt.h"
@@ -84,6 +85,10 @@ static_assert(offsetof(syscall::CloneArgs, new_sp) == 8 && offsetof(syscall::Clo
   bool kernel_core = core < core::KernelCores();
   percpu::CoreLocal* local = g_waiting[core].local;
   percpu::InitCore(local, core, kernel_core);  // first: the heap needs core::Current()
+  // Then this core's own PML4 (it started on the shared one) and its Ebb
+  // table window, before anything runs Ebb code.
+  if (!paging::InitCore().ok()) Panic("smp: no memory for core %d's page tables", core);
+  ebb::InitCore();
   gdt::InitCore(core);
   interrupts::LoadIdt();
   cpu::InitFeatures();
@@ -158,7 +163,7 @@ int StartAll(const uint32_t* apic_ids, int n) {
     }
   }
   std::memcpy(reinterpret_cast<void*>(kTrampoline), trampoline_start, size_t(trampoline_end - trampoline_start));
-  *TrampolineField<uint32_t>(trampoline_cr3) = uint32_t(x86::ReadCr3());
+  *TrampolineField<uint32_t>(trampoline_cr3) = uint32_t(paging::SharedRoot());  // not core 0's own
   *TrampolineField<uint32_t>(trampoline_efer) = uint32_t(x86::ReadMsr(x86::kMsrEfer) & ((1u << 8) | (1u << 11)));
   *TrampolineField<uint64_t>(trampoline_stacks) = reinterpret_cast<uint64_t>(g_stacks);
   *TrampolineField<uint64_t>(trampoline_entry) = reinterpret_cast<uint64_t>(ApStart);

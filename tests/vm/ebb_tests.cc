@@ -9,6 +9,9 @@
 #include "fox/event.h"
 #include "fox/future.h"
 #include "vmtest.h"
+#ifdef FOX_NATIVE
+#include "x86_64/paging.h"
+#endif
 
 namespace vmtest {
 namespace {
@@ -84,5 +87,51 @@ int Ebbs(int, char**) {
   std::printf("ebb: destroyed Ebb refused on every core\n");
   return 0;
 }
+
+#ifdef FOX_NATIVE
+// The native translation table (fox/ebb/local_table.h): one fixed address on
+// every core, backed by different pages on each. Each core writes its number
+// through the fixed address into a slot no Ebb uses (the last direct slot:
+// dynamic id 65535, handed out only after 49151 others), every core reads
+// back its own number after all have written, and the physical pages behind
+// the address differ.
+int EbbTableWindow(int, char**) {
+  int n = fox::core::Online();
+  CHECK(n >= 2);
+  constexpr uint32_t kSlot = fox::ebb::kDirectSlots - 1;
+  auto tally = Tally::Create();
+  fox::ebb::LocalTable* window = fox::ebb::ThisCoreTable();
+  CHECK(reinterpret_cast<uintptr_t>(window) == fox::paging::kCoreWindow);
+  std::vector<uintptr_t> pages(n);
+  for (int c = 0; c < n; ++c) {
+    pages[c] = RunOn(c, [=] {
+      tally->Add(1);  // the core's first miss gives it its own table
+      CHECK(fox::ebb::ThisCoreTable() == window);
+      CHECK(window->slots[kSlot].load() == nullptr);
+      window->slots[kSlot].store(reinterpret_cast<void*>(uintptr_t(c + 1)));
+      return fox::paging::Translate(reinterpret_cast<uintptr_t>(&window->slots[kSlot]));
+    });
+  }
+  uintptr_t empty = reinterpret_cast<uintptr_t>(&fox::ebb::EmptyTable()->slots[kSlot]);
+  for (int c = 0; c < n; ++c) {
+    CHECK(pages[c] != 0 && pages[c] != empty);
+    for (int d = 0; d < c; ++d) CHECK(pages[c] != pages[d]);
+    // The same memory seen through the identity map, from core 0.
+    CHECK(reinterpret_cast<std::atomic<void*>*>(pages[c])->load() == reinterpret_cast<void*>(uintptr_t(c + 1)));
+  }
+  for (int c = 0; c < n; ++c) {
+    uintptr_t seen = RunOn(c, [=] {
+      auto value = reinterpret_cast<uintptr_t>(window->slots[kSlot].load());
+      window->slots[kSlot].store(nullptr);
+      return value;
+    });
+    CHECK(seen == uintptr_t(c + 1));
+  }
+  std::printf("ebb_table: table at %#lx on %d cores, %d distinct pages, each core reads its own value\n",
+              (unsigned long)fox::paging::kCoreWindow, n, n);
+  fox::ebb::Destroy(tally);
+  return 0;
+}
+#endif
 
 }  // namespace vmtest

@@ -141,6 +141,8 @@ fox_vm_test(bad_kcores_word IMAGE hello SMP 2 ARGS "fox.kcores=two" EXIT ${USAGE
   EXPECT "bad boot argument 'fox.kcores=two'")
 fox_vm_test(bad_kcores_too_many IMAGE hello SMP 2 ARGS "fox.kcores=3" EXIT ${USAGE}
   EXPECT "fox.kcores=3 but this node has 2 cores" REJECT "Hello from fox")
+fox_vm_test(ebb_table IMAGE vmtest SMP 4 ARGS "-- ebb_table" EXIT 0
+  EXPECT "ebb_table: table at 0xffffffff80000000 on 4 cores, 4 distinct pages" "vmtest ebb_table: PASS")
 fox_vm_test(sas IMAGE vmtest SMP 4 MEM 2048 ARGS "-- sas" EXIT 0
   EXPECT "sas: segment at 0x[0-9a-f]+, collision with 'collide-[0-9]+' refused" "vmtest sas: PASS")
 fox_vm_test(sas_readonly_write IMAGE vmtest SMP 4 ARGS "-- sas_readonly_write" EXIT ${PANIC}

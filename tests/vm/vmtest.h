@@ -60,6 +60,7 @@ int Terminate(int argc, char** argv);
 int ExitCode(int argc, char** argv);
 int Sleep(int argc, char** argv);
 int Ebbs(int argc, char** argv);
+int EbbTableWindow(int argc, char** argv);
 int Cores(int argc, char** argv);
 int SpawnStorm(int argc, char** argv);
 int Timers(int argc, char** argv);

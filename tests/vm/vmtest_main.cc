@@ -27,6 +27,7 @@ const Test kTests[] = {
     {"terminate", vmtest::Terminate},     {"app_quiet", vmtest::AppCoresQuiet},
     {"idle_wake", vmtest::IdleWake},
     {"event_stack_overflow", vmtest::EventStackOverflow},
+    {"ebb_table", vmtest::EbbTableWindow},
     {"sas", vmtest::Sas},                 {"sas_readonly_write", vmtest::SasReadOnlyWrite},
     {"nic_arp", vmtest::NicArp},          {"l2_exchange", vmtest::L2Exchange},
     {"net_dhcp", vmtest::NetDhcp},        {"net_ping", vmtest::NetPing},

@@ -3,7 +3,7 @@
 // Each core owns a LocalTable whose slot i holds that core's representative of
 // Ebb i, or null. An EbbRef dereference is
 //
-//     rep = ThisCoreTable()->slots[id]     // per-core base load + indexed load
+//     rep = ThisCoreTable()->slots[id]     // natively one load from a fixed address
 //     if (rep == nullptr) miss             // the one branch, predicted taken-not
 //
 // Ids at or above kDirectSlots have no slot of their own: LoadSlot sends them
@@ -19,21 +19,38 @@
 // never written, so the hot path never tests for a missing table.
 //
 // ---- The platform hook --------------------------------------------------
-// The platform provides one per-core word holding this core's LocalTable*,
-// read by ThisCoreTable() (hot path, inline, one load) and written by
-// SetThisCoreTable() (miss path, once per core). Two implementations:
+// The platform makes ThisCoreTable() (hot path, inline) give this core's
+// table, and SetThisCoreTable() (miss path, once per core) bind it. Three
+// implementations:
 //
-//  * thread_local (default; hosted, where each "core" is a thread):
+//  * Fixed address (native; the kernel defines FOX_EBB_TABLE_ADDRESS): as
+//    EbbRT does, the table lives at the same virtual address on every core,
+//    and each core's page tables map that address to its own pages
+//    (kernel/x86_64/paging.h, "the per-core window"). ThisCoreTable() is a
+//    constant, so a hit is one load from FOX_EBB_TABLE_ADDRESS + id * 8 (the
+//    address is chosen to fit a sign-extended 32-bit displacement) and never
+//    touches FS or GS. SetThisCoreTable(table) maps the window onto `table`'s
+//    pages, which stay reachable at their own (identity) address: the
+//    window is an alias that only the owning core's hot path reads; every
+//    write (install, Destroy's clear from another core) goes through the
+//    identity address in CoreState::table. The kernel calls InitCore() on
+//    every core before it runs Ebb code, which maps the window read-only onto
+//    EmptyTable(); defined in kernel/x86_64/percpu.cc. Leave
+//    local_table_hosted.cc out.
+//
+//  * thread_local (hosted, where each "core" is a thread):
 //    ebb/local_table_hosted.cc defines `tls_core_table`, initialised to
-//    EmptyTable(). It also works natively, where the FS base is per core, so
-//    thread_local is per core (kernel/x86_64/percpu.h): `mov %fs:off, %rax`.
+//    EmptyTable(): `mov %fs:off, %rax`.
 //
-//  * GS-relative (native, when the kernel defines FOX_EBB_TABLE_GS_OFFSET):
-//    the kernel reserves an 8-byte word at %gs:FOX_EBB_TABLE_GS_OFFSET in its
-//    per-core block (CoreLocal) and calls fox::ebb::InitCore() on every core
-//    before that core runs Ebb code (boot, after percpu::InitCore); the word
-//    must never be read before that. Both accessors are inline below; link
-//    nothing else (leave local_table_hosted.cc out).
+//  * GS-relative (when a kernel defines FOX_EBB_TABLE_GS_OFFSET): the kernel
+//    reserves an 8-byte word at %gs:FOX_EBB_TABLE_GS_OFFSET in its per-core
+//    block and calls fox::ebb::InitCore() on every core before that core
+//    runs Ebb code; the word must never be read before that. Both accessors
+//    are inline below; link nothing else (leave local_table_hosted.cc out).
+//
+// ThisCoreBacking() names the table the hook shows by its own address (for
+// the fixed-address hook, not the window's), so that the miss path can
+// tell whether the calling thread is bound to its core's table.
 //
 // Either way the platform must guarantee what EbbRT's event model gives:
 //  - a context never migrates between cores while it runs Ebb code (the
@@ -50,7 +67,8 @@ namespace fox::ebb {
 
 inline constexpr uint32_t kDirectSlots = 1u << 16;
 
-struct LocalTable {
+// Page-aligned so that the fixed-address hook can map it page by page.
+struct alignas(4096) LocalTable {
   // Written only under the owning Ebb's lock (install by the owning core,
   // clear by Destroy on any core); read lock-free by the owning core.
   std::atomic<void*> slots[kDirectSlots];
@@ -68,7 +86,22 @@ inline LocalTable* EmptyTable() { return &g_empty_table; }
   return table->slots[index].load(std::memory_order_relaxed);
 }
 
+#if defined(FOX_EBB_TABLE_ADDRESS)
+
 #if defined(FOX_EBB_TABLE_GS_OFFSET)
+#error "define one of FOX_EBB_TABLE_ADDRESS and FOX_EBB_TABLE_GS_OFFSET"
+#endif
+
+// The per-core window: a constant, the pages behind it differ per core.
+[[gnu::always_inline]] inline LocalTable* ThisCoreTable() {
+  return reinterpret_cast<LocalTable*>(uintptr_t{FOX_EBB_TABLE_ADDRESS});
+}
+// Maps the calling core's window onto `table` (page-aligned, identity-
+// mapped), writable unless it is EmptyTable(). Miss path and boot only.
+void SetThisCoreTable(LocalTable* table);
+LocalTable* ThisCoreBacking();
+
+#elif defined(FOX_EBB_TABLE_GS_OFFSET)
 
 [[gnu::always_inline]] inline LocalTable* ThisCoreTable() {
   LocalTable* table;
@@ -78,6 +111,7 @@ inline LocalTable* EmptyTable() { return &g_empty_table; }
 inline void SetThisCoreTable(LocalTable* table) {
   asm volatile("movq %0, %%gs:%c1" : : "r"(table), "i"(FOX_EBB_TABLE_GS_OFFSET) : "memory");
 }
+inline LocalTable* ThisCoreBacking() { return ThisCoreTable(); }
 
 #else
 
@@ -94,11 +128,13 @@ extern constinit thread_local LocalTable* tls_core_table FOX_EBB_TLS_MODEL;
 [[gnu::always_inline]] inline LocalTable* ThisCoreTable() { return tls_core_table; }
 // Points the calling core's hook at `table`. Miss path only.
 void SetThisCoreTable(LocalTable* table);
+inline LocalTable* ThisCoreBacking() { return ThisCoreTable(); }
 
 #endif
 
 // Boot step for each core before it runs Ebb code: points the hook at
-// EmptyTable() (required with FOX_EBB_TABLE_GS_OFFSET; harmless otherwise).
+// EmptyTable() (required with FOX_EBB_TABLE_ADDRESS and
+// FOX_EBB_TABLE_GS_OFFSET; harmless with thread_local).
 // Thread context; no locks, no allocation.
 void InitCore();
 
