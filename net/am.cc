@@ -28,6 +28,7 @@
 #include "am_platform.h"
 #include "fox/boot_args.h"
 #include "fox/clock.h"
+#include "fox/cmdline.h"
 #include "fox/core.h"
 #include "fox/event.h"
 #include "fox/irq_spinlock.h"
@@ -159,6 +160,14 @@ void KickPump(uint64_t now) {
 
 void Pump();
 
+// Tells the OnPeerState callbacks (each as an event on its core).
+void Notify(NodeId node, PeerState state) {
+  for (auto& cb : g.state_callbacks) {
+    auto fn = cb.fn;
+    event::SpawnRemote(cb.core, [fn, node, state] { (*fn)(node, state); });
+  }
+}
+
 void ArmTimer(uint64_t next, uint64_t now) {
   uint64_t armed = g.armed_deadline.load(std::memory_order_relaxed);
   if (g.timer_armed && next >= armed) return;  // the armed one comes first; it re-polls
@@ -207,10 +216,7 @@ void Pump() {
     } else {
       LOG_INFO("am: node %u %s (phi %d/10)", node, net::PeerStateName(state), int(Phi(node) * 10));
     }
-    for (auto& cb : g.state_callbacks) {
-      auto fn = cb.fn;
-      event::SpawnRemote(cb.core, [fn, node, state] { (*fn)(node, state); });
-    }
+    Notify(node, state);
   }
   ArmTimer(next, now);
 }
@@ -249,15 +255,11 @@ bool ParseIpv4(std::string_view s, uint32_t* out) {
   return true;
 }
 
+// A decimal number in [0, max], with the command line's parser.
 bool ParseDecimal(std::string_view s, uint64_t max, uint64_t* out) {
-  if (s.empty() || s.size() > 10) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + uint64_t(c - '0');
-  }
-  if (v > max) return false;
-  *out = v;
+  auto n = ParseUInt(s);
+  if (!n.ok() || *n > max) return false;
+  *out = *n;
   return true;
 }
 
@@ -324,7 +326,8 @@ Result<Config> ConfigFromBootArgs() {
     uint8_t job[8];
     net::wire::Store64(job, c.job);
     net::SipKey dev{0x666f782d6465762dull, 0x6b65792d76312d2dull};  // "fox-dev-key-v1--"
-    c.key = {net::SipHash24(dev, job, sizeof job), ~net::SipHash24(dev, job, sizeof job)};
+    uint64_t h = net::SipHash24(dev, job, sizeof job);
+    c.key = {h, ~h};
   }
   if (const char* p = BootArg("fox.peers")) {
     const char* why = nullptr;
@@ -614,10 +617,7 @@ void DeclareDead(NodeId node) {
   }
   for (NodeId n : dead) {
     LOG_WARN("am: node %u declared dead (by notice)", n);
-    for (auto& cb : g.state_callbacks) {
-      auto fn = cb.fn;
-      event::SpawnRemote(cb.core, [fn, n] { (*fn)(n, PeerState::kDead); });
-    }
+    Notify(n, PeerState::kDead);
   }
   if (!dead.empty()) g.pump->Fire();  // waiting senders learn it
 }

@@ -95,10 +95,8 @@ bool AmEndpoint::CanSend(NodeId id, size_t len) const {
   Peer* p = Find(id);
   if (p == nullptr || p->state == PeerState::kDead) return false;
   if (len > kMaxMessageBytes) return false;
-  if (p->builder.room() >= len && (config_.aggregate || p->builder.empty())) {
-    return config_.aggregate || p->channel.CanSend();
-  }
-  return p->channel.CanSend();  // a flush would make room
+  // Room in the aggregation buffer, or a window that takes a flush.
+  return (config_.aggregate && p->builder.room() >= len) || p->channel.CanSend();
 }
 
 bool AmEndpoint::FlushPeer(Peer& p, uint64_t now_ns, TransmitFn transmit) {

@@ -6,8 +6,8 @@
 // NIC directly, so AM traffic never waits for lwIP's core.
 //
 // Link addresses: a small ARP cache of our own, filled by snooping every
-// ARP packet and every AM frame that arrives (the sender's MAC and IP), and
-// by ARP requests sent when a peer is added or a frame finds no entry (at
+// ARP packet that arrives (the AM receive path does not touch it), after
+// ARP requests sent when a peer is added or a frame finds no entry (at
 // most one request per address per 50 ms). A frame without a MAC is dropped
 // (counted); the channel retransmits it once the reply is in. ARP packets
 // still go to lwIP, which answers requests for our address.
@@ -19,6 +19,7 @@
 #include "fox/irq_spinlock.h"
 #include "fox/log.h"
 #include "fox/net/ip.h"
+#include "fox/net/wire.h"
 #include "fox/nic.h"
 
 namespace fox::am::internal {
@@ -29,10 +30,10 @@ constexpr uint16_t kEtherIpv4 = 0x0800, kEtherArp = 0x0806;
 constexpr int kArpEntries = 128;
 constexpr uint64_t kArpRetryNs = 50'000'000;
 
-uint16_t Be16(const uint8_t* p) { return uint16_t(p[0] << 8 | p[1]); }
-uint32_t Be32(const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]; }
-void PutBe16(uint8_t* p, uint16_t v) { p[0] = uint8_t(v >> 8); p[1] = uint8_t(v); }
-void PutBe32(uint8_t* p, uint32_t v) { p[0] = uint8_t(v >> 24); p[1] = uint8_t(v >> 16); p[2] = uint8_t(v >> 8); p[3] = uint8_t(v); }
+uint16_t Be16(const uint8_t* p) { return net::wire::LoadBe<uint16_t>(p); }
+uint32_t Be32(const uint8_t* p) { return net::wire::LoadBe<uint32_t>(p); }
+void PutBe16(uint8_t* p, uint16_t v) { net::wire::StoreBe(p, v); }
+void PutBe32(uint8_t* p, uint32_t v) { net::wire::StoreBe(p, v); }
 
 uint16_t IpChecksum(const uint8_t* p, size_t n) {
   uint32_t sum = 0;
@@ -71,7 +72,7 @@ ArpEntry* ArpFind(uint32_t ip) REQUIRES(s.arp_lock) {
 }
 
 ArpEntry* ArpSlot(uint32_t ip) REQUIRES(s.arp_lock) {
-  if (ArpFind(ip) != nullptr) return ArpFind(ip);
+  if (ArpEntry* e = ArpFind(ip)) return e;
   for (auto& e : s.arp) {
     if (e.ip == 0) {
       e = ArpEntry{};
@@ -163,9 +164,7 @@ void OnFrame(const uint8_t* f, size_t n, void*) {
       const uint8_t* udp = ip + ihl;
       size_t udp_len = Be16(udp + 4);
       if (udp_len < kUdp || udp_len > total - ihl) return;  // malformed: not for lwIP either
-      uint32_t src = Be32(ip + 12);
-      Learn(src, f + 6);
-      Deliver(udp + kUdp, udp_len - kUdp, MakeAddress(src, Be16(udp)));
+      Deliver(udp + kUdp, udp_len - kUdp, MakeAddress(Be32(ip + 12), Be16(udp)));
       return;
     }
     if (is_am) return;  // bad IP checksum: dropped like lwIP would

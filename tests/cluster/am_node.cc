@@ -236,14 +236,19 @@ void SendOrDie(NodeId to, uint16_t handler, const void* data, size_t len) {
   }
 }
 
-void Stream(NodeId peer, uint64_t count, size_t size) {
+// Sends messages 0..count-1 (Fill'ed, at least 8 bytes) to `peer`'s handler.
+void SendNumbered(NodeId peer, uint16_t handler, uint64_t count, size_t size) {
   size = std::max<size_t>(size, 8);
   std::vector<uint8_t> buf(size);
-  uint64_t t0 = fox::clock::NowNs();
   for (uint64_t i = 0; i < count; ++i) {
     Fill(buf.data(), size, i);
-    SendOrDie(peer, kStream, buf.data(), size);
+    SendOrDie(peer, handler, buf.data(), size);
   }
+}
+
+void Stream(NodeId peer, uint64_t count, size_t size) {
+  uint64_t t0 = fox::clock::NowNs();
+  SendNumbered(peer, kStream, count, size);
   SendOrDie(peer, kStreamDone, &count, sizeof count);
   fox::am::Flush(peer);
   PerNode& n = Of(peer);
@@ -316,14 +321,10 @@ void Rtt(NodeId peer, uint64_t count) {
 
 void Rate(NodeId peer, uint64_t count, size_t size) {
   size = std::max<size_t>(size, 8);
-  std::vector<uint8_t> buf(size);
   PerNode& n = Of(peer);
   uint64_t t0 = fox::clock::NowNs();
-  for (uint64_t i = 0; i < count; ++i) {
-    Fill(buf.data(), size, i);
-    SendOrDie(peer, kRate, buf.data(), size);
-  }
-  SendOrDie(peer, kRateDone, buf.data(), 8);
+  SendNumbered(peer, kRate, count, size);
+  SendOrDie(peer, kRateDone, &count, sizeof count);
   fox::am::Flush(peer);
   CHECK(WaitUntil([&] { return n.rate_result_count.load(std::memory_order_acquire) != ~0ull; }, 600'000));
   uint64_t got = n.rate_result_count.load(), ns = n.rate_result_ns.load();

@@ -29,6 +29,21 @@ inline void StoreLe(uint8_t* p, T v) {
   std::memcpy(p, &v, sizeof v);
 }
 
+// Network byte order (IPv4, UDP and Ethernet headers).
+template <typename T>
+inline T LoadBe(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  if constexpr (std::endian::native == std::endian::little) v = ByteSwap(v);
+  return v;
+}
+
+template <typename T>
+inline void StoreBe(uint8_t* p, T v) {
+  if constexpr (std::endian::native == std::endian::little) v = ByteSwap(v);
+  std::memcpy(p, &v, sizeof v);
+}
+
 inline uint16_t Load16(const uint8_t* p) { return LoadLe<uint16_t>(p); }
 inline uint32_t Load32(const uint8_t* p) { return LoadLe<uint32_t>(p); }
 inline uint64_t Load64(const uint8_t* p) { return LoadLe<uint64_t>(p); }
