@@ -40,6 +40,12 @@ class Hub:
         self.socks = []
         for i in range(ports):
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            # Room for a whole burst (300 small frames take ~256 KiB of the
+            # default buffer): a loaded machine may not read them as they come.
+            try:  # past net.core.rmem_max when root; else as much as it allows
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUFFORCE, 4 << 20)
+            except OSError:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
             s.bind(("127.0.0.1", self.base + 2 * i + 1))
             s.settimeout(0.3)
             self.socks.append(s)
