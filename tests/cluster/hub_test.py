@@ -43,7 +43,7 @@ class Hub:
             # Room for a whole burst (300 small frames take ~256 KiB of the
             # default buffer): a loaded machine may not read them as they come.
             try:  # past net.core.rmem_max when root; else as much as it allows
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUFFORCE, 4 << 20)
+                s.setsockopt(socket.SOL_SOCKET, 33, 4 << 20)  # SO_RCVBUFFORCE (Linux)
             except OSError:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
             s.bind(("127.0.0.1", self.base + 2 * i + 1))
