@@ -349,6 +349,8 @@ def main():
     ap.add_argument("--smp", type=int, default=1)
     ap.add_argument("--mem", type=int, default=128)
     ap.add_argument("--accel", default="auto", choices=["auto", "kvm", "tcg"])
+    ap.add_argument("--nic", default="modern", choices=sorted(qemu_run.NIC_INTERFACES),
+                    help="the nodes' virtio-net interface: modern or legacy, with MSI-X or INTx only")
     ap.add_argument("--netem", default="")
     ap.add_argument("--impair", help="use boot/hub.py with these impairments (see above)")
     ap.add_argument("--require-impairment", action="store_true")
@@ -407,7 +409,8 @@ def main():
             for i in range(args.nodes):
                 cmd = qemu_run.qemu_command(args.image, node_append(i, args.append, args.dhcp), args.smp, args.mem, accel,
                                             None, False)
-                cmd += ["-netdev", ns.netdev(i), "-device", "virtio-net-pci,netdev=n0,mac=%s" % node_mac(i)]
+                cmd += ["-netdev", ns.netdev(i), "-device", "virtio-net-pci,netdev=n0,mac=%s%s"
+                        % (node_mac(i), qemu_run.NIC_INTERFACES[args.nic])]
                 # setpriv: the QEMUs die with this harness even if it is SIGKILLed.
                 nodes.append(Node(i, ["setpriv", "--pdeathsig", "KILL", "--"] + ns.exec_prefix() + cmd, workdir,
                                   args.timeout))

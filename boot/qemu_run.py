@@ -93,6 +93,17 @@ def choose_accel(requested):
     return ("kvm" if ok else "tcg"), None
 
 
+# --net: QEMU's restricted user network through a virtio-net device with
+# one of these interfaces.
+NIC_INTERFACES = {
+    "modern": "",  # transitional: modern (virtio 1.0) capabilities and MSI-X
+    "legacy": ",disable-modern=on",  # legacy only (virtio 0.9.5, I/O port BAR0), MSI-X
+    "intx": ",vectors=0",  # modern without MSI-X: INTx through the IOAPIC
+    "legacy-intx": ",disable-modern=on,vectors=0",  # legacy without MSI-X
+}
+NIC_VARIANTS = {("user-" + k if k != "modern" else "user"): v for k, v in NIC_INTERFACES.items()}
+
+
 def qemu_command(image, append, smp, mem, accel, cdrom, gdb, debug_exit=True, net=None):
     cmd = ["qemu-system-x86_64", "-machine", "pc", "-m", str(mem), "-smp", str(smp),
            "-display", "none", "-monitor", "none", "-serial", "stdio", "-no-reboot", "-nodefaults"]
@@ -102,14 +113,10 @@ def qemu_command(image, append, smp, mem, accel, cdrom, gdb, debug_exit=True, ne
         cmd += ["-accel", "kvm", "-cpu", "host"]
     else:
         cmd += ["-accel", "tcg", "-cpu", "max"]
-    if net == "user":
+    if net:
         # QEMU's own user-mode network, restricted: the guest reaches only
         # QEMU's virtual gateway (10.0.2.2), never the host's network.
-        cmd += ["-netdev", "user,id=n0,restrict=on", "-device", "virtio-net-pci,netdev=n0"]
-    elif net == "user-legacy":
-        # The same network through a legacy-only (virtio 0.9.5) device: I/O
-        # port BAR0, no modern capabilities, MSI-X still offered.
-        cmd += ["-netdev", "user,id=n0,restrict=on", "-device", "virtio-net-pci,netdev=n0,disable-modern=on"]
+        cmd += ["-netdev", "user,id=n0,restrict=on", "-device", "virtio-net-pci,netdev=n0" + NIC_VARIANTS[net]]
     if cdrom:
         cmd += ["-cdrom", cdrom, "-boot", "d"]
     else:
@@ -191,8 +198,9 @@ def main():
     ap.add_argument("--expect", action="append", default=[])
     ap.add_argument("--reject", action="append", default=[])
     ap.add_argument("--gdb", action="store_true")
-    ap.add_argument("--net", choices=["user", "user-legacy"],
-                    help="attach a virtio-net NIC (user-legacy: legacy interface only) to QEMU's restricted user network")
+    ap.add_argument("--net", choices=sorted(NIC_VARIANTS),
+                    help="attach a virtio-net NIC to QEMU's restricted user network (-legacy: legacy interface "
+                         "only; -intx: no MSI-X)")
     ap.add_argument("--no-debug-exit", action="store_true",
                     help="no isa-debug-exit device: the node must power off through ACPI")
     ap.add_argument("--quiet", action="store_true")

@@ -518,7 +518,9 @@ void Mailbox::Drain() {
 
 // ---- sending ----
 
-Result<void> Send(NodeId node, uint32_t ebb, uint16_t handler, const void* data, size_t length) {
+namespace {
+Result<void> SendOrMaybeDefer(NodeId node, uint32_t ebb, uint16_t handler, const void* data, size_t length,
+                              bool defer) {
   if (!Started()) return Error::kNotFound;
   if (length > net::kMaxMessageBytes) return Error::kOutOfRange;
   if (ebb == net::kSystemEbb) return Error::kInvalidArgument;
@@ -530,9 +532,19 @@ Result<void> Send(NodeId node, uint32_t ebb, uint16_t handler, const void* data,
     Dispatch(node, ebb, handler, static_cast<const uint8_t*>(data), length);
     return {};
   }
-  auto r = g.endpoint->Send(node, ebb, handler, data, length, now, kTransmit);
+  auto r = defer ? g.endpoint->SendOrDefer(node, ebb, handler, data, length, now, kTransmit)
+                 : g.endpoint->Send(node, ebb, handler, data, length, now, kTransmit);
   if (r.ok()) KickPump(now);
   return r;
+}
+}  // namespace
+
+Result<void> Send(NodeId node, uint32_t ebb, uint16_t handler, const void* data, size_t length) {
+  return SendOrMaybeDefer(node, ebb, handler, data, length, false);
+}
+
+Result<void> SendOrDefer(NodeId node, uint32_t ebb, uint16_t handler, const void* data, size_t length) {
+  return SendOrMaybeDefer(node, ebb, handler, data, length, true);
 }
 
 Result<void> SendWait(NodeId node, uint32_t ebb, uint16_t handler, const void* data, size_t length) {
@@ -659,6 +671,16 @@ void LogStats() {
            (unsigned long long)s.no_receiver, (unsigned long long)s.backpressure_drops,
            (unsigned long long)s.rx_not_am, (unsigned long long)s.arp_requests,
            (unsigned long long)s.arp_misses);
+  if (s.nic_rx_packets != 0 || s.nic_tx_packets != 0 || s.nic_interrupts != 0) {
+    LOG_INFO("am stats: nic rx %llu (dropped %llu), tx %llu (dropped %llu), %llu interrupts",
+             (unsigned long long)s.nic_rx_packets, (unsigned long long)s.nic_rx_dropped,
+             (unsigned long long)s.nic_tx_packets, (unsigned long long)s.nic_tx_dropped,
+             (unsigned long long)s.nic_interrupts);
+  }
+  if (e.deferred != 0 || e.deferred_full != 0 || e.deferred_dropped != 0) {
+    LOG_INFO("am stats: deferred %llu msgs (buffer full %llu, peer died %llu)", (unsigned long long)e.deferred,
+             (unsigned long long)e.deferred_full, (unsigned long long)e.deferred_dropped);
+  }
   for (size_t i = 1; i < net::kNumDropReasons; ++i) {
     if (e.drops.count[i] != 0) {
       LOG_INFO("am stats: dropped %s %llu", net::DropReasonName(net::DropReason(i)),

@@ -6,8 +6,18 @@
 // open-addressing table keyed by node id; they are never removed (a dead
 // node stays dead, its slot remembers it so its late frames are dropped),
 // so lookups at interrupt level need no lock of their own.
+//
+// The deferred buffer is one ring for all peers. A record is a
+// DeferredRecord header and the message, padded to 8 bytes; a record that
+// would cross the ring's end is preceded by a skip to its start. Records
+// leave in ring order per peer, but a peer whose window is full does not
+// hold up the others: DrainDeferred marks records sent ("done") wherever
+// they are and moves the tail over the leading run of done records. Each
+// pass stops early once every peer with waiting records has been found
+// full (a per-pass stamp on the peer).
 #include "fox/net/am_endpoint.h"
 
+#include <cstddef>
 #include <cstring>
 #include <new>
 
@@ -27,6 +37,8 @@ struct AmEndpoint::Peer {
   uint64_t heartbeat_seq = 0;
   uint64_t added_ns = 0;       // the detector starts at the first heartbeat
   PhiAccrualDetector detector;
+  uint32_t deferred = 0;       // its records in the deferred buffer
+  uint64_t stuck_pass = 0;     // DrainDeferred pass that found it full
 
   Peer(NodeId peer, uint64_t addr, const FrameAddress& fa, const PhiConfig& phi)
       : id(peer), address(addr), builder(buffer, sizeof buffer, fa), detector(phi) {}
@@ -47,7 +59,27 @@ constexpr size_t kSlots = AmEndpoint::kMaxPeers * 2;
 size_t SlotOf(NodeId id) { return (uint64_t(id) * 0x9E3779B97F4A7C15ull >> 32) % kSlots; }
 }  // namespace
 
-AmEndpoint::AmEndpoint(const EndpointConfig& config) : config_(config) {}
+namespace {
+enum : uint16_t { kRecordMessage = 0, kRecordSkip = 1, kRecordDone = 2 };
+struct DeferredRecord {
+  uint32_t total;  // bytes, header included; a multiple of 8
+  uint16_t kind;
+  uint16_t handler;
+  uint32_t peer;
+  uint32_t ebb;
+  uint32_t length;
+  uint32_t unused;
+};
+static_assert(sizeof(DeferredRecord) == 24);
+}  // namespace
+
+AmEndpoint::AmEndpoint(const EndpointConfig& config) : config_(config) {
+  size_t bytes = (config.deferred_bytes + 7) & ~size_t{7};
+  if (bytes != 0) {
+    deferred_.reset(new (std::nothrow) uint8_t[bytes]);
+    if (deferred_ != nullptr) deferred_size_ = bytes;
+  }
+}
 
 AmEndpoint::~AmEndpoint() {
   for (Peer*& p : slots_) {
@@ -93,7 +125,7 @@ Result<void> AmEndpoint::AddPeer(NodeId id, uint64_t address, uint64_t now_ns) {
 
 bool AmEndpoint::CanSend(NodeId id, size_t len) const {
   Peer* p = Find(id);
-  if (p == nullptr || p->state == PeerState::kDead) return false;
+  if (p == nullptr || p->state == PeerState::kDead || p->deferred != 0) return false;
   if (len > kMaxMessageBytes) return false;
   // Room in the aggregation buffer, or a window that takes a flush.
   return (config_.aggregate && p->builder.room() >= len) || p->channel.CanSend();
@@ -114,6 +146,34 @@ Result<void> AmEndpoint::Send(NodeId id, uint32_t ebb, uint16_t handler, const v
   Peer* p = Find(id);
   if (p == nullptr || p->state == PeerState::kDead) return Error::kNotFound;
   if (len > kMaxMessageBytes) return Error::kOutOfRange;
+  if (p->deferred != 0) {  // deferred messages go first
+    ++counters_.send_busy;
+    return Error::kBusy;
+  }
+  return SendNow(*p, ebb, handler, data, len, now_ns, transmit);
+}
+
+Result<void> AmEndpoint::SendOrDefer(NodeId id, uint32_t ebb, uint16_t handler, const void* data, size_t len,
+                                     uint64_t now_ns, TransmitFn transmit) {
+  Peer* p = Find(id);
+  if (p == nullptr || p->state == PeerState::kDead) return Error::kNotFound;
+  if (len > kMaxMessageBytes) return Error::kOutOfRange;
+  if (p->deferred == 0) {
+    auto r = SendNow(*p, ebb, handler, data, len, now_ns, transmit);
+    if (r.ok() || r.error() != Error::kBusy) return r;
+    --counters_.send_busy;  // not refused after all: deferred
+  }
+  if (!Defer(*p, ebb, handler, data, len)) {
+    ++counters_.deferred_full;
+    return Error::kBusy;
+  }
+  return {};
+}
+
+// Send's work once the peer is known, alive, and not behind deferred messages.
+Result<void> AmEndpoint::SendNow(Peer& peer, uint32_t ebb, uint16_t handler, const void* data, size_t len,
+                                 uint64_t now_ns, TransmitFn transmit) {
+  Peer* p = &peer;
   if (!config_.aggregate && !p->builder.empty() && !FlushPeer(*p, now_ns, transmit)) {
     ++counters_.send_busy;
     return Error::kBusy;
@@ -137,6 +197,79 @@ Result<void> AmEndpoint::Send(NodeId id, uint32_t ebb, uint16_t handler, const v
   ++counters_.messages_sent;
   if (!config_.aggregate) FlushPeer(*p, now_ns, transmit);  // CanSend checked above
   return {};
+}
+
+// Appends a record; false when the ring lacks room.
+bool AmEndpoint::Defer(Peer& p, uint32_t ebb, uint16_t handler, const void* data, size_t len) {
+  if (deferred_size_ == 0) return false;
+  size_t total = sizeof(DeferredRecord) + ((len + 7) & ~size_t{7});
+  size_t at = size_t(deferred_head_ % deferred_size_);
+  size_t to_end = deferred_size_ - at;
+  size_t need = total + (to_end < total ? to_end : 0);
+  if (deferred_size_ - size_t(deferred_head_ - deferred_tail_) < need) return false;
+  if (to_end < total) {  // skip to the start; to_end >= 8 (everything is 8-aligned)
+    DeferredRecord skip{uint32_t(to_end), kRecordSkip, 0, 0, 0, 0, 0};
+    std::memcpy(deferred_.get() + at, &skip, to_end < sizeof skip ? to_end : sizeof skip);
+    deferred_head_ += to_end;
+    at = 0;
+  }
+  DeferredRecord r{uint32_t(total), kRecordMessage, handler, p.id, ebb, uint32_t(len), 0};
+  std::memcpy(deferred_.get() + at, &r, sizeof r);
+  if (len != 0) std::memcpy(deferred_.get() + at + sizeof r, data, len);
+  deferred_head_ += total;
+  ++deferred_count_;
+  if (p.deferred++ == 0) ++peers_with_deferred_;
+  ++counters_.deferred;
+  return true;
+}
+
+// Hands waiting records to their peers' aggregation buffers, in order per
+// peer, as far as their windows allow; drops those of dead peers.
+void AmEndpoint::DrainDeferred(uint64_t now_ns, TransmitFn transmit) {
+  if (deferred_count_ == 0) return;
+  uint64_t pass = ++drain_pass_;
+  size_t stuck = 0;
+  bool at_tail = true;  // everything before `pos` is done: the tail may follow
+  uint8_t* ring = deferred_.get();
+  for (uint64_t pos = deferred_tail_; pos != deferred_head_ && stuck < peers_with_deferred_;) {
+    size_t at = size_t(pos % deferred_size_);
+    size_t to_end = deferred_size_ - at;
+    DeferredRecord r;
+    if (to_end < sizeof r) {
+      r.kind = kRecordSkip;
+    } else {
+      std::memcpy(&r, ring + at, sizeof r);
+    }
+    size_t step = r.kind == kRecordSkip ? to_end : r.total;
+    if (r.kind == kRecordMessage) {
+      Peer* p = Find(r.peer);
+      bool sent = true;
+      if (p != nullptr && p->stuck_pass == pass) {
+        sent = false;  // an earlier record of this peer is waiting
+      } else if (p == nullptr || p->state == PeerState::kDead) {
+        ++counters_.deferred_dropped;
+      } else if (auto sr = SendNow(*p, r.ebb, r.handler, ring + at + sizeof r, r.length, now_ns, transmit);
+                 !sr.ok() && sr.error() == Error::kBusy) {
+        --counters_.send_busy;  // the message waits on, as before
+        p->stuck_pass = pass;
+        ++stuck;
+        sent = false;
+      } else if (!sr.ok()) {
+        ++counters_.deferred_dropped;  // cannot happen: checked when deferred
+      }
+      if (sent) {
+        uint16_t done = kRecordDone;
+        std::memcpy(ring + at + offsetof(DeferredRecord, kind), &done, sizeof done);
+        --deferred_count_;
+        if (p != nullptr && --p->deferred == 0) --peers_with_deferred_;
+      } else {
+        at_tail = false;
+      }
+    }
+    pos += step;
+    if (at_tail) deferred_tail_ = pos;
+  }
+  if (deferred_count_ == 0) deferred_tail_ = deferred_head_;
 }
 
 void AmEndpoint::Flush(NodeId id, uint64_t now_ns, TransmitFn transmit) {
@@ -183,6 +316,7 @@ DropReason AmEndpoint::OnDatagram(const uint8_t* bytes, size_t len, uint64_t now
     counters_.drops.Add(why);
     if (why == DropReason::kPeerClosed) return why;
   }
+  DrainDeferred(now_ns, transmit);  // acks may have opened windows
   uint64_t address = peer.address;
   if (peer.state != PeerState::kDead) {
     // Replies written by the handlers of this frame go out now, all in one
@@ -262,6 +396,7 @@ uint64_t AmEndpoint::PollPeer(Peer& p, uint64_t now_ns, TransmitFn transmit, Sta
 }
 
 uint64_t AmEndpoint::Poll(uint64_t now_ns, TransmitFn transmit, StateFn on_state) {
+  DrainDeferred(now_ns, transmit);
   uint64_t next = kNoDeadline;
   for (Peer* p : slots_) {
     if (p == nullptr) continue;

@@ -38,6 +38,18 @@ Result<Pin> Find(uint8_t irq) {
   return Error::kNotFound;
 }
 
+void Program(const Pin& pin, uint8_t irq, uint8_t vector, uint32_t apic_id, bool active_low, bool level,
+             bool masked = false) {
+  uint32_t low = vector;
+  if (masked) low |= 1u << 16;
+  if (active_low) low |= 1u << 13;
+  if (level) low |= 1u << 15;
+  Write(pin.base, 0x11 + 2 * pin.index, apic_id << 24);
+  Write(pin.base, 0x10 + 2 * pin.index, low);
+  LOG_DEBUG("ioapic: IRQ %u -> vector %#x on APIC %u (%s, %s)", irq, vector, apic_id, level ? "level" : "edge",
+            active_low ? "active low" : "active high");
+}
+
 }  // namespace
 
 void Init() {
@@ -50,12 +62,21 @@ void Init() {
 
 Result<void> RouteIsa(uint8_t irq, uint8_t vector, uint32_t apic_id) {
   FOX_TRY_ASSIGN(Pin pin, Find(irq));
-  uint32_t low = vector;
-  if ((pin.flags & 3) == 3) low |= 1u << 13;         // active low
-  if (((pin.flags >> 2) & 3) == 3) low |= 1u << 15;  // level triggered
-  Write(pin.base, 0x11 + 2 * pin.index, apic_id << 24);
-  Write(pin.base, 0x10 + 2 * pin.index, low);
-  LOG_DEBUG("ioapic: IRQ %u -> vector %#x on APIC %u", irq, vector, apic_id);
+  // MADT flags: polarity in bits 0-1, trigger mode in bits 2-3 (3 = low / level).
+  Program(pin, irq, vector, apic_id, (pin.flags & 3) == 3, ((pin.flags >> 2) & 3) == 3);
+  return Ok();
+}
+
+Result<void> RoutePciLine(uint8_t line, uint8_t vector, uint32_t apic_id) {
+  FOX_TRY_ASSIGN(Pin pin, Find(line));
+  uint16_t polarity = pin.flags & 3;  // 0 = bus default: active low for PCI
+  Program(pin, line, vector, apic_id, polarity != 1, true, true);
+  return Ok();
+}
+
+Result<void> Unmask(uint8_t irq) {
+  FOX_TRY_ASSIGN(Pin pin, Find(irq));
+  Write(pin.base, 0x10 + 2 * pin.index, Read(pin.base, 0x10 + 2 * pin.index) & ~(1u << 16));
   return Ok();
 }
 

@@ -7,14 +7,21 @@
 // Legacy (a device with no modern capabilities, e.g. QEMU's
 // disable-modern=on): registers in I/O BAR0, one page-aligned ring block
 // given by page frame number (descriptors, avail ring, used ring aligned to
-// 4096), queue-notify port, 10-byte header. Both need MSI-X: legacy INTx
-// would need PCI interrupt routing (ACPI _PRT), and ioapic.h routes only ISA
-// IRQs.
+// 4096), queue-notify port, 10-byte header.
+//
+// Interrupts: one MSI-X vector for the device when it has MSI-X; otherwise
+// its INTx pin, on the ISA IRQ line the firmware routed it to (the
+// function's Interrupt Line register), level triggered through the IOAPIC.
+// INTx lines may be shared, so the handler reads the device's ISR status
+// (which also lowers the line) before looking at the rings. The pin is set
+// level triggered before the device goes live and unmasked only once the
+// device is registered, so a raised line always finds its handler.
 //
 // One receive and one transmit queue. Receive buffers are 2 KiB slots posted
 // at start and re-posted after each frame is handed to the receive handler,
-// at interrupt level on kernel core 0 (MSI-X). Transmit copies the frame into
-// a slot; completed slots are reclaimed lazily on the next send. Ring memory
+// at interrupt level on kernel core 0. Transmit copies the frame into a slot;
+// completed slots are reclaimed lazily on the next send, so the transmit
+// queue asks for no interrupts (VIRTQ_AVAIL_F_NO_INTERRUPT). Ring memory
 // comes from the page allocator: identity mapped, so addresses are physical.
 #include "virtio_net.h"
 
@@ -27,6 +34,7 @@
 #include "fox/log.h"
 #include "fox/nic.h"
 #include "interrupts.h"
+#include "ioapic.h"
 #include "memory.h"
 #include "pci.h"
 #include "percpu.h"
@@ -39,6 +47,8 @@ constexpr uint64_t kFeatureMac = 1ull << 5;
 constexpr uint64_t kFeatureVersion1 = 1ull << 32;
 constexpr uint8_t kStatusAck = 1, kStatusDriver = 2, kStatusDriverOk = 4, kStatusFeaturesOk = 8, kStatusFailed = 128;
 constexpr uint16_t kDescWrite = 2;  // device writes this buffer
+constexpr uint16_t kAvailNoInterrupt = 1;  // avail ring flag: no used-buffer interrupts, please
+constexpr uint8_t kIsrQueue = 1;           // ISR status: a queue has used buffers
 constexpr size_t kSlot = 2048;
 constexpr size_t kHeader = 12;        // struct virtio_net_hdr with VERSION_1
 constexpr size_t kLegacyHeader = 10;  // without VERSION_1 or MRG_RXBUF: no num_buffers
@@ -57,7 +67,8 @@ enum LegacyReg : uint16_t {
   kLegacyIsr = 19,              // u8
   kLegacyConfigVector = 20,     // u16, only while MSI-X is enabled
   kLegacyQueueVector = 22,      // u16, only while MSI-X is enabled
-  kLegacyDeviceConfigMsiX = 24,  // device config with MSI-X enabled (20 without)
+  kLegacyDeviceConfigMsiX = 24,  // device config with MSI-X enabled
+  kLegacyDeviceConfigIntx = 20,  // device config without MSI-X
 };
 
 inline uint32_t Inl(uint16_t port) {
@@ -121,6 +132,9 @@ class VirtioNet final : public nic::Nic {
   }
 
   void OnInterrupt();  // interrupt context
+  // Unmasks the INTx line (after the device is registered); no-op with MSI-X.
+  Result<void> ArmInterrupt();
+  bool intx() const { return intx_line_ != 0; }
 
  private:
   Result<void> StartModern();
@@ -128,8 +142,10 @@ class VirtioNet final : public nic::Nic {
   Result<void> EnableInterrupt();
   void StartReceiving();
   Result<void> AllocateSlots(Queue* q);
-  Result<void> SetUpQueue(uint16_t index, Queue* q, uint8_t msix_entry);
-  Result<void> SetUpLegacyQueue(uint16_t index, Queue* q, uint8_t msix_entry);
+  Result<void> SetUpQueue(uint16_t index, Queue* q);
+  Result<void> SetUpLegacyQueue(uint16_t index, Queue* q);
+  uint16_t QueueVector() const { return intx() ? kNoVector : 0; }  // MSI-X table entry 0
+  uint8_t ReadIsr() { return legacy() ? x86::Inb(uint16_t(io_ + kLegacyIsr)) : *isr_; }
   void SetStatus(uint8_t status) {
     if (legacy()) {
       x86::Outb(uint16_t(io_ + kLegacyStatus), status);
@@ -153,6 +169,8 @@ class VirtioNet final : public nic::Nic {
   volatile uint8_t* notify_base_ = nullptr;
   uint32_t notify_multiplier_ = 0;
   volatile uint8_t* device_cfg_ = nullptr;
+  volatile uint8_t* isr_ = nullptr;  // modern ISR status (read to acknowledge INTx)
+  uint8_t intx_line_ = 0;            // ISA IRQ of the INTx pin; 0 = MSI-X
   nic::MacAddress mac_{};
   Queue rx_, tx_;
   IrqSpinLock tx_lock_;
@@ -168,7 +186,7 @@ int g_count = 0;
 
 void* AllocZeroed(size_t bytes) { return memory::AllocPagesZeroed(bytes); }
 
-Result<void> VirtioNet::SetUpQueue(uint16_t index, Queue* q, uint8_t msix_entry) {
+Result<void> VirtioNet::SetUpQueue(uint16_t index, Queue* q) {
   common_->queue_select = index;
   uint16_t size = common_->queue_size;
   if (size == 0) return Error::kUnsupported;
@@ -185,8 +203,8 @@ Result<void> VirtioNet::SetUpQueue(uint16_t index, Queue* q, uint8_t msix_entry)
   common_->queue_desc = reinterpret_cast<uintptr_t>(q->desc);
   common_->queue_driver = reinterpret_cast<uintptr_t>(q->avail);
   common_->queue_device = reinterpret_cast<uintptr_t>(q->used);
-  common_->queue_msix_vector = msix_entry;
-  if (common_->queue_msix_vector != msix_entry) return Error::kUnsupported;
+  common_->queue_msix_vector = QueueVector();
+  if (common_->queue_msix_vector != QueueVector()) return Error::kUnsupported;
   q->notify = reinterpret_cast<volatile uint16_t*>(notify_base_ + common_->queue_notify_off * notify_multiplier_);
   common_->queue_enable = 1;
   return Ok();
@@ -205,7 +223,7 @@ Result<void> VirtioNet::AllocateSlots(Queue* q) {
 
 // The legacy queue size is fixed by the device, and the three rings sit in
 // one block the device locates from its page frame number alone.
-Result<void> VirtioNet::SetUpLegacyQueue(uint16_t index, Queue* q, uint8_t msix_entry) {
+Result<void> VirtioNet::SetUpLegacyQueue(uint16_t index, Queue* q) {
   x86::Outw(uint16_t(io_ + kLegacyQueueSelect), index);
   uint16_t size = x86::Inw(uint16_t(io_ + kLegacyQueueSize));
   if (size == 0 || (size & (size - 1)) != 0) return Error::kUnsupported;
@@ -222,8 +240,10 @@ Result<void> VirtioNet::SetUpLegacyQueue(uint16_t index, Queue* q, uint8_t msix_
   q->avail = reinterpret_cast<volatile uint16_t*>(block + 16 * size_t(size));
   q->used = block + used_offset;
   FOX_TRY(AllocateSlots(q));
-  x86::Outw(uint16_t(io_ + kLegacyQueueVector), msix_entry);
-  if (x86::Inw(uint16_t(io_ + kLegacyQueueVector)) != msix_entry) return Error::kUnsupported;
+  if (!intx()) {  // the vector registers exist only while MSI-X is on
+    x86::Outw(uint16_t(io_ + kLegacyQueueVector), QueueVector());
+    if (x86::Inw(uint16_t(io_ + kLegacyQueueVector)) != QueueVector()) return Error::kUnsupported;
+  }
   x86::Outl(uint16_t(io_ + kLegacyQueuePfn), uint32_t(phys >> 12));
   return Ok();
 }
@@ -241,15 +261,51 @@ Result<void> VirtioNet::Start(const pci::Device& dev) {
   return r;
 }
 
-// One MSI-X vector for both queues, on kernel core 0 (table entry 0).
+// Every NIC's handler looks at every NIC: an INTx line may be shared, and
+// an MSI-X NIC with nothing new returns at once.
+bool HandleNicInterrupt(interrupts::Frame*) {
+  for (int i = 0; i < g_count; ++i) g_nics[i]->OnInterrupt();
+  return true;
+}
+
+// One MSI-X vector for both queues, on kernel core 0 (table entry 0); a
+// device without MSI-X gets a vector for its INTx line, unmasked later by
+// ArmInterrupt.
 Result<void> VirtioNet::EnableInterrupt() {
+  if (pci::FindCapability(dev_, 0x11) == 0) {
+    uint8_t pin = pci::Read8(dev_, 0x3D), line = pci::Read8(dev_, 0x3C);
+    if (pin == 0 || pin > 4) {
+      LOG_WARN("virtio-net: device at %02x:%02x.%x has neither MSI-X nor an interrupt pin", dev_.bus, dev_.slot,
+               dev_.function);
+      return Error::kUnsupported;
+    }
+    if (line == 0 || line >= 16) {
+      LOG_WARN("virtio-net: device at %02x:%02x.%x has no MSI-X and the firmware routed its INTx%c to no IRQ "
+               "(interrupt line %u)", dev_.bus, dev_.slot, dev_.function, 'A' + pin - 1, line);
+      return Error::kUnsupported;
+    }
+    FOX_TRY_ASSIGN(uint8_t vector, interrupts::AllocateVector(HandleNicInterrupt));
+    // Level triggered (still masked) before the device can raise the line.
+    if (!ioapic::RoutePciLine(line, vector, percpu::Of(0)->apic_id).ok()) {
+      LOG_WARN("virtio-net: device at %02x:%02x.%x: no IOAPIC serves IRQ %u", dev_.bus, dev_.slot, dev_.function,
+               line);
+      return Error::kUnsupported;
+    }
+    intx_line_ = line;
+    pci::Write16(dev_, 0x04, uint16_t(pci::Read16(dev_, 0x04) & ~0x400));  // INTx not disabled
+    LOG_INFO("virtio-net: device at %02x:%02x.%x has no MSI-X: INTx%c on IRQ %u, level triggered", dev_.bus,
+             dev_.slot, dev_.function, 'A' + pin - 1, line);
+    return Ok();
+  }
   FOX_TRY_ASSIGN(pci::MsiX msix, pci::EnableMsiX(dev_));
-  FOX_TRY_ASSIGN(uint8_t vector, interrupts::AllocateVector([](interrupts::Frame*) {
-    for (int i = 0; i < g_count; ++i) g_nics[i]->OnInterrupt();
-    return true;
-  }));
+  FOX_TRY_ASSIGN(uint8_t vector, interrupts::AllocateVector(HandleNicInterrupt));
   pci::SetMsiXEntry(msix, 0, percpu::Of(0)->apic_id, vector);
   return Ok();
+}
+
+Result<void> VirtioNet::ArmInterrupt() {
+  if (!intx()) return Ok();
+  return ioapic::Unmask(intx_line_);
 }
 
 // Every receive slot goes to the device, then the device goes live.
@@ -258,6 +314,7 @@ void VirtioNet::StartReceiving() {
     IrqSpinGuard guard(tx_lock_);
     tx_free_ = tx_.size;
   }
+  tx_.avail[0] = kAvailNoInterrupt;  // completed sends are reclaimed lazily
   for (uint16_t i = 0; i < rx_.size; ++i) {
     rx_.desc[i].flags = kDescWrite;
     rx_.Publish(i);
@@ -278,19 +335,14 @@ Result<void> VirtioNet::StartLegacy(uint16_t io) {
   uint32_t wanted = uint32_t(offered & kFeatureMac);
   x86::Outl(uint16_t(io_ + kLegacyGuestFeatures), wanted);
   // MSI-X must be on before the vector registers exist and the device
-  // config moves to offset 24.
-  if (pci::FindCapability(dev_, 0x11) == 0) {
-    LOG_WARN("virtio-net: legacy device at %02x:%02x.%x has no MSI-X; INTx is not supported, device skipped",
-             dev_.bus, dev_.slot, dev_.function);
-    return Error::kUnsupported;
-  }
+  // config moves from offset 20 to 24.
   FOX_TRY(EnableInterrupt());
-  x86::Outw(uint16_t(io_ + kLegacyConfigVector), kNoVector);  // no configuration-change interrupts
-  FOX_TRY(SetUpLegacyQueue(0, &rx_, 0));
-  FOX_TRY(SetUpLegacyQueue(1, &tx_, 0));
+  if (!intx()) x86::Outw(uint16_t(io_ + kLegacyConfigVector), kNoVector);  // no configuration-change interrupts
+  FOX_TRY(SetUpLegacyQueue(0, &rx_));
+  FOX_TRY(SetUpLegacyQueue(1, &tx_));
+  uint16_t config = intx() ? kLegacyDeviceConfigIntx : kLegacyDeviceConfigMsiX;
   for (int i = 0; i < 6; ++i) {
-    mac_[i] = (wanted & kFeatureMac) ? x86::Inb(uint16_t(io_ + kLegacyDeviceConfigMsiX + i))
-                                     : uint8_t(i == 0 ? 0x02 : i);
+    mac_[i] = (wanted & kFeatureMac) ? x86::Inb(uint16_t(io_ + config + i)) : uint8_t(i == 0 ? 0x02 : i);
   }
   StartReceiving();
   return Ok();
@@ -311,9 +363,10 @@ Result<void> VirtioNet::StartModern() {
       notify_base_ = p;
       notify_multiplier_ = pci::Read32(dev, uint8_t(cap + 16));
     }
+    if (type == 3) isr_ = p;
     if (type == 4) device_cfg_ = p;
   }
-  if (common_ == nullptr || notify_base_ == nullptr || device_cfg_ == nullptr) {
+  if (common_ == nullptr || notify_base_ == nullptr || device_cfg_ == nullptr || isr_ == nullptr) {
     common_ = nullptr;
     return Error::kNotFound;  // no modern interface: try legacy
   }
@@ -338,14 +391,17 @@ Result<void> VirtioNet::StartModern() {
 
   FOX_TRY(EnableInterrupt());
   common_->msix_config = kNoVector;  // no configuration-change interrupts
-  FOX_TRY(SetUpQueue(0, &rx_, 0));
-  FOX_TRY(SetUpQueue(1, &tx_, 0));
+  FOX_TRY(SetUpQueue(0, &rx_));
+  FOX_TRY(SetUpQueue(1, &tx_));
   for (int i = 0; i < 6; ++i) mac_[i] = (wanted & kFeatureMac) ? device_cfg_[i] : uint8_t(i == 0 ? 0x02 : i);
   StartReceiving();
   return Ok();
 }
 
 void VirtioNet::OnInterrupt() {
+  // INTx: reading the ISR status acknowledges the device and lowers the
+  // line; a clear queue bit means the interrupt was another device's.
+  if (intx() && (ReadIsr() & kIsrQueue) == 0) return;
   ++interrupts_;
   nic::RxHandler handler = rx_handler_.load(std::memory_order_acquire);
   void* context = rx_context_.load(std::memory_order_relaxed);
@@ -415,6 +471,10 @@ void Init() {
       return;
     }
     g_nics[g_count++] = nic;
+    if (auto armed = nic->ArmInterrupt(); !armed.ok()) {
+      LOG_WARN("virtio-net: no IOAPIC pin for the INTx line of %02x:%02x.%x: %s", d.bus, d.slot, d.function,
+               ErrorName(armed.error()));
+    }
     auto mac = nic->Mac();
     LOG_INFO("virtio-net: nic%d at %02x:%02x.%x, MAC %02x:%02x:%02x:%02x:%02x:%02x, %s interface", g_count - 1, d.bus,
              d.slot, d.function, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5], nic->legacy() ? "legacy" : "modern");

@@ -1,8 +1,8 @@
-// virtio-net over PCI with MSI-X (native): the modern (virtio 1.0)
-// interface when the device offers it (QEMU's default transitional
-// virtio-net-pci does), else the legacy (0.9.5, I/O port) interface, e.g.
-// QEMU's disable-modern=on. A legacy device without MSI-X is skipped (INTx
-// routing through the IOAPIC is not implemented).
+// virtio-net over PCI (native): the modern (virtio 1.0) interface when the
+// device offers it (QEMU's default transitional virtio-net-pci does), else
+// the legacy (0.9.5, I/O port) interface, e.g. QEMU's disable-modern=on.
+// Interrupts by MSI-X, or, for a device without it (QEMU's vectors=0), by
+// its INTx pin routed through the IOAPIC.
 #pragma once
 
 namespace fox::virtio_net {

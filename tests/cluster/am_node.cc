@@ -103,47 +103,10 @@ bool Verify(const uint8_t* p, size_t len, uint64_t* seq) {
   return true;
 }
 
-// Replies that find the peer's window full cannot wait at interrupt level:
-// they are copied into this ring (allocated up front) and sent by an event
-// that may block (the "post heavier work to a core" pattern of am.h).
-struct Deferred {
-  NodeId to;
-  uint16_t handler;
-  uint16_t len;
-  uint8_t data[fox::net::kMaxMessageBytes];
-};
-constexpr uint32_t kDeferredSlots = 512;
-Deferred g_deferred[kDeferredSlots];
-std::atomic<uint32_t> g_deferred_head{0}, g_deferred_tail{0};
-void SendDeferred();
-fox::event::InterruptTrigger* g_deferred_trigger = nullptr;
-
-void SendDeferred() {
-  g_deferred_trigger->Arm();
-  for (;;) {
-    uint32_t tail = g_deferred_tail.load(std::memory_order_relaxed);
-    if (tail == g_deferred_head.load(std::memory_order_acquire)) return;
-    Deferred& d = g_deferred[tail % kDeferredSlots];
-    if (!fox::am::SendWait(d.to, kEbb, d.handler, d.data, d.len).ok()) g_reply_failures.fetch_add(1);
-    g_deferred_tail.store(tail + 1, std::memory_order_release);
-  }
-}
-
+// Replies are sent in delivery context (interrupt level on native nodes),
+// which cannot wait for a full window: the transport parks them.
 void Reply(NodeId to, uint16_t handler, const void* data, size_t len) {
-  auto r = fox::am::Send(to, kEbb, handler, data, len);
-  if (r.ok()) return;
-  uint32_t head = g_deferred_head.load(std::memory_order_relaxed);
-  if (r.error() != fox::Error::kBusy || head - g_deferred_tail.load(std::memory_order_acquire) == kDeferredSlots) {
-    g_reply_failures.fetch_add(1);
-    return;
-  }
-  Deferred& d = g_deferred[head % kDeferredSlots];
-  d.to = to;
-  d.handler = handler;
-  d.len = uint16_t(len);
-  std::memcpy(d.data, data, len);
-  g_deferred_head.store(head + 1, std::memory_order_release);
-  g_deferred_trigger->Fire();
+  if (!fox::am::SendOrDefer(to, kEbb, handler, data, len).ok()) g_reply_failures.fetch_add(1);
 }
 
 // Runs in delivery context: interrupt level on native nodes. No allocation,
@@ -266,8 +229,8 @@ void Echo(NodeId peer, uint64_t count, size_t size) {
   std::vector<uint8_t> buf(size);
   PerNode& n = Of(peer);
   uint64_t base = n.echo_replies.load();
-  // At most 32 echoes outstanding: replies are sent at interrupt level, where
-  // a full window cannot wait, so the requester keeps within the peer's.
+  // At most 32 echoes outstanding, so the peer's replies (parked by the
+  // transport when they find the window full) stay within its deferred buffer.
   constexpr uint64_t kOutstanding = 32;
   for (uint64_t i = 0; i < count; ++i) {
     if (i >= kOutstanding) {
@@ -492,8 +455,6 @@ int main(int argc, char** argv) {
   }
   std::printf("am_node: node %u at %s\n", config->self, info.address.ToString().c_str());
 #endif
-  g_deferred_trigger = new fox::event::InterruptTrigger(fox::core::Current(), [] { SendDeferred(); });
-  g_deferred_trigger->Arm();
   CHECK(fox::am::Register(kEbb, &g_receiver).ok());
   auto started = fox::am::Start(*config);
   if (!started.ok()) {
@@ -569,7 +530,7 @@ int main(int argc, char** argv) {
                   (unsigned long long)n.stream_next.load(), (unsigned long long)n.stream_errors.load());
     }
   }
-  std::printf("am_node: node %u done, %llu errors (%llu replies deferred)\n", me, (unsigned long long)errors,
-              (unsigned long long)g_deferred_head.load());
+  std::printf("am_node: node %u done, %llu errors (%llu messages deferred)\n", me, (unsigned long long)errors,
+              (unsigned long long)fox::am::GetStats().endpoint.deferred);
   return errors == 0 ? 0 : 1;
 }

@@ -13,7 +13,7 @@
 #                  [KILLED node...]                 killed by a host command: status not checked
 #                  [EXPECT "node:regex"...])
 function(fox_cluster_test name)
-  cmake_parse_arguments(T "UNTIL_HOST;DHCP" "NODES;IMAGE;ARGS;NETEM;IMPAIR;TIMEOUT;HOST_AFTER" "EXPECT;HOST_CMD;KILLED" ${ARGN})
+  cmake_parse_arguments(T "UNTIL_HOST;DHCP" "NODES;IMAGE;ARGS;NETEM;IMPAIR;TIMEOUT;HOST_AFTER;NIC" "EXPECT;HOST_CMD;KILLED" ${ARGN})
   if(NOT T_IMAGE)
     set(T_IMAGE vmtest)
   endif()
@@ -22,6 +22,9 @@ function(fox_cluster_test name)
   endif()
   set(cmd ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/boot/cluster.py --nodes ${T_NODES}
           --image ${FOX_NATIVE_DIR}/${T_IMAGE}.elf "--append=${T_ARGS}" --timeout ${T_TIMEOUT})
+  if(T_NIC)
+    list(APPEND cmd --nic ${T_NIC})
+  endif()
   if(T_NETEM)
     list(APPEND cmd "--netem=${T_NETEM}")
   endif()
@@ -102,6 +105,16 @@ fox_cluster_test(am_stream_lossy NODES 2 IMAGE am_node TIMEOUT 240
          "1:am: stream to node 0: 20000 of 20000 messages delivered in order, 0 errors"
          "1:am: stream from node 0: 100000 messages in order, 0 errors"
          "0:am: stream from node 1: 20000 messages in order, 0 errors")
+
+# Nodes whose NICs have no MSI-X (legacy interface, INTx through the
+# IOAPIC, level triggered), through the lossy hub: both directions at once.
+fox_cluster_test(am_stream_intx NODES 2 IMAGE am_node TIMEOUT 240 NIC legacy-intx
+  IMPAIR "loss=2 dup=2 reorder=2 seed=5 udp-port=7700"
+  ARGS "${am_peers} -- 0:stream,1,50000 1:stream,0,50000 0:echo,1,500,1000 0:quit,1"
+  EXPECT "0:virtio-net: device at 00:0[0-9a-f]\\.0 has no MSI-X: INTxA on IRQ 1?[0-9], level triggered"
+         "0:am: stream to node 1: 50000 of 50000 messages delivered in order, 0 errors"
+         "1:am: stream to node 0: 50000 of 50000 messages delivered in order, 0 errors"
+         "0:am: 500 echoes from node 1, 0 bad")
 
 # The same with the impairment injected by `tc netem` on every tap (skipped,
 # with the reason, on kernels without sch_netem, like this project's CI

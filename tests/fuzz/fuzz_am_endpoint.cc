@@ -3,7 +3,8 @@
 // half of the time (the fuzzer cannot forge SipHash), so the peer lookup,
 // the channel and message delivery see authenticated garbage too. Checks:
 // no crash, no sanitizer report, every delivered message well-formed and
-// from a known peer, and bounded work.
+// from a known peer, bounded work, and a deferred buffer (SendOrDefer,
+// also from inside delivery, as replies) that empties once the peers die.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -27,6 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cfg.self = 2;
   cfg.channel.send_window = 8;
   cfg.channel.recv_window = 8;
+  cfg.deferred_bytes = 8192;  // small: the full buffer is reached too
   AmEndpoint ep(cfg);
   uint64_t now = 1;
   if (!ep.AddPeer(1, 1, now).ok() || !ep.AddPeer(3, 3, now).ok()) __builtin_trap();
@@ -43,6 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     uint8_t sum = 0;
     for (size_t i = 0; i < m.length; ++i) sum = uint8_t(sum ^ m.data[i]);  // touch every byte (ASan)
     asm volatile("" : : "r"(sum));
+    if (m.handler & 1) (void)ep.SendOrDefer(from, 78, m.handler, m.data, m.length, now, tx);  // a reply
   };
   auto on_state = [](NodeId, PeerState) {};
   std::vector<uint8_t> frame;
@@ -64,9 +67,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         ep.OnDatagram(frame.data(), frame.size(), now, deliver, tx);
         break;
       }
-      case 1: {  // a send of op bytes to peer 1 or 3
+      case 1: {  // a send of op bytes to peer 1 or 3, or the same through the deferred buffer
         uint8_t payload[256] = {};
-        (void)ep.Send((op & 8) ? 1 : 3, 77, op, payload, op, now, tx);
+        if (op & 16) {
+          (void)ep.SendOrDefer((op & 8) ? 1 : 3, 77, op, payload, op, now, tx);
+        } else {
+          (void)ep.Send((op & 8) ? 1 : 3, 77, op, payload, op, now, tx);
+        }
         break;
       }
       case 2:  // time passes
@@ -80,5 +87,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   if (transmitted > 1'000'000) __builtin_trap();  // bounded work per input
+  // Deferred messages of dead peers are dropped: the buffer empties.
+  ep.DeclareDead(1, on_state);
+  ep.DeclareDead(3, on_state);
+  (void)ep.Poll(now, tx, on_state);
+  if (ep.deferred_messages() != 0) __builtin_trap();
   return 0;
 }

@@ -297,6 +297,123 @@ TEST(AmEndpoint, BackpressureWhenTheWindowIsFull) {
   EXPECT_EQ(c.inbox(1).size(), sent);
 }
 
+// SendOrDefer: what finds the window full waits in the deferred buffer,
+// in order; plain Sends cannot overtake it.
+TEST(AmEndpoint, SendOrDeferParksMessagesInOrderWhileTheWindowIsFull) {
+  EndpointConfig cfg = Quiet();
+  cfg.channel.send_window = 4;
+  cfg.channel.recv_window = 4;
+  Cluster c(2, cfg, {});
+  auto defer = [&](uint64_t i) {
+    std::vector<uint8_t> d = Payload(i, 1000);
+    return c.ep(0).SendOrDefer(2, 5, 1, d.data(), d.size(), c.now(), c.Tx(0));
+  };
+  for (uint64_t i = 0; i < 40; ++i) ASSERT_TRUE(defer(i).ok()) << i;
+  EXPECT_EQ(c.ep(0).deferred_messages(), 35u);  // 4 frames in the window + 1 in the buffer went straight on
+  EXPECT_EQ(c.ep(0).counters().deferred, 35u);
+  EXPECT_EQ(c.ep(0).counters().send_busy, 0u);
+  EXPECT_FALSE(c.ep(0).CanSend(2, 8));
+  EXPECT_EQ(c.Send(0, 1, 5, 1, Payload(99, 8)).error(), Error::kBusy);  // would overtake
+  c.RunUntil(c.now() + 50 * kMs);
+  EXPECT_EQ(c.ep(0).deferred_messages(), 0u);
+  EXPECT_TRUE(c.ep(0).CanSend(2, 8));
+  ASSERT_TRUE(c.Send(0, 1, 5, 1, Payload(40, 1000)).ok());
+  c.RunUntil(c.now() + 10 * kMs);
+  ASSERT_EQ(c.inbox(1).size(), 41u);
+  for (uint64_t i = 0; i <= 40; ++i) EXPECT_EQ(c.inbox(1)[i].data, Payload(i, 1000)) << i;
+  EXPECT_EQ(c.ep(0).counters().deferred_full, 0u);
+}
+
+TEST(AmEndpoint, SendOrDeferIsBusyOnlyWhenTheDeferredBufferIsFull) {
+  EndpointConfig cfg = Quiet();
+  cfg.channel.send_window = 2;
+  cfg.channel.recv_window = 2;
+  cfg.deferred_bytes = 4096;  // four 1000-byte messages (1024 bytes of record each)
+  Cluster c(2, cfg, {});
+  uint64_t accepted = 0;
+  Result<void> r{};
+  for (;;) {
+    std::vector<uint8_t> d = Payload(accepted, 1000);
+    r = c.ep(0).SendOrDefer(2, 5, 1, d.data(), d.size(), c.now(), c.Tx(0));
+    if (!r.ok()) break;
+    ++accepted;
+  }
+  EXPECT_EQ(r.error(), Error::kBusy);
+  EXPECT_EQ(accepted, 3u + 4u);  // 2 frames in the window, 1 in the buffer, 4 deferred
+  EXPECT_EQ(c.ep(0).counters().deferred_full, 1u);
+  // The ring wraps: keep it busy well past its size, in order throughout.
+  while (accepted < 200) {
+    c.RunUntil(c.now() + 200 * kUs);
+    for (;;) {
+      std::vector<uint8_t> d = Payload(accepted, 1000);
+      if (!c.ep(0).SendOrDefer(2, 5, 1, d.data(), d.size(), c.now(), c.Tx(0)).ok()) break;
+      ++accepted;
+    }
+  }
+  c.RunUntil(c.now() + 50 * kMs);
+  ASSERT_EQ(c.inbox(1).size(), accepted);
+  for (uint64_t i = 0; i < accepted; ++i) EXPECT_EQ(c.inbox(1)[i].data, Payload(i, 1000)) << i;
+  EXPECT_GT(c.ep(0).counters().deferred, 100u);
+}
+
+// A peer that never acknowledges does not hold up deferred messages to
+// another; when it is declared dead, its deferred messages are dropped.
+TEST(AmEndpoint, ASilentPeerDoesNotHoldUpAnothersDeferredMessages) {
+  EndpointConfig cfg = Quiet();
+  cfg.channel.send_window = 2;
+  cfg.channel.recv_window = 2;
+  Cluster c(3, cfg, {});
+  c.Kill(1);  // node 2 hears nothing, says nothing
+  for (uint64_t i = 0; i < 20; ++i) {
+    for (NodeId to : {NodeId(2), NodeId(3)}) {
+      std::vector<uint8_t> d = Payload(i, 1000);
+      ASSERT_TRUE(c.ep(0).SendOrDefer(to, 5, 1, d.data(), d.size(), c.now(), c.Tx(0)).ok());
+    }
+  }
+  c.RunUntil(c.now() + 100 * kMs);
+  ASSERT_EQ(c.inbox(2).size(), 20u);  // node 3 got everything
+  for (uint64_t i = 0; i < 20; ++i) EXPECT_EQ(c.inbox(2)[i].data, Payload(i, 1000)) << i;
+  EXPECT_EQ(c.ep(0).deferred_messages(), 17u);  // node 2's: 3 went out, the rest wait
+  c.ep(0).DeclareDead(2, [](NodeId, PeerState) {});
+  c.RunUntil(c.now() + 1 * kMs);
+  EXPECT_EQ(c.ep(0).deferred_messages(), 0u);
+  EXPECT_EQ(c.ep(0).counters().deferred_dropped, 17u);
+  EXPECT_EQ(c.ep(0).SendOrDefer(2, 5, 1, "x", 1, c.now(), c.Tx(0)).error(), Error::kNotFound);
+}
+
+// Replies sent in delivery context with SendOrDefer over a lossy network
+// with small windows: every request answered once, in order.
+TEST(AmEndpoint, RepliesInDeliveryContextThroughALossyNetwork) {
+  EndpointConfig cfg = Quiet();
+  cfg.channel.send_window = 8;
+  cfg.channel.recv_window = 8;
+  NetParams net{.loss = 0.05, .duplicate = 0.05, .min_delay_ns = 20 * kUs, .max_delay_ns = 400 * kUs};
+  Cluster c(2, cfg, net, 9);
+  uint64_t refused = 0;
+  c.on_deliver = [&](int node, const Delivered& d) {
+    if (node != 1) return;
+    if (!c.ep(1).SendOrDefer(1, 6, 2, d.data.data(), d.data.size(), c.now(), c.Tx(1)).ok()) ++refused;
+  };
+  // The requester keeps at most 256 requests unanswered: that bounds what
+  // the replies can need of the deferred buffer (256 * 332 bytes < 256 KiB).
+  constexpr uint64_t kRequests = 20'000, kOutstanding = 256;
+  uint64_t sent = 0;
+  while (sent < kRequests) {
+    while (sent < kRequests && sent < c.inbox(0).size() + kOutstanding &&
+           c.Send(0, 1, 5, 1, Payload(sent, 8 + sent % 300)).ok()) {
+      ++sent;
+    }
+    c.RunUntil(c.now() + 100 * kUs);
+  }
+  c.RunUntil(c.now() + 2000 * kMs);
+  EXPECT_EQ(refused, 0u) << "deferred " << c.ep(1).counters().deferred << " full " << c.ep(1).counters().deferred_full
+                        << " waiting " << c.ep(1).deferred_messages() << " inbox1 " << c.inbox(1).size();
+  ASSERT_EQ(c.inbox(0).size(), kRequests);
+  for (uint64_t i = 0; i < kRequests; ++i) ASSERT_EQ(c.inbox(0)[i].data, Payload(i, 8 + i % 300)) << i;
+  EXPECT_GT(c.ep(1).counters().deferred, 0u);  // the replies did meet a full window
+  EXPECT_EQ(c.ep(1).deferred_messages(), 0u);
+}
+
 TEST(AmEndpoint, RejectsBadArguments) {
   Cluster c(2, Quiet(), {});
   std::vector<uint8_t> big(kMaxMessageBytes + 1);

@@ -207,6 +207,18 @@ fox_vm_test(net_ping_legacy IMAGE vmtest SMP 2 NET user-legacy ARGS "-- net_ping
   EXPECT "virtio-net: nic0 at 00:0[0-9a-f]\\.0, MAC 52:54:00:12:34:56, legacy interface"
          "ping 10\\.0\\.2\\.2 \\(gateway\\): ok" "ping 10\\.0\\.2\\.15 \\(this node, answered by lwIP\\): ok"
          "ping 10\\.0\\.2\\.99 \\(nobody\\): timed out" "vmtest net_ping: PASS")
+# Devices without MSI-X interrupt through their INTx pin (IOAPIC, level
+# triggered): modern and legacy interfaces.
+fox_vm_test(net_ping_intx IMAGE vmtest SMP 2 NET user-intx ARGS "-- net_ping" EXIT 0 TIMEOUT 60
+  EXPECT "virtio-net: device at 00:0[0-9a-f]\\.0 has no MSI-X: INTxA on IRQ 1?[0-9], level triggered"
+         "virtio-net: nic0 at 00:0[0-9a-f]\\.0, MAC 52:54:00:12:34:56, modern interface"
+         "ping 10\\.0\\.2\\.2 \\(gateway\\): ok" "ping 10\\.0\\.2\\.15 \\(this node, answered by lwIP\\): ok"
+         "ping 10\\.0\\.2\\.99 \\(nobody\\): timed out" "vmtest net_ping: PASS")
+fox_vm_test(net_ping_legacy_intx IMAGE vmtest SMP 2 NET user-legacy-intx ARGS "-- net_ping" EXIT 0 TIMEOUT 60
+  EXPECT "virtio-net: device at 00:0[0-9a-f]\\.0 has no MSI-X: INTxA on IRQ 1?[0-9], level triggered"
+         "virtio-net: nic0 at 00:0[0-9a-f]\\.0, MAC 52:54:00:12:34:56, legacy interface"
+         "ping 10\\.0\\.2\\.2 \\(gateway\\): ok" "ping 10\\.0\\.2\\.15 \\(this node, answered by lwIP\\): ok"
+         "ping 10\\.0\\.2\\.99 \\(nobody\\): timed out" "vmtest net_ping: PASS")
 fox_vm_test(net_static IMAGE vmtest SMP 2 NET user ARGS "-- net_static 10.0.2.20/24 10.0.2.2" EXIT 0 TIMEOUT 60
   EXPECT "I net: static address 10\\.0\\.2\\.20/255\\.255\\.255\\.0 gateway 10\\.0\\.2\\.2"
          "ping 10\\.0\\.2\\.2 \\(gateway\\): ok" "vmtest net_static: PASS")

@@ -41,7 +41,13 @@ class Messenger : public SharedEbb<Messenger> {
   Result<void> Send(NetworkNode node, EbbId id, uint16_t handler, const void* data, size_t length) {
     return am::Send(node, id, handler, data, length);
   }
-  // The same, blocking the calling event while the peer is full.
+  // For listeners replying in delivery context: a message that finds the
+  // peer full waits in the transport's deferred buffer (kBusy only when
+  // that is full too).
+  Result<void> SendOrDefer(NetworkNode node, EbbId id, uint16_t handler, const void* data, size_t length) {
+    return am::SendOrDefer(node, id, handler, data, length);
+  }
+  // The same as Send, blocking the calling event while the peer is full.
   Result<void> SendWait(NetworkNode node, EbbId id, uint16_t handler, const void* data, size_t length) {
     return am::SendWait(node, id, handler, data, length);
   }

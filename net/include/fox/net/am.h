@@ -22,7 +22,10 @@
 // preallocated memory and runs a handler as an event on a chosen core.
 //
 // Backpressure: Send returns kBusy when the peer's window and aggregation
-// buffer are full (SendWait blocks the event instead); a frame whose
+// buffer are full (SendWait blocks the event instead). A Receiver cannot
+// wait: its replies use SendOrDefer, which parks a message that finds the
+// peer full in the node's deferred buffer (EndpointConfig::deferred_bytes,
+// allocated at Start) until the window opens, keeping per-pair order; a frame whose
 // messages a Mailbox has no room for is dropped before it counts as
 // received (kBackpressure), so the sender retransmits it later.
 //
@@ -130,6 +133,12 @@ class Mailbox : public Receiver {
 // delivered at once, in delivery context. Any core, events or delivery
 // context; never blocks.
 Result<void> Send(NodeId node, uint32_t ebb, uint16_t handler, const void* data, size_t length);
+// Like Send, but a message that finds the peer full waits in the node's
+// deferred buffer and goes out, in order, as the window opens; kBusy only
+// when that buffer is full too. For delivery context (replies), where
+// waiting is impossible; never blocks. Until deferred messages to a peer
+// are out, Send to it is kBusy (SendWait waits) so nothing overtakes them.
+Result<void> SendOrDefer(NodeId node, uint32_t ebb, uint16_t handler, const void* data, size_t length);
 // Like Send, but blocks the calling event while the peer is full. Event
 // context only (not delivery context).
 Result<void> SendWait(NodeId node, uint32_t ebb, uint16_t handler, const void* data, size_t length);
@@ -153,6 +162,8 @@ struct Stats {
   uint64_t rx_datagrams, rx_bytes;
   uint64_t rx_not_am;            // native: frames handed on to lwIP
   uint64_t arp_requests, arp_misses;  // native: frames held back for want of a MAC
+  // Native: the NIC's own counters (nic::Stats).
+  uint64_t nic_rx_packets, nic_rx_dropped, nic_tx_packets, nic_tx_dropped, nic_interrupts;
 };
 Stats GetStats();
 // One line per counter that is not zero, for logs.

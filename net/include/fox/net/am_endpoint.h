@@ -11,6 +11,12 @@
 // message (Poll), or at once when aggregation is off. kBusy when the peer's
 // send window and buffer are both full (backpressure: retry once CanSend).
 //
+// Senders that cannot wait (receivers replying at interrupt level) use
+// SendOrDefer: a message that finds the peer full is copied into the
+// endpoint's deferred buffer (allocated up front) and joins the peer's
+// aggregation buffer, in order, as the window opens (OnDatagram, Poll).
+// Nothing overtakes it: Send to a peer with deferred messages is kBusy.
+//
 // Receiving: OnDatagram(bytes) decodes and authenticates the frame, feeds
 // the peer's channel, and calls `deliver` for each message now in order,
 // exactly once. Heartbeat messages (ebb kSystemEbb) are consumed here.
@@ -69,6 +75,9 @@ struct EndpointConfig {
   // A peer that has never been heard from (still booting) is dead only
   // after this long.
   uint64_t join_timeout_ns = 60'000'000'000;
+  // SendOrDefer's buffer, shared by all peers (each message takes 24
+  // bytes of header plus its data rounded up to 8).
+  size_t deferred_bytes = 256 << 10;
 };
 
 enum class PeerState : uint8_t { kUnknown, kAlive, kSuspected, kDead };
@@ -81,6 +90,9 @@ struct EndpointCounters {
   uint64_t flush_on_full = 0;       // ...because the next message did not fit
   uint64_t flush_on_timeout = 0;    // ...because flush_delay passed
   uint64_t send_busy = 0;           // Send refused: window and buffer full
+  uint64_t deferred = 0;            // SendOrDefer messages that had to wait in the deferred buffer
+  uint64_t deferred_full = 0;       // SendOrDefer refused: the deferred buffer was full too
+  uint64_t deferred_dropped = 0;    // deferred messages whose peer died before they went out
   uint64_t heartbeats_sent = 0;
   uint64_t heartbeats_received = 0;
   uint64_t datagrams_received = 0;
@@ -120,8 +132,16 @@ class AmEndpoint {
   // kOutOfRange: more than kMaxMessageBytes; kBusy: full (retry later).
   Result<void> Send(NodeId peer, uint32_t ebb, uint16_t handler, const void* data, size_t len,
                     uint64_t now_ns, TransmitFn transmit);
-  // Whether Send to `peer` would be accepted now for a message of `len` bytes.
+  // Like Send, but never kBusy while the deferred buffer has room (see the
+  // top): the message waits there for the peer's window. kBusy only when
+  // that buffer is full as well. Interrupt-safe.
+  Result<void> SendOrDefer(NodeId peer, uint32_t ebb, uint16_t handler, const void* data, size_t len,
+                           uint64_t now_ns, TransmitFn transmit);
+  // Whether Send to `peer` would be accepted now for a message of `len`
+  // bytes (false while deferred messages to it wait).
   bool CanSend(NodeId peer, size_t len = 0) const;
+  // Messages waiting in the deferred buffer (all peers).
+  size_t deferred_messages() const { return deferred_count_; }
 
   // Hands every non-empty aggregation buffer to its channel now and
   // transmits (peer kAnyPeer: all of them).
@@ -155,6 +175,10 @@ class AmEndpoint {
   struct Peer;
   Peer* Find(NodeId peer) const;
   bool FlushPeer(Peer& p, uint64_t now_ns, TransmitFn transmit);
+  Result<void> SendNow(Peer& p, uint32_t ebb, uint16_t handler, const void* data, size_t len, uint64_t now_ns,
+                       TransmitFn transmit);
+  bool Defer(Peer& p, uint32_t ebb, uint16_t handler, const void* data, size_t len);
+  void DrainDeferred(uint64_t now_ns, TransmitFn transmit);
   void Kill(Peer& p, StateFn on_state);
   uint64_t PollPeer(Peer& p, uint64_t now_ns, TransmitFn transmit, StateFn* on_state);
 
@@ -162,6 +186,14 @@ class AmEndpoint {
   Peer* slots_[kMaxPeers * 2] = {};  // open addressing by node id
   size_t peer_count_ = 0;
   EndpointCounters counters_;
+  // The deferred buffer: a ring of records (am_endpoint.cc), bytes
+  // [tail, head) in use.
+  std::unique_ptr<uint8_t[]> deferred_;
+  size_t deferred_size_ = 0;
+  uint64_t deferred_head_ = 0, deferred_tail_ = 0;
+  size_t deferred_count_ = 0;        // records not yet sent
+  size_t peers_with_deferred_ = 0;
+  uint64_t drain_pass_ = 0;
 };
 
 }  // namespace fox::net
