@@ -57,7 +57,7 @@ GlobalIdMap::GlobalIdMap()
           },
           size_t{1} << 20)),
       source_(std::make_unique<Source>(this)) {
-  if (auto r = am::Register(kGlobalIdMapId, mailbox_.get()); !r.ok()) {
+  if (auto r = Messenger::Get()->Listen(kGlobalIdMapId, mailbox_.get()); !r.ok()) {
     LOG_ERROR("GlobalIdMap: cannot receive messages: %s", ErrorName(r.error()));
   }
   am::OnPeerState([this](am::NodeId node, am::PeerState state) {
@@ -65,7 +65,7 @@ GlobalIdMap::GlobalIdMap()
   });
 }
 
-GlobalIdMap::~GlobalIdMap() { am::Unregister(kGlobalIdMapId); }
+GlobalIdMap::~GlobalIdMap() { Messenger::Get()->StopListening(kGlobalIdMapId); }
 
 IdRangeSource* GlobalIdMap::RangeSource() { return source_.get(); }
 
@@ -79,7 +79,7 @@ uint64_t GlobalIdMap::Request(uint16_t handler, const void* body, size_t len, st
   std::vector<uint8_t> msg(8 + len);
   Store64(msg.data(), id);
   if (len > 0) std::memcpy(msg.data() + 8, body, len);
-  auto r = am::SendWait(server_, kGlobalIdMapId, handler, msg.data(), msg.size());
+  auto r = Messenger::Get()->SendWait(server_, kGlobalIdMapId, handler, msg.data(), msg.size());
   if (!r.ok()) {
     {
       SpinGuard g(lock_);
@@ -200,7 +200,7 @@ void GlobalIdMap::Serve(am::NodeId from, uint16_t handler, const uint8_t* data, 
   Store32(reply.data() + 8, uint32_t(status));
   // A reply may wait for the client's window: not in the mailbox's drain.
   event::Spawn([from, reply = std::move(reply)] {
-    if (!am::SendWait(from, kGlobalIdMapId, kReply, reply.data(), reply.size()).ok()) {
+    if (!Messenger::Get()->SendWait(from, kGlobalIdMapId, kReply, reply.data(), reply.size()).ok()) {
       LOG_WARN("GlobalIdMap: reply to node %u lost (node dead)", from);
     }
   });

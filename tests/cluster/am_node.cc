@@ -49,6 +49,9 @@ namespace {
 using fox::am::NodeId;
 
 constexpr uint32_t kEbb = 0x00A70001;  // this program's receiver (a dynamic-looking id)
+// All traffic goes through the Messenger Ebb (an Ebb talking to its
+// counterparts on other nodes, native or hosted).
+fox::ebb::EbbRef<fox::ebb::Messenger> Messenger() { return fox::ebb::Messenger::Get(); }
 enum Handler : uint16_t {
   kEcho = 1, kEchoReply, kStream, kStreamDone, kStreamAck, kQuit, kRate, kRateDone, kRateResult,
 };
@@ -106,7 +109,7 @@ bool Verify(const uint8_t* p, size_t len, uint64_t* seq) {
 // Replies are sent in delivery context (interrupt level on native nodes),
 // which cannot wait for a full window: the transport parks them.
 void Reply(NodeId to, uint16_t handler, const void* data, size_t len) {
-  if (!fox::am::SendOrDefer(to, kEbb, handler, data, len).ok()) g_reply_failures.fetch_add(1);
+  if (!Messenger()->SendOrDefer(to, kEbb, handler, data, len).ok()) g_reply_failures.fetch_add(1);
 }
 
 // Runs in delivery context: interrupt level on native nodes. No allocation,
@@ -192,7 +195,7 @@ bool WaitUntil(F done, uint64_t ms) {
 }
 
 void SendOrDie(NodeId to, uint16_t handler, const void* data, size_t len) {
-  auto r = fox::am::SendWait(to, kEbb, handler, data, len);
+  auto r = Messenger()->SendWait(to, kEbb, handler, data, len);
   if (!r.ok()) {
     std::printf("am_node: send to node %u failed: %s\n", to, fox::ErrorName(r.error()));
     Fail();
@@ -213,7 +216,7 @@ void Stream(NodeId peer, uint64_t count, size_t size) {
   uint64_t t0 = fox::clock::NowNs();
   SendNumbered(peer, kStream, count, size);
   SendOrDie(peer, kStreamDone, &count, sizeof count);
-  fox::am::Flush(peer);
+  Messenger()->Flush(peer);
   PerNode& n = Of(peer);
   CHECK(WaitUntil([&] { return n.stream_acked.load(std::memory_order_acquire) != ~0ull; }, 600'000));
   uint64_t ms = (fox::clock::NowNs() - t0) / 1'000'000;
@@ -234,13 +237,13 @@ void Echo(NodeId peer, uint64_t count, size_t size) {
   constexpr uint64_t kOutstanding = 32;
   for (uint64_t i = 0; i < count; ++i) {
     if (i >= kOutstanding) {
-      fox::am::Flush(peer);
+      Messenger()->Flush(peer);
       CHECK(WaitUntil([&] { return n.echo_replies.load() - base + kOutstanding > i; }, 60'000));
     }
     Fill(buf.data(), size, i);
     SendOrDie(peer, kEcho, buf.data(), size);
   }
-  fox::am::Flush(peer);
+  Messenger()->Flush(peer);
   CHECK(WaitUntil([&] { return n.echo_replies.load() - base >= count; }, 60'000));
   std::printf("am: %llu echoes from node %u, %llu bad\n", (unsigned long long)(n.echo_replies.load() - base), peer,
               (unsigned long long)n.echo_errors.load());
@@ -258,7 +261,7 @@ void Rtt(NodeId peer, uint64_t count) {
     Fill(buf, sizeof buf, i);
     uint64_t t0 = fox::clock::NowNs();
     SendOrDie(peer, kEcho, buf, sizeof buf);
-    fox::am::Flush(peer);
+    Messenger()->Flush(peer);
 #ifdef FOX_NATIVE
     // The reply is handled at interrupt level on this very core: spin for
     // a while; a frame that needs the transport's timers (a retransmission,
@@ -288,7 +291,7 @@ void Rate(NodeId peer, uint64_t count, size_t size) {
   uint64_t t0 = fox::clock::NowNs();
   SendNumbered(peer, kRate, count, size);
   SendOrDie(peer, kRateDone, &count, sizeof count);
-  fox::am::Flush(peer);
+  Messenger()->Flush(peer);
   CHECK(WaitUntil([&] { return n.rate_result_count.load(std::memory_order_acquire) != ~0ull; }, 600'000));
   uint64_t got = n.rate_result_count.load(), ns = n.rate_result_ns.load();
   uint64_t sender_ns = fox::clock::NowNs() - t0;
@@ -312,7 +315,7 @@ void WaitDead(NodeId peer, uint64_t ms) {
     std::exit(1);
   }
   std::printf("am: node %u declared dead after %llu ms of waiting\n", peer, (unsigned long long)waited);
-  CHECK(fox::am::Send(peer, kEbb, kEcho, "x", 1).error() == fox::Error::kNotFound);
+  CHECK(Messenger()->Send(peer, kEbb, kEcho, "x", 1).error() == fox::Error::kNotFound);
 }
 
 #ifdef FOX_NATIVE
@@ -455,7 +458,7 @@ int main(int argc, char** argv) {
   }
   std::printf("am_node: node %u at %s\n", config->self, info.address.ToString().c_str());
 #endif
-  CHECK(fox::am::Register(kEbb, &g_receiver).ok());
+  CHECK(Messenger()->Listen(kEbb, &g_receiver).ok());
   auto started = fox::am::Start(*config);
   if (!started.ok()) {
     std::printf("am_node: cannot start the transport: %s\n", fox::ErrorName(started.error()));
@@ -463,7 +466,7 @@ int main(int argc, char** argv) {
   }
   // Every node runs the GlobalIdMap Ebb (node 0 serves it) and the Messenger.
   CHECK(fox::ebb::GlobalIdMap::Get()->server() == 0);
-  CHECK(fox::ebb::Messenger::Get()->Self() == config->self);
+  CHECK(Messenger()->Self() == config->self);
   fox::am::OnPeerState([](NodeId n, fox::am::PeerState s) {
     std::printf("am_node: node %u is %s\n", n, fox::net::PeerStateName(s));
   });
@@ -496,7 +499,7 @@ int main(int argc, char** argv) {
       WaitDead(peer, Num(v, 2, 10000));
     } else if (what == "quit") {
       for (size_t k = 1; k < v.size(); ++k) SendOrDie(NodeId(Num(v, k, 0)), kQuit, "q", 1);
-      for (size_t k = 1; k < v.size(); ++k) fox::am::Flush(NodeId(Num(v, k, 0)));
+      for (size_t k = 1; k < v.size(); ++k) Messenger()->Flush(NodeId(Num(v, k, 0)));
       // Let the quit messages be acknowledged before this node goes away.
       WaitUntil([] { return false; }, 300);
       quit_sent = true;
