@@ -2,7 +2,8 @@
 #   make deps    install the Debian packages the build and tests need
 #   make         build native images (build/native) and hosted programs (build/host)
 #   make test    everything above, then the whole CTest suite
-#   make run     boot one node that runs apps/hello, then stop it
+#   make run     the default job (apps/ring) on a local cluster of NODES (3) QEMU nodes
+#   make boot    boot one node that runs APP (apps/hello), then stop it
 #   make iso     build/fox.iso, bootable through GRUB
 #   make bench [B=NAME]   run tests/bench programs; figures as `NAME.metric value unit`
 #   make debug   boot a node paused under QEMU's gdb stub and attach gdb
@@ -12,6 +13,7 @@ NATIVE := $(BUILD)/native
 HOST := $(BUILD)/host
 APP ?= hello
 ARGS ?=
+NODES ?= 3
 B ?=
 JOBS ?= $(shell nproc)
 
@@ -19,7 +21,7 @@ DEB_PACKAGES := dpkg-dev clang lld llvm cmake ninja-build g++ libstdc++-12-dev m
   libclang-rt-14-dev qemu-system-x86 grub-pc-bin grub-common xorriso mtools gdb python3 cpio iproute2
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps native host test run iso bench debug clean
+.PHONY: all deps native host test run boot iso bench debug clean
 all: native host
 
 deps:
@@ -49,7 +51,12 @@ test: deps
 	$(MAKE) all iso
 	cd $(HOST) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
-run: native
+# No root needed: the nodes meet through boot/hub.py on 127.0.0.1 ports.
+run: deps native
+	python3 boot/cluster.py --local --live --peers --nodes $(NODES) --image $(NATIVE)/ring.elf \
+	  --append "$(if $(ARGS),$(ARGS),-- laps=100)" --timeout 300
+
+boot: deps native
 	python3 boot/qemu_run.py --image $(NATIVE)/$(APP).elf --append "$(ARGS)"
 
 bench: all

@@ -8,6 +8,7 @@
                   [--require-impairment]]
                [--host-cmd CMD]... [--host-after I:REGEX] [--host-grace S] [--until-host]
                [--expect-node I:REGEX]... [--expect-exit S] [--killed I]... [--dhcp]
+               [--nic modern|legacy|intx|legacy-intx] [--local] [--live] [--peers]
 
 Creates a network namespace of its own (fox-<pid>), boots the nodes inside it
 with QEMU, optionally runs host commands inside the namespace too, waits for
@@ -20,7 +21,8 @@ Address plan (the same in every mode):
     host side    10.77.0.1/24 (bridge foxbr0, or the hub's tap foxhub0)
     node I       MAC 52:54:00:77:00:II (II = I in hex), IPv4 10.77.0.(10+I)/24,
                  boot args "fox.node=I fox.ip=10.77.0.(10+I)/24 fox.gw=10.77.0.1"
-                 (fox.ip / fox.gw are left out when --append gives its own)
+                 (fox.ip / fox.gw are left out when --append gives its own);
+                 with --peers also fox.peers=0@10.77.0.10,1@10.77.0.11,...
 
 Network modes:
   default    a Linux bridge foxbr0 and one tap per node (-netdev tap).
@@ -34,6 +36,13 @@ Network modes:
              --require-impairment the run fails unless the hub really dropped,
              duplicated and reordered frames (for each of those asked for).
              --impair "" gives the hub without impairment.
+  --local    the hub (impairing if --impair says so) in the caller's own
+             network namespace, without a tap: nodes reach only one another,
+             through UDP ports on 127.0.0.1. No root, no host side (no
+             --host-cmd, --netem, --dhcp). `make run` uses it.
+
+--live prints each console line as it arrives, prefixed "nodeI| ", instead
+of every console at the end.
 
 Host commands (--host-cmd, repeatable) run with `sh -c` inside the namespace,
 from the repository root, once every node has printed its boot banner (or,
@@ -48,7 +57,8 @@ its exit status). Their environment:
 Their output appears in the log, each line prefixed "host<K>| ".
 
 Exit status: 0 when every expectation holds, 1 when one fails, 2 for bad
-arguments, 77 (CTest's skip) when root, KVM (asked for) or netem is missing.
+arguments, 77 (CTest's skip) when root (without --local), KVM (asked for) or
+netem is missing.
 """
 import argparse
 import json
@@ -166,6 +176,8 @@ class HubNamespace(Namespace):
     def __init__(self, nodes, hub_args, name=None):
         super().__init__(nodes, "", name)
         self.hub_args = hub_args
+        self.base_port = HUB_BASE_PORT
+        self.tap = True
         self.hub = None
         self.hub_out = []
         self.stats_file = None
@@ -175,8 +187,9 @@ class HubNamespace(Namespace):
         fd, self.stats_file = tempfile.mkstemp(prefix="fox-hub-", suffix=".json")
         os.close(fd)
         cmd = ns + [sys.executable, "-u", os.path.join(qemu_run.ROOT, "boot", "hub.py"), "--ports", str(self.nodes),
-                    "--base-port", str(HUB_BASE_PORT), "--tap", self.host_if,
-                    "--tap-addr", "%s/%d" % (HOST_IP, PREFIX), "--stats-json", self.stats_file] + self.hub_args
+                    "--base-port", str(self.base_port), "--stats-json", self.stats_file] + self.hub_args
+        if self.tap:
+            cmd += ["--tap", self.host_if, "--tap-addr", "%s/%d" % (HOST_IP, PREFIX)]
         self.hub = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     text=True)
         ready = self.hub.stdout.readline()
@@ -193,8 +206,8 @@ class HubNamespace(Namespace):
 
     def netdev(self, i):
         return ("dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port=%d,"
-                "remote.type=inet,remote.host=127.0.0.1,remote.port=%d" % (HUB_BASE_PORT + 2 * i + 1,
-                                                                           HUB_BASE_PORT + 2 * i))
+                "remote.type=inet,remote.host=127.0.0.1,remote.port=%d" % (self.base_port + 2 * i + 1,
+                                                                           self.base_port + 2 * i))
 
     def stop_hub(self):
         if self.hub is None or self.hub.poll() is not None:
@@ -225,6 +238,59 @@ class HubNamespace(Namespace):
         super().__exit__(*exc)
 
 
+class LocalHub(HubNamespace):
+    """--local: the hub in the caller's own network namespace, without a tap:
+    the nodes reach one another (and nothing else) through UDP ports on
+    127.0.0.1. Needs no privileges; there is no host side."""
+    host_if = None
+
+    def __init__(self, nodes, hub_args):
+        super().__init__(nodes, hub_args, name="local")
+        self.tap = False
+        self.base_port = free_port_range(2 * nodes)
+
+    def __enter__(self):
+        try:
+            self.setup([])
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def exec_prefix(self):
+        return []
+
+    def __exit__(self, *exc):
+        self.stop_hub()
+        if self.stats_file:
+            try:
+                os.unlink(self.stats_file)
+            except OSError:
+                pass
+
+
+def free_port_range(count):
+    """A base port B such that UDP ports B..B+count-1 on 127.0.0.1 are free now."""
+    import random
+    import socket
+    rng = random.Random(os.getpid() ^ int(time.time() * 1000))
+    for _ in range(50):
+        base = rng.randrange(20000, 60000 - count) & ~1
+        socks = []
+        try:
+            for p in range(base, base + count):
+                sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                socks.append(sock)
+                sock.bind(("127.0.0.1", p))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+    raise RuntimeError("no %d free UDP ports on 127.0.0.1" % count)
+
+
 def parse_impair(spec):
     """'loss=5 dup=5 ...' -> hub.py arguments; ValueError on a bad key or value."""
     out, asked = [], {}
@@ -244,9 +310,17 @@ def parse_impair(spec):
     return out, asked
 
 
-def node_append(i, append, dhcp=False):
-    """Boot args for node I: its id and, unless the caller gives them, its address (see the plan)."""
+def peers_arg(nodes):
+    """fox.peers naming every node of the plan."""
+    return "fox.peers=" + ",".join("%d@%s" % (i, node_ip(i)) for i in range(nodes))
+
+
+def node_append(i, append, dhcp=False, nodes=0):
+    """Boot args for node I: its id and, unless the caller gives them, its address (see the plan)
+    and, with `nodes`, fox.peers naming the plan's first `nodes` nodes."""
     words = ["fox.node=%d" % i]
+    if nodes and not re.search(r"(^|\s)fox\.peers=", append):
+        words.append(peers_arg(nodes))
     if not dhcp and not re.search(r"(^|\s)fox\.ip=", append):
         words.append("fox.ip=%s/%d" % (node_ip(i), PREFIX))
     if not re.search(r"(^|\s)fox\.gw=", append):
@@ -319,7 +393,7 @@ class HostCommand:
 
 
 def host_env(ns, nodes):
-    env = dict(os.environ, FOX_NETNS=ns.name, FOX_NODES=str(nodes), FOX_HOST_IP=HOST_IP, FOX_HOST_IF=ns.host_if,
+    env = dict(os.environ, FOX_NETNS=ns.name, FOX_NODES=str(nodes), FOX_HOST_IP=HOST_IP, FOX_HOST_IF=ns.host_if or "",
                FOX_NODE_IPS=" ".join(node_ip(i) for i in range(nodes)), FOX_ROOT=qemu_run.ROOT)
     for i in range(nodes):
         env["FOX_NODE%d_IP" % i] = node_ip(i)
@@ -351,6 +425,10 @@ def main():
     ap.add_argument("--accel", default="auto", choices=["auto", "kvm", "tcg"])
     ap.add_argument("--nic", default="modern", choices=sorted(qemu_run.NIC_INTERFACES),
                     help="the nodes' virtio-net interface: modern or legacy, with MSI-X or INTx only")
+    ap.add_argument("--local", action="store_true",
+                    help="no namespace, no root: the hub on 127.0.0.1 ports, nodes only (no host side)")
+    ap.add_argument("--live", action="store_true", help="print the consoles as they come, each line prefixed nodeI|")
+    ap.add_argument("--peers", action="store_true", help="give every node fox.peers naming all the nodes")
     ap.add_argument("--netem", default="")
     ap.add_argument("--impair", help="use boot/hub.py with these impairments (see above)")
     ap.add_argument("--require-impairment", action="store_true")
@@ -383,13 +461,16 @@ def main():
         ap.error(str(e))
     if args.host_after and not args.host_cmd:
         ap.error("--host-after needs --host-cmd")
+    if args.local and (args.host_cmd or args.netem or args.dhcp):
+        ap.error("--local has no host side: no --host-cmd, --netem or --dhcp")
     if not os.path.exists(args.image):
         print("cluster: %s does not exist (run make first)" % args.image, file=sys.stderr)
         return 2
-    if os.geteuid() != 0:
-        print("cluster: SKIP: needs root to create a network namespace")
+    if os.geteuid() != 0 and not args.local:
+        print("cluster: SKIP: needs root to create a network namespace (--local does not)")
         return 77
-    remove_stale_namespaces()
+    if not args.local:
+        remove_stale_namespaces()
     if args.netem and not netem_available():
         print("cluster: SKIP: tc netem is not available in this kernel (no sch_netem); --impair works here")
         return 77
@@ -402,13 +483,19 @@ def main():
         signal.signal(sig, on_terminate)
     failures = []
     workdir = tempfile.mkdtemp(prefix="fox-cluster-")
-    ns = HubNamespace(args.nodes, hub_args) if args.impair is not None else Namespace(args.nodes, args.netem)
+    if args.local:
+        ns = LocalHub(args.nodes, hub_args)
+    elif args.impair is not None:
+        ns = HubNamespace(args.nodes, hub_args)
+    else:
+        ns = Namespace(args.nodes, args.netem)
     nodes, hosts = [], [HostCommand(k, c) for k, c in enumerate(args.host_cmd)]
     try:
         with ns:
             for i in range(args.nodes):
-                cmd = qemu_run.qemu_command(args.image, node_append(i, args.append, args.dhcp), args.smp, args.mem, accel,
-                                            None, False)
+                cmd = qemu_run.qemu_command(args.image, node_append(i, args.append, args.dhcp,
+                                                                    args.nodes if args.peers else 0),
+                                            args.smp, args.mem, accel, None, False)
                 cmd += ["-netdev", ns.netdev(i), "-device", "virtio-net-pci,netdev=n0,mac=%s%s"
                         % (node_mac(i), qemu_run.NIC_INTERFACES[args.nic])]
                 # setpriv: the QEMUs die with this harness even if it is SIGKILLed.
@@ -448,7 +535,7 @@ def main():
             failures.append("node %d's console lacks /%s/" % (i, regex.pattern))
     if isinstance(ns, HubNamespace):
         check_impairment(args, ns, asked, failures)
-    for n in nodes:
+    for n in nodes if not args.live else []:
         print("---- node %d (%s) ----\n%s" % (n.i, node_ip(n.i), n.result["text"] if n.result else n.text()))
     for h in hosts:
         status = h.proc.returncode if h.proc else "never started"
@@ -460,9 +547,10 @@ def main():
     if failures:
         print("FAILED: " + "; ".join(failures))
         return 1
-    print("cluster: %d nodes ok (accel %s, %s)" % (args.nodes, accel,
-                                                  "hub %s" % (args.impair or "without impairment")
-                                                  if args.impair is not None else "bridge"))
+    print("cluster: %d nodes ok (accel %s, %s%s)" % (args.nodes, accel,
+                                                    "hub %s" % (args.impair or "without impairment")
+                                                    if isinstance(ns, HubNamespace) else "bridge",
+                                                    " on 127.0.0.1" if args.local else ""))
     return 0
 
 
@@ -471,7 +559,10 @@ def supervise(args, ns, nodes, hosts, after, failures):
     env = host_env(ns, args.nodes)
     started = not hosts
     nodes_done_at = None
+    shown = [0] * len(nodes)  # --live: console bytes printed so far
     while True:
+        if args.live:
+            show_new_lines(nodes, shown)
         alive = [n for n in nodes if n.thread.is_alive()]
         if not started:
             # Liveness first, consoles second: a node seen dead has written all it will.
@@ -506,11 +597,27 @@ def supervise(args, ns, nodes, hosts, after, failures):
                         h.kill()
                 break
         time.sleep(0.05)
+    if args.live:
+        show_new_lines(nodes, shown, final=True)
     for h in hosts:
         if h.reader:
             h.reader.join(timeout=5)
         if h.proc is not None and h.proc.returncode not in (0, None) and h.proc.returncode != -signal.SIGKILL:
             failures.append("host command %d exited with %d" % (h.k, h.proc.returncode))
+
+
+def show_new_lines(nodes, shown, final=False):
+    """--live: prints what each console gained since the last call, whole lines only (all at the end)."""
+    for n in nodes:
+        text = n.text()
+        new = text[shown[n.i]:]
+        if not final:
+            new = new[:new.rfind("\n") + 1]
+        if new:
+            for line in new.splitlines():
+                print("node%d| %s" % (n.i, line))
+            sys.stdout.flush()
+            shown[n.i] += len(new)
 
 
 def check_impairment(args, ns, asked, failures):

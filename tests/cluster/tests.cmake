@@ -11,9 +11,12 @@
 #                  [HOST_AFTER "node:regex"] [UNTIL_HOST]
 #                  [DHCP]                           nodes get no fox.ip (a host command serves DHCP)
 #                  [KILLED node...]                 killed by a host command: status not checked
+#                  [LOCAL]                          boot/hub.py on 127.0.0.1, no namespace: runs without root
+#                  [PEERS]                          every node gets fox.peers naming them all
+#                  [EXIT status]                    every (not killed) node's exit status (0)
 #                  [EXPECT "node:regex"...])
 function(fox_cluster_test name)
-  cmake_parse_arguments(T "UNTIL_HOST;DHCP" "NODES;IMAGE;ARGS;NETEM;IMPAIR;TIMEOUT;HOST_AFTER;NIC" "EXPECT;HOST_CMD;KILLED" ${ARGN})
+  cmake_parse_arguments(T "UNTIL_HOST;DHCP;LOCAL;PEERS" "NODES;IMAGE;ARGS;NETEM;IMPAIR;TIMEOUT;HOST_AFTER;NIC;EXIT" "EXPECT;HOST_CMD;KILLED" ${ARGN})
   if(NOT T_IMAGE)
     set(T_IMAGE vmtest)
   endif()
@@ -43,6 +46,15 @@ function(fox_cluster_test name)
   if(T_DHCP)
     list(APPEND cmd --dhcp)
   endif()
+  if(T_LOCAL)
+    list(APPEND cmd --local)
+  endif()
+  if(T_PEERS)
+    list(APPEND cmd --peers)
+  endif()
+  if(DEFINED T_EXIT)
+    list(APPEND cmd --expect-exit ${T_EXIT})
+  endif()
   foreach(k ${T_KILLED})
     list(APPEND cmd --killed ${k})
   endforeach()
@@ -57,6 +69,19 @@ function(fox_cluster_test name)
                          TIMEOUT ${ctest_timeout} RESOURCE_LOCK qemu_${accel})
   endforeach()
 endfunction()
+
+# The default job (`make run`: apps/ring on three nodes joined by the hub on
+# 127.0.0.1, no root needed): id ranges from node 0's GlobalIdMap, a token
+# around the ring through the Messenger, goodbyes, every node exits 0.
+fox_cluster_test(default_job NODES 3 IMAGE ring LOCAL PEERS ARGS "-- laps=50" TIMEOUT 120
+  EXPECT "0:ring: 3 nodes joined, with disjoint job-wide Ebb id ranges"
+         "0:ring: 50 laps around 3 nodes: median lap [0-9.]+ us" "0:ring: every node said goodbye: job done"
+         "1:ring: node 1: done, saying goodbye" "2:ring: node 2: done, saying goodbye")
+# A node of the job killed mid-job: the others notice (phi accrual) and fail
+# the job with status 1 instead of waiting forever.
+fox_cluster_test(default_job_node_dies NODES 3 IMAGE ring PEERS ARGS "-- laps=1000000" TIMEOUT 120 EXIT 1
+  KILLED 2 HOST_AFTER "0:ring: 3 nodes joined" HOST_CMD "sh tests/cluster/kill_node.sh 2"
+  EXPECT "0:ring: node 0: node 2 died: the job fails" "1:ring: node 1: node 2 died: the job fails")
 
 # Three nodes reach each other through the bridge (virtio-net, taps).
 fox_cluster_test(l2_exchange NODES 3 ARGS "-- l2_exchange 3"

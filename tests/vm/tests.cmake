@@ -237,3 +237,13 @@ fox_vm_test(net_tcp_backpressure IMAGE vmtest SMP 2 NET user ARGS "-- net_tcp_ba
   EXPECT "tcp: reader caught up: 524288 bytes verified" "vmtest net_tcp_backpressure: PASS")
 fox_vm_test(net_udp_loopback IMAGE vmtest SMP 2 NET user ARGS "-- net_udp_loopback 500" EXIT 0 TIMEOUT 60
   EXPECT "udp: 500 of 500 datagrams echoed through lwIP loopback and verified" "vmtest net_udp_loopback: PASS")
+
+# The default job's program (apps/ring) refuses bad arguments with status 2
+# before touching the network.
+fox_vm_test(ring_bad_argument IMAGE ring ARGS "fox.peers=0@10.0.2.15 -- laps=abc" EXIT 2
+  EXPECT "ring: bad argument 'laps=abc' \\(expected laps=1\\.\\.1000000, ids=1\\.\\.65536 or join=1\\.\\.3600\\)")
+fox_vm_test(ring_without_peers IMAGE ring ARGS "-- laps=3" EXIT 2
+  EXPECT "ring: no fox.peers: the job needs the list of its nodes")
+# Alone (one node, QEMU's user network): joins itself and is done.
+fox_vm_test(ring_alone IMAGE ring NET user ARGS "fox.peers=0@10.0.2.15 -- laps=3" EXIT 0 TIMEOUT 60
+  EXPECT "ring: 1 nodes joined, with disjoint job-wide Ebb id ranges")
