@@ -32,6 +32,7 @@ add_library(fox_hosted STATIC
   kernel/common/event/context_x86_64.S
   kernel/common/event/loop.cc
   kernel/linux/platform.cc
+  kernel/linux/sas.cc
   kernel/linux/start.cc
   ${FOX_NET_CORE_SOURCES}
   net/am.cc
@@ -63,7 +64,8 @@ add_subdirectory(tests/fuzz)
 add_subdirectory(tests/bench)
 add_subdirectory(tests/ebb_suite)
 # The platform-neutral half of the in-VM suite, as a Linux program.
-add_executable(hosted_vmtest tests/vm/vmtest_main.cc tests/vm/runtime_tests.cc tests/vm/core_tests.cc tests/vm/ebb_tests.cc)
+add_executable(hosted_vmtest tests/vm/vmtest_main.cc tests/vm/runtime_tests.cc tests/vm/core_tests.cc tests/vm/ebb_tests.cc
+  tests/vm/sas_tests.cc)
 target_link_libraries(hosted_vmtest PRIVATE fox_hosted)
 # The cluster tests' node program on the hosted runtime (native: tests/cluster).
 add_executable(am_node_hosted tests/cluster/am_node.cc)

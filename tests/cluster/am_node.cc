@@ -16,6 +16,11 @@
 //   N:quit,PEER[,PEER...]        tell peers to finish
 //   N:idmap,COUNT,OTHER          COUNT job-wide Ebb ids (GlobalIdMap, served by
 //                                node 0), checked disjoint from node OTHER's
+//   N:put,PEER,COUNT[,SIZE]      COUNT writes of SIZE bytes straight into PEER's SAS
+//                                segment "am_node.puts", addressed by plain pointers
+//                                (the segment has the same address everywhere);
+//                                PEER's handler writes them in delivery context
+//                                and then checks the whole region
 //   N:sleep,MS
 //   N:tcp_echo,PORT,CONNS        (native) TCP echo server for CONNS connections
 //   N:tcp,PORT,MIB               (native) send MIB MiB over lwIP TCP to 10.77.0.1:PORT
@@ -38,6 +43,7 @@
 #include "fox/ebb/messenger.h"
 #include "fox/event.h"
 #include "fox/net/am.h"
+#include "fox/sas.h"
 #include "fox/timer.h"
 #ifdef FOX_NATIVE
 #include "fox/future.h"
@@ -54,7 +60,14 @@ constexpr uint32_t kEbb = 0x00A70001;  // this program's receiver (a dynamic-loo
 fox::ebb::EbbRef<fox::ebb::Messenger> Messenger() { return fox::ebb::Messenger::Get(); }
 enum Handler : uint16_t {
   kEcho = 1, kEchoReply, kStream, kStreamDone, kStreamAck, kQuit, kRate, kRateDone, kRateResult,
+  kPut, kPutDone, kPutResult,
 };
+
+// Every node's landing zone for puts: a SAS segment, at the same address on
+// every node (native or hosted), so a sender addresses it with a pointer.
+constexpr const char* kPutSegment = "am_node.puts";
+constexpr size_t kPutSegmentBytes = 4 << 20;
+fox::sas::Segment g_puts{};
 
 [[noreturn]] void Fail() {
   fox::am::LogStats();  // what the transport saw, for the post-mortem
@@ -83,6 +96,8 @@ struct PerNode {
   std::atomic<uint64_t> rate_count{0};
   std::atomic<uint64_t> rate_first_ns{0}, rate_last_ns{0};
   std::atomic<uint64_t> rate_result_count{~0ull}, rate_result_ns{0};
+  std::atomic<uint64_t> puts_received{0}, put_errors{0};
+  std::atomic<uint64_t> put_result{~0ull};  // the peer's verdict on our puts: bad bytes + errors
 };
 PerNode g_nodes[kMaxNodes];
 std::atomic<bool> g_quit{false};
@@ -110,6 +125,21 @@ bool Verify(const uint8_t* p, size_t len, uint64_t* seq) {
 // which cannot wait for a full window: the transport parks them.
 void Reply(NodeId to, uint16_t handler, const void* data, size_t len) {
   if (!Messenger()->SendOrDefer(to, kEbb, handler, data, len).ok()) g_reply_failures.fetch_add(1);
+}
+
+// The byte a put from node `from` leaves at offset `k` of the segment.
+uint8_t PutByte(NodeId from, uint64_t k) { return uint8_t((k * 131 + from * 7 + (k >> 12)) ^ 0x5A); }
+
+// Bytes of [0, count * size) of this node's put segment that differ from
+// what node `from`'s puts wrote (all of the region when it is too big).
+// Checked in delivery context: a test's shortcut (a real handler would post
+// this much work to a core).
+uint64_t CountBadPutBytes(NodeId from, uint64_t count, uint64_t size) {
+  if (size == 0 || count > kPutSegmentBytes / size) return ~0ull;
+  const auto* p = reinterpret_cast<const uint8_t*>(g_puts.base);
+  uint64_t bad = 0;
+  for (uint64_t k = 0; k < count * size; ++k) bad += p[k] != PutByte(from, k);
+  return bad;
 }
 
 // Runs in delivery context: interrupt level on native nodes. No allocation,
@@ -145,6 +175,35 @@ class Receiver : public fox::am::Receiver {
         if (len == sizeof ack) std::memcpy(ack, data, sizeof ack);
         n.stream_ack_errors.store(ack[1]);
         n.stream_acked.store(ack[0], std::memory_order_release);
+        break;
+      }
+      case kPut: {  // u64 address, then the bytes: written where they point
+        uint64_t address = 0;
+        if (len >= 8) std::memcpy(&address, data, 8);
+        size_t bytes = len >= 8 ? len - 8 : 0;
+        if (len < 8 || address < g_puts.base || address + bytes > g_puts.base + g_puts.size ||
+            address + bytes < address) {
+          n.put_errors.fetch_add(1);
+        } else {
+          std::memcpy(reinterpret_cast<void*>(address), data + 8, bytes);
+          n.puts_received.fetch_add(1, std::memory_order_release);
+        }
+        break;
+      }
+      case kPutDone: {  // u64 count, u64 size: check [base, base + count * size)
+        uint64_t done[2] = {0, 0};
+        if (len == sizeof done) std::memcpy(done, data, sizeof done);
+        uint64_t bad = n.put_errors.load() + (n.puts_received.load() != done[0]);
+        bad += CountBadPutBytes(from, done[0], done[1]);
+        n.puts_received.store(0);
+        n.put_errors.store(0);
+        Reply(from, kPutResult, &bad, sizeof bad);
+        break;
+      }
+      case kPutResult: {
+        uint64_t bad = ~0ull - 1;
+        if (len == sizeof bad) std::memcpy(&bad, data, sizeof bad);
+        n.put_result.store(bad, std::memory_order_release);
         break;
       }
       case kQuit:
@@ -283,6 +342,32 @@ void Rtt(NodeId peer, uint64_t count) {
               (unsigned long long)count, peer, samples[samples.size() / 2] / 1000.0, sum / 1000.0 / samples.size(),
               samples[0] / 1000.0);
   CHECK(n.echo_errors.load() == 0);
+}
+
+// COUNT puts of SIZE bytes into PEER's segment, back to back from its start,
+// each addressed by the pointer it has on PEER (its address here too).
+void Put(NodeId peer, uint64_t count, size_t size) {
+  size = std::clamp<size_t>(size, 1, fox::net::kMaxMessageBytes - 8);
+  CHECK(count * size <= kPutSegmentBytes);
+  PerNode& n = Of(peer);
+  std::vector<uint8_t> msg(8 + size);
+  NodeId me = fox::am::Self();
+  uint64_t t0 = fox::clock::NowNs();
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t address = g_puts.base + i * size;
+    std::memcpy(msg.data(), &address, 8);
+    for (size_t k = 0; k < size; ++k) msg[8 + k] = PutByte(me, i * size + k);
+    SendOrDie(peer, kPut, msg.data(), msg.size());
+  }
+  uint64_t done[2] = {count, size};
+  SendOrDie(peer, kPutDone, done, sizeof done);
+  Messenger()->Flush(peer);
+  CHECK(WaitUntil([&] { return n.put_result.load(std::memory_order_acquire) != ~0ull; }, 600'000));
+  uint64_t bad = n.put_result.exchange(~0ull);
+  std::printf("am: %llu puts of %zu bytes into node %u's SAS segment at %#lx: %llu bad bytes, %llu ms\n",
+              (unsigned long long)count, size, peer, (unsigned long)g_puts.base, (unsigned long long)bad,
+              (unsigned long long)((fox::clock::NowNs() - t0) / 1'000'000));
+  CHECK(bad == 0);
 }
 
 void Rate(NodeId peer, uint64_t count, size_t size) {
@@ -458,6 +543,12 @@ int main(int argc, char** argv) {
   }
   std::printf("am_node: node %u at %s\n", config->self, info.address.ToString().c_str());
 #endif
+  auto puts = fox::sas::Create(kPutSegment, kPutSegmentBytes, fox::sas::Access::kReadWrite);
+  if (!puts.ok()) {
+    std::printf("am_node: no SAS segment for puts: %s\n", fox::ErrorName(puts.error()));
+    return 1;
+  }
+  g_puts = *puts;
   CHECK(Messenger()->Listen(kEbb, &g_receiver).ok());
   auto started = fox::am::Start(*config);
   if (!started.ok()) {
@@ -513,6 +604,8 @@ int main(int argc, char** argv) {
 #endif
     } else if (what == "idmap") {
       IdMap(Num(v, 1, 600), NodeId(Num(v, 2, 0)));
+    } else if (what == "put") {
+      Put(peer, Num(v, 2, 1000), Num(v, 3, 1000));
     } else if (what == "sleep") {
       WaitUntil([] { return false; }, Num(v, 1, 100));
     } else {

@@ -122,11 +122,14 @@ set(am_peers "fox.peers=0@10.77.0.10,1@10.77.0.11,2@10.77.0.12,100@10.77.0.1")
 set(am_hosted "FOX_ARGS='fox.node=100 ${am_peers}' $<TARGET_FILE:am_node_hosted>")
 
 # 100,000 messages node 0 -> node 1 and 20,000 back, in order and exactly
-# once, through a hub that loses, duplicates and reorders 5% of the AM frames.
+# once, through a hub that loses, duplicates and reorders 5% of the AM frames;
+# then 2 MB of puts written by node 1's interrupt-level handler into its SAS
+# segment, checked byte for byte.
 fox_cluster_test(am_stream_lossy NODES 2 IMAGE am_node TIMEOUT 240
   IMPAIR "loss=5 dup=5 reorder=5 seed=3 udp-port=7700"
-  ARGS "${am_peers} -- 0:stream,1,100000 1:stream,0,20000 0:quit,1"
+  ARGS "${am_peers} -- 0:stream,1,100000 1:stream,0,20000 0:put,1,2000,1000 0:quit,1"
   EXPECT "0:am: stream to node 1: 100000 of 100000 messages delivered in order, 0 errors"
+         "0:am: 2000 puts of 1000 bytes into node 1's SAS segment at 0x[0-9a-f]+: 0 bad bytes"
          "1:am: stream to node 0: 20000 of 20000 messages delivered in order, 0 errors"
          "1:am: stream from node 0: 100000 messages in order, 0 errors"
          "0:am: stream from node 1: 20000 messages in order, 0 errors")
@@ -151,15 +154,18 @@ fox_cluster_test(am_stream_netem NODES 2 IMAGE am_node TIMEOUT 240
          "1:am: stream from node 0: 100000 messages in order, 0 errors")
 
 # Messages between Ebbs on native nodes and in a Linux process (the hosted
-# runtime), both ways: echoes checked byte for byte and streams checked for
-# order; the Linux side finishes by telling the nodes to quit.
+# runtime), both ways: echoes checked byte for byte, streams checked for
+# order, and puts written by the receiving handler straight into a SAS
+# segment by address (the same address on nodes and in the Linux process);
+# the Linux side finishes by telling the nodes to quit.
 fox_cluster_test(am_hosted_native NODES 2 IMAGE am_node TIMEOUT 180
-  ARGS "${am_peers} -- 0:echo,100,300 1:stream,100,5000"
+  ARGS "${am_peers} -- 0:echo,100,300 1:stream,100,5000 0:put,100,500,1000"
   HOST_AFTER "1:am_node: ready"
-  HOST_CMD "${am_hosted} 100:echo,0,300 100:echo,1,300,1000 100:stream,1,20000 100:stream,0,5000 100:sleep,500 100:quit,0,1"
+  HOST_CMD "${am_hosted} 100:echo,0,300 100:echo,1,300,1000 100:stream,1,20000 100:stream,0,5000 100:put,1,1000,1400 100:sleep,500 100:quit,0,1"
   EXPECT "0:am: 300 echoes from node 100, 0 bad" "1:am: stream to node 100: 5000 of 5000 messages delivered in order"
          "1:am: stream from node 100: 20000 messages in order, 0 errors"
-         "0:am: stream from node 100: 5000 messages in order, 0 errors")
+         "0:am: stream from node 100: 5000 messages in order, 0 errors"
+         "0:am: 500 puts of 1000 bytes into node 100's SAS segment at 0x[0-9a-f]+: 0 bad bytes")
 
 # A node killed mid-job (its QEMU gets SIGKILL) is declared dead by the
 # others' phi accrual detectors within a bounded time (WaitDead's limit:

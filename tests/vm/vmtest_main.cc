@@ -17,7 +17,7 @@ const Test kTests[] = {
     {"stdlib", vmtest::StdLib},           {"exit_code", vmtest::ExitCode},
     {"cores", vmtest::Cores},             {"spawn_storm", vmtest::SpawnStorm},
     {"timers", vmtest::Timers},           {"futures", vmtest::Futures},
-    {"ebb", vmtest::Ebbs},
+    {"ebb", vmtest::Ebbs},                {"sas", vmtest::Sas},
 #ifdef FOX_NATIVE
     // Hosted, sleep_for still blocks the whole thread (core).
     {"sleep", vmtest::Sleep},
@@ -28,7 +28,7 @@ const Test kTests[] = {
     {"idle_wake", vmtest::IdleWake},
     {"event_stack_overflow", vmtest::EventStackOverflow},
     {"ebb_table", vmtest::EbbTableWindow},
-    {"sas", vmtest::Sas},                 {"sas_readonly_write", vmtest::SasReadOnlyWrite},
+    {"sas_readonly_write", vmtest::SasReadOnlyWrite},
     {"nic_arp", vmtest::NicArp},          {"l2_exchange", vmtest::L2Exchange},
     {"net_dhcp", vmtest::NetDhcp},        {"net_ping", vmtest::NetPing},
     {"net_static", vmtest::NetStatic},    {"net_tcp_loopback", vmtest::NetTcpLoopback},

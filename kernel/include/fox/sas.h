@@ -8,6 +8,9 @@
 // pick the same slot cannot both exist on a node (kAlreadyExists). Memory is
 // zeroed and backed by large pages (1 GiB where possible, else 2 MiB).
 // A write to a read-only segment faults and the panic names the segment.
+// Linux programs (the hosted runtime, the frontend's place 0) map segments
+// at the same addresses (mmap; a write to a read-only one is a SIGSEGV
+// there), so symmetric addresses hold across native and hosted places.
 // Not for interrupt context; Create/SetAccess/Destroy may block briefly
 // while other cores flush their TLBs.
 #pragma once
