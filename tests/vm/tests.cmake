@@ -258,3 +258,17 @@ fox_vm_test(ring_without_peers IMAGE ring ARGS "-- laps=3" EXIT 2
 # Alone (one node, QEMU's user network): joins itself and is done.
 fox_vm_test(ring_alone IMAGE ring NET user ARGS "fox.peers=0@10.0.2.15 -- laps=3" EXIT 0 TIMEOUT 60
   EXPECT "ring: 1 nodes joined, with disjoint job-wide Ebb id ranges")
+
+# Hosted nodes talking to each other over 127.0.0.1 (no root, no QEMU):
+# three Linux processes of am_node; node 0 streams to node 1, echoes with
+# node 2 and puts into both nodes' SAS segments (by address), all through
+# the Messenger.
+add_test(NAME hosted.am_nodes COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py
+  --nodes 3 --timeout 120
+  --expect "0:am: stream to node 1: 20000 of 20000 messages delivered in order, 0 errors"
+  --expect "0:am: 200 echoes from node 2, 0 bad"
+  --expect "0:am: 500 puts of 1400 bytes into node 2's SAS segment at 0x[0-9a-f]+: 0 bad bytes"
+  --expect "0:am: 300 puts of 1000 bytes into node 1's SAS segment at 0x[0-9a-f]+: 0 bad bytes"
+  --expect "1:am: stream from node 0: 20000 messages in order, 0 errors"
+  $<TARGET_FILE:am_node_hosted> 0:stream,1,20000 0:echo,2,200,1000 0:put,2,500,1400 0:put,1,300,1000 0:quit,1,2)
+set_tests_properties(hosted.am_nodes PROPERTIES LABELS hosted TIMEOUT 180)

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Runs N hosted fox nodes (Linux processes of one program) on 127.0.0.1,
+each on a UDP port of its own, with the same arguments, and checks them.
+
+    hosted_nodes.py --nodes N [--timeout S] [--expect I:REGEX]... PROGRAM [ARG...]
+
+Node I gets FOX_ARGS="fox.node=I fox.amport=P_I fox.peers=0@127.0.0.1:P_0,..."
+(free ports picked at random). Needs no privileges and touches only
+loopback. Every node must exit 0 within --timeout seconds (else it is killed)
+and every --expect must match node I's output. Prints each node's output,
+prefixed "nodeI| ". Exit status 0 when all holds, 1 otherwise, 2 for bad
+arguments.
+"""
+import argparse
+import os
+import random
+import re
+import socket
+import subprocess
+import sys
+import time
+
+
+def free_ports(count):
+    rng = random.Random(os.getpid() ^ int(time.time() * 1000))
+    for _ in range(50):
+        base = rng.randrange(20000, 60000 - count)
+        socks = []
+        try:
+            for p in range(base, base + count):
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                socks.append(s)
+                s.bind(("127.0.0.1", p))
+            return list(range(base, base + count))
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no %d free UDP ports on 127.0.0.1" % count)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--expect", action="append", default=[], help="I:REGEX on node I's output")
+    ap.add_argument("program", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    if not a.program or not 1 <= a.nodes <= 64:
+        ap.error("need a program and 1..64 nodes")
+    expects = []
+    for e in a.expect:
+        i, colon, regex = e.partition(":")
+        if not colon or not i.isdigit() or int(i) >= a.nodes:
+            ap.error("bad --expect %r" % e)
+        expects.append((int(i), re.compile(regex, re.M)))
+    ports = free_ports(a.nodes)
+    peers = "fox.peers=" + ",".join("%d@127.0.0.1:%d" % (i, p) for i, p in enumerate(ports))
+    procs = []
+    try:
+        for i in range(a.nodes):
+            env = dict(os.environ, FOX_ARGS="fox.node=%d fox.amport=%d %s" % (i, ports[i], peers))
+            procs.append(subprocess.Popen(a.program, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True, errors="replace"))
+        outs = [""] * a.nodes
+        deadline = time.monotonic() + a.timeout
+        timed_out = []
+        for i, p in enumerate(procs):
+            try:
+                outs[i] = p.communicate(timeout=max(0.1, deadline - time.monotonic()))[0]
+            except subprocess.TimeoutExpired:
+                p.kill()
+                outs[i] = p.communicate()[0]
+                timed_out.append(i)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    failures = []
+    for i, p in enumerate(procs):
+        for line in outs[i].splitlines():
+            print("node%d| %s" % (i, line))
+        if i in timed_out:
+            failures.append("node %d still ran after %g s (killed)" % (i, a.timeout))
+        elif p.returncode != 0:
+            failures.append("node %d exited with %d" % (i, p.returncode))
+    for i, regex in expects:
+        if not regex.search(outs[i]):
+            failures.append("node %d's output lacks /%s/" % (i, regex.pattern))
+    if failures:
+        print("FAILED: " + "; ".join(failures))
+        return 1
+    print("hosted_nodes: %d nodes ok" % a.nodes)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
