@@ -80,6 +80,7 @@ struct Driver {
   std::atomic<bool> have_waiters{false};
   // Counters written with the lock held.
   uint64_t local_messages = 0, no_receiver = 0, backpressure_drops = 0;
+  uint64_t refusing_since = 0;  // first refusal of a frame for lack of a receiver (0: none pending)
   uint64_t tx_datagrams = 0, tx_bytes = 0, tx_failures = 0, rx_datagrams = 0, rx_bytes = 0;
 };
 
@@ -140,6 +141,30 @@ void Dispatch(NodeId from, uint32_t ebb, uint16_t handler, const uint8_t* data, 
     return;
   }
   r->OnMessage(from, handler, data, length);
+}
+
+// A frame with a message for an Ebb id that has no receiver yet is refused
+// (unacknowledged: the sender retransmits it), for up to kReceiverGraceNs
+// since such refusals began: nodes of a job start their Ebbs at slightly
+// different times (a GlobalIdMap request may reach node 0 before node 0
+// has created its map). Past the grace such messages are delivered to
+// nobody and counted (no_receiver), so a bogus id cannot stall a channel
+// for long. Lock held.
+constexpr uint64_t kReceiverGraceNs = 10'000'000'000;
+
+bool Admit(const net::FrameView& frame, uint64_t now) {
+  bool delivers = false;  // to a receiver (acks and heartbeats alone do not end a grace)
+  for (net::AmMessage m : frame) {
+    if (m.ebb == net::kSystemEbb) continue;
+    if (FindReceiver(m.ebb) != nullptr) {
+      delivers = true;
+      continue;
+    }
+    if (g.refusing_since == 0) g.refusing_since = now;
+    return now - g.refusing_since >= kReceiverGraceNs;
+  }
+  if (delivers) g.refusing_since = 0;
+  return true;
 }
 
 bool MailboxesHaveRoom(size_t bytes) {
@@ -593,9 +618,11 @@ void internal::Deliver(const uint8_t* bytes, size_t length, uint64_t from_addres
     ++g.backpressure_drops;
     return;
   }
+  auto admit = [now](const net::FrameView& frame) { return Admit(frame, now); };
+  net::AmEndpoint::AdmitFn admit_fn(admit);
   g.endpoint->OnDatagram(bytes, length, now,
                          [](NodeId from, const net::AmMessage& m) { Dispatch(from, m.ebb, m.handler, m.data, m.length); },
-                         kTransmit);
+                         kTransmit, &admit_fn);
   if (g.have_waiters.load(std::memory_order_relaxed)) g.pump->Fire();
   KickPump(now);
 }

@@ -283,7 +283,7 @@ void AmEndpoint::Flush(NodeId id, uint64_t now_ns, TransmitFn transmit) {
 }
 
 DropReason AmEndpoint::OnDatagram(const uint8_t* bytes, size_t len, uint64_t now_ns,
-                                DeliverFn deliver, TransmitFn transmit) {
+                                DeliverFn deliver, TransmitFn transmit, const AdmitFn* admit) {
   ++counters_.datagrams_received;
   DropReason why = DropReason::kNone;
   auto view = DecodeFrame(bytes, len, config_.key, config_.job, config_.self, &why);
@@ -298,6 +298,10 @@ DropReason AmEndpoint::OnDatagram(const uint8_t* bytes, size_t len, uint64_t now
   }
   Peer& peer = *p;
   if (peer.state != PeerState::kDead) peer.detector.Touch(now_ns);  // any authenticated frame: alive
+  if (admit != nullptr && peer.state != PeerState::kDead && !(*admit)(*view)) {
+    counters_.drops.Add(DropReason::kNoReceiverYet);
+    return DropReason::kNoReceiverYet;
+  }
   size_t queued_before = peer.builder.message_count();
   why = peer.channel.OnReceive(*view, now_ns, [&](const FrameView& frame) {
     for (AmMessage m : frame) {

@@ -24,6 +24,7 @@ const char* DropReasonName(DropReason reason) {
     case DropReason::kOutOfWindow: return "out_of_window";
     case DropReason::kUnknownPeer: return "unknown_peer";
     case DropReason::kBackpressure: return "backpressure";
+    case DropReason::kNoReceiverYet: return "no_receiver_yet";
     case DropReason::kNumReasons: break;
   }
   return "unknown";

@@ -64,7 +64,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           std::memset(frame.data() + frame_offset::kMac, 0, 8);
           wire::Store64(frame.data() + frame_offset::kMac, FrameMac(kKey, frame.data(), frame.size()));
         }
-        ep.OnDatagram(frame.data(), frame.size(), now, deliver, tx);
+        if (op & 8) {  // the driver refuses frames with a message for Ebb 13 ("no receiver yet")
+          auto admit = [](const FrameView& f) {
+            for (AmMessage m : f) {
+              if (m.ebb == 13) return false;
+            }
+            return true;
+          };
+          AmEndpoint::AdmitFn admit_fn(admit);
+          ep.OnDatagram(frame.data(), frame.size(), now, deliver, tx, &admit_fn);
+        } else {
+          ep.OnDatagram(frame.data(), frame.size(), now, deliver, tx);
+        }
         break;
       }
       case 1: {  // a send of op bytes to peer 1 or 3, or the same through the deferred buffer

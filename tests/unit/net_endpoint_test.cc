@@ -414,6 +414,46 @@ TEST(AmEndpoint, RepliesInDeliveryContextThroughALossyNetwork) {
   EXPECT_EQ(c.ep(1).deferred_messages(), 0u);
 }
 
+// A frame the driver does not admit (no receiver yet) is dropped without an
+// ack: the sender retransmits it until it is admitted, then it is delivered
+// once, in order.
+TEST(AmEndpoint, FramesRefusedByAdmitAreRetransmittedUntilAdmitted) {
+  Cluster c(2, Quiet(), {});
+  c.capture = true;
+  for (uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(c.Send(0, 1, 5, 1, Payload(i, 40)).ok());
+  c.ep(0).Flush(AmEndpoint::kAnyPeer, c.now(), c.Tx(0));
+  ASSERT_FALSE(c.captured.empty());
+  std::vector<uint8_t> frame = c.captured.back();
+  int asked = 0;
+  bool open = false;
+  auto admit = [&](const FrameView& f) {
+    ++asked;
+    for (AmMessage m : f) EXPECT_EQ(m.ebb, 5u);
+    return open;
+  };
+  AmEndpoint::AdmitFn admit_fn(admit);
+  auto deliver = [&](NodeId, const AmMessage&) { ADD_FAILURE() << "delivered while refused"; };
+  EXPECT_EQ(c.ep(1).OnDatagram(frame.data(), frame.size(), c.now(), deliver, c.Tx(1), &admit_fn),
+            DropReason::kNoReceiverYet);
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(c.ep(1).counters().drops[DropReason::kNoReceiverYet], 1u);
+  EXPECT_EQ(c.ep(1).ChannelTo(1)->counters().frames_delivered, 0u);
+  // Admitted later (the receiver registered): delivered exactly once.
+  open = true;
+  int delivered = 0;
+  auto deliver_ok = [&](NodeId from, const AmMessage& m) {
+    EXPECT_EQ(from, 1u);
+    EXPECT_EQ(std::vector<uint8_t>(m.data, m.data + m.length), Payload(uint64_t(delivered), 40));
+    ++delivered;
+  };
+  EXPECT_EQ(c.ep(1).OnDatagram(frame.data(), frame.size(), c.now(), deliver_ok, c.Tx(1), &admit_fn),
+            DropReason::kNone);
+  EXPECT_EQ(delivered, 3);
+  EXPECT_EQ(c.ep(1).OnDatagram(frame.data(), frame.size(), c.now(), deliver_ok, c.Tx(1), &admit_fn),
+            DropReason::kDuplicate);
+  EXPECT_EQ(delivered, 3);
+}
+
 TEST(AmEndpoint, RejectsBadArguments) {
   Cluster c(2, Quiet(), {});
   std::vector<uint8_t> big(kMaxMessageBytes + 1);

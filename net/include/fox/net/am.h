@@ -21,6 +21,11 @@
 // Anything heavier goes through a Mailbox, which copies messages into
 // preallocated memory and runs a handler as an event on a chosen core.
 //
+// A message for an Ebb id with no receiver on this node holds its frame back
+// (unacknowledged, so the sender retransmits) for up to 10 s, for Ebbs that
+// register a little after their peers start talking to them; after that it
+// is dropped and counted (Stats::no_receiver).
+//
 // Backpressure: Send returns kBusy when the peer's window and aggregation
 // buffer are full (SendWait blocks the event instead). A Receiver cannot
 // wait: its replies use SendOrDefer, which parks a message that finds the

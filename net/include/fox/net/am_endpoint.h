@@ -148,9 +148,14 @@ class AmEndpoint {
   static constexpr NodeId kAnyPeer = UINT32_MAX;
   void Flush(NodeId peer, uint64_t now_ns, TransmitFn transmit);
 
+  // Whether an authenticated frame from a known peer may go on to its
+  // channel; false drops it unacknowledged (kNoReceiverYet), so the peer
+  // retransmits it later.
+  using AdmitFn = FunctionRef<bool(const FrameView& frame)>;
+
   // One received datagram from `from_address`. Returns kNone when accepted.
   DropReason OnDatagram(const uint8_t* bytes, size_t len, uint64_t now_ns, DeliverFn deliver,
-                        TransmitFn transmit);
+                        TransmitFn transmit, const AdmitFn* admit = nullptr);
 
   // Timers: flushes aggregation buffers that waited flush_delay, sends
   // heartbeats, runs channel timers and the failure detector (calling

@@ -33,6 +33,7 @@ enum class DropReason : uint8_t {
   // Endpoint::OnDatagram (am_endpoint.h) and the drivers (am.h).
   kUnknownPeer,        // a valid frame from a node that is not a peer of this one
   kBackpressure,       // the receiver had no room to deliver it now (the sender retransmits)
+  kNoReceiverYet,      // a message for an Ebb id with no receiver yet (the sender retransmits)
   kNumReasons,
 };
 
