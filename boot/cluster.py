@@ -63,9 +63,11 @@ netem is missing.
 import argparse
 import json
 import os
+import random
 import re
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -228,13 +230,17 @@ class HubNamespace(Namespace):
     def report(self):
         return "\n".join(self.hub_out)
 
-    def __exit__(self, *exc):
+    def close_hub(self):
+        """Stops the hub and removes its counters file."""
         self.stop_hub()
         if self.stats_file:
             try:
                 os.unlink(self.stats_file)
             except OSError:
                 pass
+
+    def __exit__(self, *exc):
+        self.close_hub()
         super().__exit__(*exc)
 
 
@@ -261,18 +267,11 @@ class LocalHub(HubNamespace):
         return []
 
     def __exit__(self, *exc):
-        self.stop_hub()
-        if self.stats_file:
-            try:
-                os.unlink(self.stats_file)
-            except OSError:
-                pass
+        self.close_hub()  # no namespace to remove
 
 
 def free_port_range(count):
     """A base port B such that UDP ports B..B+count-1 on 127.0.0.1 are free now."""
-    import random
-    import socket
     rng = random.Random(os.getpid() ^ int(time.time() * 1000))
     for _ in range(50):
         base = rng.randrange(20000, 60000 - count) & ~1

@@ -13,31 +13,13 @@ arguments.
 """
 import argparse
 import os
-import random
 import re
-import socket
 import subprocess
 import sys
 import time
 
-
-def free_ports(count):
-    rng = random.Random(os.getpid() ^ int(time.time() * 1000))
-    for _ in range(50):
-        base = rng.randrange(20000, 60000 - count)
-        socks = []
-        try:
-            for p in range(base, base + count):
-                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-                socks.append(s)
-                s.bind(("127.0.0.1", p))
-            return list(range(base, base + count))
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no %d free UDP ports on 127.0.0.1" % count)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "boot"))
+from cluster import free_port_range  # noqa: E402
 
 
 def main():
@@ -55,7 +37,8 @@ def main():
         if not colon or not i.isdigit() or int(i) >= a.nodes:
             ap.error("bad --expect %r" % e)
         expects.append((int(i), re.compile(regex, re.M)))
-    ports = free_ports(a.nodes)
+    base = free_port_range(a.nodes)
+    ports = list(range(base, base + a.nodes))
     peers = "fox.peers=" + ",".join("%d@127.0.0.1:%d" % (i, p) for i, p in enumerate(ports))
     procs = []
     try:
