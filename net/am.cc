@@ -81,6 +81,7 @@ struct Driver {
   // Counters written with the lock held.
   uint64_t local_messages = 0, no_receiver = 0, backpressure_drops = 0;
   uint64_t refusing_since = 0;  // first refusal of a frame for lack of a receiver (0: none pending)
+  uint64_t last_warned[net::kNumDropReasons] = {};  // WarnAboutDrop's rate limit
   uint64_t tx_datagrams = 0, tx_bytes = 0, tx_failures = 0, rx_datagrams = 0, rx_bytes = 0;
 };
 
@@ -607,8 +608,30 @@ void Flush(NodeId node) {
 
 // ---- receiving ----
 
+namespace {
+// Drops that usually mean a misconfigured job rather than noise: said once
+// per reason every 10 s, naming the sender's address (frames are
+// authenticated by the MAC, not the address, so this is only a hint).
+void WarnAboutDrop(net::DropReason why, uint64_t from_address, uint64_t now) {
+  const char* hint = nullptr;
+  switch (why) {
+    case net::DropReason::kBadMac: hint = "MAC check failed: is fox.key the same on every node of the job?"; break;
+    case net::DropReason::kWrongJob: hint = "for another job: is fox.job the same on every node?"; break;
+    case net::DropReason::kWrongDestination: hint = "for another node: are fox.node and fox.peers right?"; break;
+    case net::DropReason::kUnknownPeer: hint = "from a node that is not one of this node's peers (fox.peers)"; break;
+    case net::DropReason::kBadVersion: hint = "an AM version this node does not speak: mixed fox versions?"; break;
+    default: return;
+  }
+  uint64_t& last = g.last_warned[size_t(why)];
+  if (last != 0 && now - last < 10'000'000'000) return;
+  last = now;
+  uint32_t ip = internal::AddressIp(from_address);
+  LOG_WARN("am: dropping frames from %u.%u.%u.%u:%u: %s", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255,
+           internal::AddressPort(from_address), hint);
+}
+}  // namespace
+
 void internal::Deliver(const uint8_t* bytes, size_t length, uint64_t from_address) {
-  (void)from_address;  // frames are authenticated by the MAC, not the address
   if (!Started()) return;
   uint64_t now = clock::NowNs();
   Locked l;
@@ -620,9 +643,11 @@ void internal::Deliver(const uint8_t* bytes, size_t length, uint64_t from_addres
   }
   auto admit = [now](const net::FrameView& frame) { return Admit(frame, now); };
   net::AmEndpoint::AdmitFn admit_fn(admit);
-  g.endpoint->OnDatagram(bytes, length, now,
-                         [](NodeId from, const net::AmMessage& m) { Dispatch(from, m.ebb, m.handler, m.data, m.length); },
-                         kTransmit, &admit_fn);
+  net::DropReason why = g.endpoint->OnDatagram(
+      bytes, length, now,
+      [](NodeId from, const net::AmMessage& m) { Dispatch(from, m.ebb, m.handler, m.data, m.length); }, kTransmit,
+      &admit_fn);
+  if (why != net::DropReason::kNone) WarnAboutDrop(why, from_address, now);
   if (g.have_waiters.load(std::memory_order_relaxed)) g.pump->Fire();
   KickPump(now);
 }

@@ -2,10 +2,11 @@
 """Runs N hosted fox nodes (Linux processes of one program) on 127.0.0.1,
 each on a UDP port of its own, with the same arguments, and checks them.
 
-    hosted_nodes.py --nodes N [--timeout S] [--expect I:REGEX]... PROGRAM [ARG...]
+    hosted_nodes.py --nodes N [--timeout S] [--expect I:REGEX]... [--node-args I:ARGS]...
+                    PROGRAM [ARG...]
 
 Node I gets FOX_ARGS="fox.node=I fox.amport=P_I fox.peers=0@127.0.0.1:P_0,..."
-(free ports picked at random). Needs no privileges and touches only
+(free ports picked at random), then --node-args' ARGS for node I. Needs no privileges and touches only
 loopback. Every node must exit 0 within --timeout seconds (else it is killed)
 and every --expect must match node I's output. Prints each node's output,
 prefixed "nodeI| ". Exit status 0 when all holds, 1 otherwise, 2 for bad
@@ -27,6 +28,7 @@ def main():
     ap.add_argument("--nodes", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--expect", action="append", default=[], help="I:REGEX on node I's output")
+    ap.add_argument("--node-args", action="append", default=[], help="I:ARGS added to node I's FOX_ARGS")
     ap.add_argument("program", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     if not a.program or not 1 <= a.nodes <= 64:
@@ -37,13 +39,19 @@ def main():
         if not colon or not i.isdigit() or int(i) >= a.nodes:
             ap.error("bad --expect %r" % e)
         expects.append((int(i), re.compile(regex, re.M)))
+    extra = [""] * a.nodes
+    for e in a.node_args:
+        i, colon, words = e.partition(":")
+        if not colon or not i.isdigit() or int(i) >= a.nodes:
+            ap.error("bad --node-args %r" % e)
+        extra[int(i)] += " " + words
     base = free_port_range(a.nodes)
     ports = list(range(base, base + a.nodes))
     peers = "fox.peers=" + ",".join("%d@127.0.0.1:%d" % (i, p) for i, p in enumerate(ports))
     procs = []
     try:
         for i in range(a.nodes):
-            env = dict(os.environ, FOX_ARGS="fox.node=%d fox.amport=%d %s" % (i, ports[i], peers))
+            env = dict(os.environ, FOX_ARGS="fox.node=%d fox.amport=%d %s%s" % (i, ports[i], peers, extra[i]))
             procs.append(subprocess.Popen(a.program, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                           stderr=subprocess.STDOUT, text=True, errors="replace"))
         outs = [""] * a.nodes

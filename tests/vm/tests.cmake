@@ -272,3 +272,11 @@ add_test(NAME hosted.am_nodes COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/
   --expect "1:am: stream from node 0: 20000 messages in order, 0 errors"
   $<TARGET_FILE:am_node_hosted> 0:stream,1,20000 0:echo,2,200,1000 0:put,2,500,1400 0:put,1,300,1000 0:quit,1,2)
 set_tests_properties(hosted.am_nodes PROPERTIES LABELS hosted TIMEOUT 180)
+# A node started with another job key: each side drops the other's frames
+# and says why, naming the sender (rate-limited), instead of failing silently.
+add_test(NAME hosted.am_wrong_key COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py
+  --nodes 2 --timeout 60 --node-args "1:fox.key=00112233445566778899aabbccddeeff"
+  --expect "0:W am: dropping frames from 127\\.0\\.0\\.1:[0-9]+: MAC check failed: is fox.key the same on every node of the job\\?"
+  --expect "1:W am: dropping frames from 127\\.0\\.0\\.1:[0-9]+: MAC check failed"
+  $<TARGET_FILE:am_node_hosted> 0:sleep,1500 0:quit,1 1:sleep,1500 1:quit,0)
+set_tests_properties(hosted.am_wrong_key PROPERTIES LABELS hosted TIMEOUT 90)
