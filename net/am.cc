@@ -82,6 +82,7 @@ struct Driver {
   uint64_t local_messages = 0, no_receiver = 0, backpressure_drops = 0;
   uint64_t refusing_since = 0;  // first refusal of a frame for lack of a receiver (0: none pending)
   uint64_t last_warned[net::kNumDropReasons] = {};  // WarnAboutDrop's rate limit
+  uint64_t notices_about_self_told = 0;             // the pump's log of dead_notices_about_self
   uint64_t tx_datagrams = 0, tx_bytes = 0, tx_failures = 0, rx_datagrams = 0, rx_bytes = 0;
 };
 
@@ -216,9 +217,11 @@ void Pump() {
   std::vector<std::pair<NodeId, PeerState>> changes;
   std::vector<Waiter> ready;
   uint64_t next;
+  uint64_t about_self = 0;
   {
     Locked l;
     next = g.endpoint->Poll(now, kTransmit, [&](NodeId n, PeerState s) { changes.emplace_back(n, s); });
+    about_self = g.endpoint->counters().dead_notices_about_self;
     for (size_t i = 0; i < g.waiters.size();) {
       NodeId n = g.waiters[i].node;
       PeerState st = g.endpoint->State(n);
@@ -234,6 +237,10 @@ void Pump() {
     g.have_waiters.store(!g.waiters.empty(), std::memory_order_relaxed);
   }
   for (auto& w : ready) w.continuation.Resume();
+  if (about_self > g.notices_about_self_told) {
+    g.notices_about_self_told = about_self;
+    LOG_WARN("am: another node says this node is dead: the job has counted it out (fail-stop)");
+  }
   for (auto& change : changes) {
     NodeId node = change.first;
     PeerState state = change.second;
@@ -648,6 +655,7 @@ void internal::Deliver(const uint8_t* bytes, size_t length, uint64_t from_addres
       [](NodeId from, const net::AmMessage& m) { Dispatch(from, m.ebb, m.handler, m.data, m.length); }, kTransmit,
       &admit_fn);
   if (why != net::DropReason::kNone) WarnAboutDrop(why, from_address, now);
+  if (g.endpoint->notices_pending()) g.pump->Fire();  // a peer says a node died: act now
   if (g.have_waiters.load(std::memory_order_relaxed)) g.pump->Fire();
   KickPump(now);
 }
@@ -670,6 +678,20 @@ double Phi(NodeId node) {
   if (!Started()) return 0;
   Locked l;
   return g.endpoint->Phi(node, clock::NowNs());
+}
+
+void NotifyDead(NodeId node) {
+  if (!Started() || node == g.config.self) return;
+  std::vector<NodeId> dead;
+  {
+    Locked l;
+    g.endpoint->NotifyDead(node, clock::NowNs(), kTransmit, [&](NodeId n, PeerState) { dead.push_back(n); });
+  }
+  for (NodeId n : dead) {
+    LOG_WARN("am: node %u declared dead (by notice), telling the other nodes", n);
+    Notify(n, PeerState::kDead);
+  }
+  g.pump->Fire();  // waiting senders learn it; owed notices go out
 }
 
 void DeclareDead(NodeId node) {
@@ -728,6 +750,11 @@ void LogStats() {
              (unsigned long long)s.nic_rx_packets, (unsigned long long)s.nic_rx_dropped,
              (unsigned long long)s.nic_tx_packets, (unsigned long long)s.nic_tx_dropped,
              (unsigned long long)s.nic_interrupts);
+  }
+  if (e.dead_notices_sent != 0 || e.dead_notices_received != 0) {
+    LOG_INFO("am stats: death notices sent %llu, received %llu (%llu about this node)",
+             (unsigned long long)e.dead_notices_sent, (unsigned long long)e.dead_notices_received,
+             (unsigned long long)e.dead_notices_about_self);
   }
   if (e.deferred != 0 || e.deferred_full != 0 || e.deferred_dropped != 0) {
     LOG_INFO("am stats: deferred %llu msgs (buffer full %llu, peer died %llu)", (unsigned long long)e.deferred,

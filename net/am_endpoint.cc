@@ -25,6 +25,10 @@
 
 namespace fox::net {
 
+namespace {
+constexpr NodeId kNoNotice = UINT32_MAX;
+}  // namespace
+
 struct AmEndpoint::Peer {
   NodeId id = 0;
   uint64_t address = 0;
@@ -38,6 +42,8 @@ struct AmEndpoint::Peer {
   uint64_t added_ns = 0;       // the detector starts at the first heartbeat
   PhiAccrualDetector detector;
   uint32_t deferred = 0;       // its records in the deferred buffer
+  bool noticed_dead = false;   // a peer said it died; Poll makes it so
+  NodeId notice_owed = kNoNotice;  // a death notice the window had no room for
   uint64_t stuck_pass = 0;     // DrainDeferred pass that found it full
 
   Peer(NodeId peer, uint64_t addr, const FrameAddress& fa, const PhiConfig& phi)
@@ -309,6 +315,8 @@ DropReason AmEndpoint::OnDatagram(const uint8_t* bytes, size_t len, uint64_t now
         if (m.handler == kHeartbeatHandler) {
           ++counters_.heartbeats_received;
           peer.detector.Heartbeat(now_ns);
+        } else if (m.handler == kDeadNoticeHandler && m.length == 4) {
+          OnDeadNotice(wire::Load32(m.data));
         }
         continue;  // unknown system messages are ignored (a newer peer)
       }
@@ -346,22 +354,21 @@ uint64_t AmEndpoint::PollPeer(Peer& p, uint64_t now_ns, TransmitFn transmit, Sta
     // Still full: the window is; the acks that open it arrive through
     // OnDatagram, which flushes then.
   }
+  if (p.notice_owed != kNoNotice) {
+    uint8_t body[4];
+    wire::Store32(body, p.notice_owed);
+    if (SendSystem(p, kDeadNoticeHandler, body, sizeof body, now_ns, transmit)) {
+      p.notice_owed = kNoNotice;
+      ++counters_.dead_notices_sent;
+    }
+  }
   if (now_ns >= p.next_heartbeat) {
     uint64_t seq = p.heartbeat_seq + 1;
     uint8_t beat[8];
     wire::Store64(beat, seq);
-    // A heartbeat rides in the aggregation buffer and goes out now.
-    auto first = p.builder.Add(kSystemEbb, kHeartbeatHandler, beat, sizeof beat);
-    bool added = first.ok() && *first;
-    if (first.ok() && !*first && FlushPeer(p, now_ns, transmit)) {
-      auto second = p.builder.Add(kSystemEbb, kHeartbeatHandler, beat, sizeof beat);
-      added = second.ok() && *second;
-    }
-    if (added) {
-      if (p.builder.message_count() == 1) p.pending_since = now_ns;
+    if (SendSystem(p, kHeartbeatHandler, beat, sizeof beat, now_ns, transmit)) {
       p.heartbeat_seq = seq;
       ++counters_.heartbeats_sent;
-      FlushPeer(p, now_ns, transmit);
     }
     p.next_heartbeat = now_ns + config_.heartbeat_ns;
   }
@@ -399,8 +406,46 @@ uint64_t AmEndpoint::PollPeer(Peer& p, uint64_t now_ns, TransmitFn transmit, Sta
   return next;
 }
 
+// A transport message (heartbeat, death notice) rides in the aggregation
+// buffer, ahead of deferred messages, and goes out now. False when the
+// window and buffer are full (a heartbeat is then simply skipped).
+bool AmEndpoint::SendSystem(Peer& p, uint16_t handler, const void* data, size_t len, uint64_t now_ns,
+                            TransmitFn transmit) {
+  auto first = p.builder.Add(kSystemEbb, handler, data, len);
+  bool added = first.ok() && *first;
+  if (first.ok() && !*first && FlushPeer(p, now_ns, transmit)) {
+    auto second = p.builder.Add(kSystemEbb, handler, data, len);
+    added = second.ok() && *second;
+  }
+  if (!added) return false;
+  if (p.builder.message_count() == 1) p.pending_since = now_ns;
+  FlushPeer(p, now_ns, transmit);
+  return true;
+}
+
+void AmEndpoint::NotifyDead(NodeId dead, uint64_t now_ns, TransmitFn transmit, StateFn on_state) {
+  DeclareDead(dead, on_state);
+  uint8_t body[4];
+  wire::Store32(body, dead);
+  for (Peer* p : slots_) {
+    if (p == nullptr || p->state == PeerState::kDead) continue;
+    if (SendSystem(*p, kDeadNoticeHandler, body, sizeof body, now_ns, transmit)) {
+      ++counters_.dead_notices_sent;
+    } else {
+      p->notice_owed = dead;  // window full: Poll sends it when there is room
+    }
+  }
+}
+
 uint64_t AmEndpoint::Poll(uint64_t now_ns, TransmitFn transmit, StateFn on_state) {
   DrainDeferred(now_ns, transmit);
+  // Death notices from peers (OnDatagram marks; the state change is told here).
+  if (notices_pending_) {
+    notices_pending_ = false;
+    for (Peer* p : slots_) {
+      if (p != nullptr && p->noticed_dead) Kill(*p, on_state);
+    }
+  }
   uint64_t next = kNoDeadline;
   for (Peer* p : slots_) {
     if (p == nullptr) continue;
@@ -408,6 +453,21 @@ uint64_t AmEndpoint::Poll(uint64_t now_ns, TransmitFn transmit, StateFn on_state
     if (n < next) next = n;
   }
   return next;
+}
+
+// A peer says node `dead` died (fail-stop: believed at once). The state
+// change is made and told by the next Poll, which the driver runs soon
+// (notices_pending()).
+void AmEndpoint::OnDeadNotice(NodeId dead) {
+  ++counters_.dead_notices_received;
+  if (dead == config_.self) {
+    ++counters_.dead_notices_about_self;  // the job counts this node out: the driver says so
+    return;
+  }
+  Peer* q = Find(dead);
+  if (q == nullptr || q->state == PeerState::kDead) return;
+  q->noticed_dead = true;
+  notices_pending_ = true;
 }
 
 void AmEndpoint::Kill(Peer& p, StateFn on_state) {

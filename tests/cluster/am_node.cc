@@ -13,6 +13,7 @@
 //   N:rtt,PEER,COUNT             COUNT 64-byte round trips; prints the median
 //   N:rate,PEER,COUNT,SIZE       COUNT one-way messages; PEER reports the rate
 //   N:dead,PEER,MS               wait (at most MS) until PEER is declared dead
+//   N:notify_dead,PEER           declare PEER dead and tell every other node
 //   N:quit,PEER[,PEER...]        tell peers to finish
 //   N:idmap,COUNT,OTHER          COUNT job-wide Ebb ids (GlobalIdMap, served by
 //                                node 0), checked disjoint from node OTHER's
@@ -604,6 +605,9 @@ int main(int argc, char** argv) {
 #endif
     } else if (what == "idmap") {
       IdMap(Num(v, 1, 600), NodeId(Num(v, 2, 0)));
+    } else if (what == "notify_dead") {
+      fox::am::NotifyDead(peer);
+      std::printf("am: told the job node %u is dead\n", peer);
     } else if (what == "put") {
       Put(peer, Num(v, 2, 1000), Num(v, 3, 1000));
     } else if (what == "sleep") {

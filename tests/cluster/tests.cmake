@@ -175,6 +175,16 @@ fox_cluster_test(am_node_dies NODES 3 IMAGE am_node TIMEOUT 120 KILLED 2
   HOST_AFTER "2:am: 20 echoes from node 1" HOST_CMD "sh tests/cluster/kill_node.sh 2"
   EXPECT "0:am: node 2 declared dead after [0-9]+ ms" "1:am: node 2 declared dead after [0-9]+ ms")
 
+# A death notice (what the frontend sends when a node's QEMU exits): node 0
+# declares node 2 dead and tells the others. Node 2 is in fact alive and
+# heartbeating, so only the notice can make node 1 declare it dead, which it
+# must do well before a detector could (2 s; the detector needs ~2.7 s of
+# silence).
+fox_cluster_test(am_dead_notice NODES 3 IMAGE am_node TIMEOUT 120
+  ARGS "${am_peers} -- 0:echo,2,20 0:notify_dead,2 0:quit,1 1:dead,2,2000 2:sleep,3000 2:quit,2"
+  EXPECT "0:am: told the job node 2 is dead" "1:am: node 2 declared dead after [0-9]+ ms"
+         "1:am stats: death notices sent 0, received 1")
+
 # Crafted bad frames from Linux (every DropReason the decoder and channel
 # have, plus random bytes) to a live node, which must drop and count them and
 # still serve a real peer (the hosted node) afterwards.

@@ -558,6 +558,37 @@ TEST(AmEndpoint, DeadPeersLateFramesAreDropped) {
   EXPECT_TRUE(c.inbox(0).empty());
 }
 
+// A death notice: node 1 says node 3 died (node 3 is in fact alive and
+// heartbeating); node 2 declares it dead at its next Poll, long before any
+// detector would, and drops what node 3 still sends.
+TEST(AmEndpoint, DeathNoticesAreBelievedAtOnce) {
+  EndpointConfig cfg = Quiet();
+  cfg.heartbeat_ns = 100 * kMs;
+  Cluster c(3, cfg, {});
+  c.RunUntil(c.now() + 500 * kMs);
+  std::vector<std::pair<NodeId, PeerState>> told;
+  c.ep(0).NotifyDead(3, c.now(), c.Tx(0), [&](NodeId n, PeerState s) { told.emplace_back(n, s); });
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_EQ(told[0], std::make_pair(NodeId(3), PeerState::kDead));
+  EXPECT_EQ(c.ep(0).counters().dead_notices_sent, 1u);  // node 2 (node 3 is dead to us now)
+  std::vector<std::pair<NodeId, PeerState>> changes;
+  uint64_t t0 = c.now();
+  while (c.ep(1).State(3) != PeerState::kDead && c.now() < t0 + 50 * kMs) c.RunUntil(c.now() + 100 * kUs, &changes);
+  EXPECT_EQ(c.ep(1).State(3), PeerState::kDead);
+  EXPECT_LT(c.now() - t0, 2 * kMs);  // one trip on the wire
+  EXPECT_EQ(c.ep(1).counters().dead_notices_received, 1u);
+  ASSERT_FALSE(changes.empty());
+  EXPECT_EQ(changes.back(), std::make_pair(NodeId(3), PeerState::kDead));
+  EXPECT_EQ(c.Send(1, 2, 5, 1, Payload(1, 8)).error(), Error::kNotFound);
+  EXPECT_EQ(c.ep(1).State(1), PeerState::kAlive);  // nobody else
+  // Fail-stop: node 3 is out of the job; what it still sends is dropped.
+  uint64_t closed = c.ep(1).counters().drops[DropReason::kPeerClosed];
+  ASSERT_TRUE(c.Send(2, 1, 5, 1, Payload(2, 8)).ok());
+  c.RunUntil(c.now() + 10 * kMs);
+  EXPECT_GT(c.ep(1).counters().drops[DropReason::kPeerClosed], closed);
+  for (const Delivered& d : c.inbox(1)) EXPECT_NE(d.from, 3u);
+}
+
 TEST(AmEndpoint, NeverHeardPeerIsDeadAfterTheJoinTimeout) {
   EndpointConfig cfg = Quiet();
   cfg.heartbeat_ns = 100 * kMs;

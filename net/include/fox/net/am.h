@@ -157,6 +157,10 @@ PeerState State(NodeId node);
 double Phi(NodeId node);
 // The frontend saw the node die. Event context.
 void DeclareDead(NodeId node);
+// DeclareDead, and tell every other node of the job, which declare it dead
+// at once instead of waiting for their detectors (fail-stop: a notice is
+// believed). For the frontend when a node's QEMU exits. Event context.
+void NotifyDead(NodeId node);
 
 struct Stats {
   net::EndpointCounters endpoint;

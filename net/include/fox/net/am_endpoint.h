@@ -23,7 +23,8 @@
 // Messages the handlers send back to the frame's sender during delivery
 // (replies) leave at the end of OnDatagram, together in one frame.
 //
-// Failure: every `heartbeat_ns` each live peer gets a heartbeat message;
+// Failure: NotifyDead(node) tells every peer a node died (the frontend saw
+// its QEMU exit): they believe it at once. Every `heartbeat_ns` each live peer gets a heartbeat message;
 // their arrivals feed the peer's detector (interval samples), and any other
 // authenticated frame from the peer counts as a sign of life. Poll declares a peer suspected
 // when phi reaches `phi_suspect` (cleared when it drops again) and dead at
@@ -57,6 +58,7 @@ using NodeId = uint32_t;
 // messages use it.
 inline constexpr uint32_t kSystemEbb = 0;
 inline constexpr uint16_t kHeartbeatHandler = 1;
+inline constexpr uint16_t kDeadNoticeHandler = 2;  // u32 node id: that node died
 
 struct EndpointConfig {
   uint64_t job = 0;
@@ -98,6 +100,9 @@ struct EndpointCounters {
   uint64_t datagrams_received = 0;
   uint64_t peers_suspected = 0;     // transitions to suspected
   uint64_t peers_dead = 0;
+  uint64_t dead_notices_sent = 0;      // "node X died", one per peer told
+  uint64_t dead_notices_received = 0;
+  uint64_t dead_notices_about_self = 0;  // a peer counts this node out
   DropCounters drops;               // datagrams dropped, by reason
 };
 
@@ -166,6 +171,12 @@ class AmEndpoint {
 
   // The frontend says the peer is dead (its QEMU exited). Normal context.
   void DeclareDead(NodeId peer, StateFn on_state);
+  // DeclareDead, and tell every live peer (a system message; a peer whose
+  // window is full is told at a later Poll): they declare it dead at their
+  // next Poll (notices_pending() says one is due), without waiting for
+  // their detectors. Fail-stop: a notice is believed, whoever sends it.
+  void NotifyDead(NodeId dead, uint64_t now_ns, TransmitFn transmit, StateFn on_state);
+  bool notices_pending() const { return notices_pending_; }
 
   PeerState State(NodeId peer) const;
   double Phi(NodeId peer, uint64_t now_ns) const;
@@ -180,6 +191,8 @@ class AmEndpoint {
   struct Peer;
   Peer* Find(NodeId peer) const;
   bool FlushPeer(Peer& p, uint64_t now_ns, TransmitFn transmit);
+  bool SendSystem(Peer& p, uint16_t handler, const void* data, size_t len, uint64_t now_ns, TransmitFn transmit);
+  void OnDeadNotice(NodeId dead);
   Result<void> SendNow(Peer& p, uint32_t ebb, uint16_t handler, const void* data, size_t len, uint64_t now_ns,
                        TransmitFn transmit);
   bool Defer(Peer& p, uint32_t ebb, uint16_t handler, const void* data, size_t len);
@@ -199,6 +212,7 @@ class AmEndpoint {
   size_t deferred_count_ = 0;        // records not yet sent
   size_t peers_with_deferred_ = 0;
   uint64_t drain_pass_ = 0;
+  bool notices_pending_ = false;  // a peer was noticed dead; Poll kills it
 };
 
 }  // namespace fox::net
