@@ -38,6 +38,7 @@ add_library(fox_hosted STATIC
   net/am.cc
   net/am_hosted.cc
   ebb/global_id_map.cc
+  ebb/messenger.cc
   ebb/errors.cc ebb/id_allocator.cc ebb/local_table.cc ebb/quiescence.cc ebb/registry.cc ebb/stats.cc
   ebb/local_table_hosted.cc ebb/loop_hooks.cc)
 target_include_directories(fox_hosted PUBLIC kernel/include ebb/include net/include PRIVATE net)

@@ -22,6 +22,9 @@
 //                                (the segment has the same address everywhere);
 //                                PEER's handler writes them in delivery context
 //                                and then checks the whole region
+//   N:large,PEER,COUNT,SIZE      COUNT messages of SIZE bytes through the Messenger's
+//                                large messages (fragments, reassembled on PEER),
+//                                checked there byte for byte
 //   N:sleep,MS
 //   N:tcp_echo,PORT,CONNS        (native) TCP echo server for CONNS connections
 //   N:tcp,PORT,MIB               (native) send MIB MiB over lwIP TCP to 10.77.0.1:PORT
@@ -61,7 +64,7 @@ constexpr uint32_t kEbb = 0x00A70001;  // this program's receiver (a dynamic-loo
 fox::ebb::EbbRef<fox::ebb::Messenger> Messenger() { return fox::ebb::Messenger::Get(); }
 enum Handler : uint16_t {
   kEcho = 1, kEchoReply, kStream, kStreamDone, kStreamAck, kQuit, kRate, kRateDone, kRateResult,
-  kPut, kPutDone, kPutResult,
+  kPut, kPutDone, kPutResult, kLarge, kLargeDone, kLargeResult,
 };
 
 // Every node's landing zone for puts: a SAS segment, at the same address on
@@ -99,6 +102,8 @@ struct PerNode {
   std::atomic<uint64_t> rate_result_count{~0ull}, rate_result_ns{0};
   std::atomic<uint64_t> puts_received{0}, put_errors{0};
   std::atomic<uint64_t> put_result{~0ull};  // the peer's verdict on our puts: bad bytes + errors
+  std::atomic<uint64_t> large_received{0}, large_errors{0};
+  std::atomic<uint64_t> large_result{~0ull}, large_result_errors{0};
 };
 PerNode g_nodes[kMaxNodes];
 std::atomic<bool> g_quit{false};
@@ -199,6 +204,13 @@ class Receiver : public fox::am::Receiver {
         n.puts_received.store(0);
         n.put_errors.store(0);
         Reply(from, kPutResult, &bad, sizeof bad);
+        break;
+      }
+      case kLargeResult: {
+        uint64_t r[2] = {0, 1};
+        if (len == sizeof r) std::memcpy(r, data, sizeof r);
+        n.large_result_errors.store(r[1]);
+        n.large_result.store(r[0], std::memory_order_release);
         break;
       }
       case kPutResult: {
@@ -369,6 +381,46 @@ void Put(NodeId peer, uint64_t count, size_t size) {
               (unsigned long long)count, size, peer, (unsigned long)g_puts.base, (unsigned long long)bad,
               (unsigned long long)((fox::clock::NowNs() - t0) / 1'000'000));
   CHECK(bad == 0);
+}
+
+// Large messages arrive whole, as events on the Messenger's core.
+void OnLarge(NodeId from, uint16_t handler, std::vector<uint8_t> data) {
+  PerNode& n = Of(from);
+  uint64_t seq = 0;
+  if (handler == kLarge) {
+    if (!Verify(data.data(), data.size(), &seq) || seq != n.large_received.load()) n.large_errors.fetch_add(1);
+    n.large_received.fetch_add(1);
+  } else if (handler == kLargeDone) {
+    uint64_t count = 0;
+    if (data.size() == 8) std::memcpy(&count, data.data(), 8);
+    uint64_t r[2] = {n.large_received.exchange(0), n.large_errors.exchange(0)};
+    if (r[0] != count) ++r[1];
+    Reply(from, kLargeResult, r, sizeof r);
+    Messenger()->Flush(from);
+  }
+}
+
+void Large(NodeId peer, uint64_t count, size_t size) {
+  size = std::max<size_t>(size, 8);
+  PerNode& n = Of(peer);
+  std::vector<uint8_t> buf(size);
+  uint64_t t0 = fox::clock::NowNs();
+  for (uint64_t i = 0; i < count; ++i) {
+    Fill(buf.data(), size, i);
+    auto r = Messenger()->SendLarge(peer, kEbb, kLarge, buf.data(), size);
+    if (!r.ok()) {
+      std::printf("am_node: large message to node %u failed: %s\n", peer, fox::ErrorName(r.error()));
+      Fail();
+    }
+  }
+  CHECK(Messenger()->SendLarge(peer, kEbb, kLargeDone, &count, sizeof count).ok());
+  CHECK(WaitUntil([&] { return n.large_result.load(std::memory_order_acquire) != ~0ull; }, 600'000));
+  uint64_t got = n.large_result.exchange(~0ull), bad = n.large_result_errors.load();
+  double s = double(fox::clock::NowNs() - t0) / 1e9;
+  std::printf("am: %llu large messages of %zu bytes to node %u: %llu received whole, %llu bad, %.0f ms, %.1f MB/s\n",
+              (unsigned long long)count, size, peer, (unsigned long long)got, (unsigned long long)bad, s * 1000,
+              double(count) * double(size) / s / 1e6);
+  CHECK(got == count && bad == 0);
 }
 
 void Rate(NodeId peer, uint64_t count, size_t size) {
@@ -551,6 +603,7 @@ int main(int argc, char** argv) {
   }
   g_puts = *puts;
   CHECK(Messenger()->Listen(kEbb, &g_receiver).ok());
+  CHECK(Messenger()->ListenLarge(kEbb, OnLarge).ok());
   auto started = fox::am::Start(*config);
   if (!started.ok()) {
     std::printf("am_node: cannot start the transport: %s\n", fox::ErrorName(started.error()));
@@ -608,6 +661,8 @@ int main(int argc, char** argv) {
     } else if (what == "notify_dead") {
       fox::am::NotifyDead(peer);
       std::printf("am: told the job node %u is dead\n", peer);
+    } else if (what == "large") {
+      Large(peer, Num(v, 2, 10), Num(v, 3, 100000));
     } else if (what == "put") {
       Put(peer, Num(v, 2, 1000), Num(v, 3, 1000));
     } else if (what == "sleep") {

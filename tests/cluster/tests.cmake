@@ -124,11 +124,13 @@ set(am_hosted "FOX_ARGS='fox.node=100 ${am_peers}' $<TARGET_FILE:am_node_hosted>
 # 100,000 messages node 0 -> node 1 and 20,000 back, in order and exactly
 # once, through a hub that loses, duplicates and reorders 5% of the AM frames;
 # then 2 MB of puts written by node 1's interrupt-level handler into its SAS
-# segment, checked byte for byte.
+# segment, checked byte for byte, and 2 MB of large messages (Messenger
+# fragments, reassembled) the other way.
 fox_cluster_test(am_stream_lossy NODES 2 IMAGE am_node TIMEOUT 240
   IMPAIR "loss=5 dup=5 reorder=5 seed=3 udp-port=7700"
-  ARGS "${am_peers} -- 0:stream,1,100000 1:stream,0,20000 0:put,1,2000,1000 0:quit,1"
+  ARGS "${am_peers} -- 0:stream,1,100000 1:stream,0,20000 0:put,1,2000,1000 1:large,0,10,200000 0:quit,1"
   EXPECT "0:am: stream to node 1: 100000 of 100000 messages delivered in order, 0 errors"
+         "1:am: 10 large messages of 200000 bytes to node 0: 10 received whole, 0 bad"
          "0:am: 2000 puts of 1000 bytes into node 1's SAS segment at 0x[0-9a-f]+: 0 bad bytes"
          "1:am: stream to node 0: 20000 of 20000 messages delivered in order, 0 errors"
          "1:am: stream from node 0: 100000 messages in order, 0 errors"
@@ -159,13 +161,14 @@ fox_cluster_test(am_stream_netem NODES 2 IMAGE am_node TIMEOUT 240
 # segment by address (the same address on nodes and in the Linux process);
 # the Linux side finishes by telling the nodes to quit.
 fox_cluster_test(am_hosted_native NODES 2 IMAGE am_node TIMEOUT 180
-  ARGS "${am_peers} -- 0:echo,100,300 1:stream,100,5000 0:put,100,500,1000"
+  ARGS "${am_peers} -- 0:echo,100,300 1:stream,100,5000 0:put,100,500,1000 1:large,100,5,1000000"
   HOST_AFTER "1:am_node: ready"
-  HOST_CMD "${am_hosted} 100:echo,0,300 100:echo,1,300,1000 100:stream,1,20000 100:stream,0,5000 100:put,1,1000,1400 100:sleep,500 100:quit,0,1"
+  HOST_CMD "${am_hosted} 100:echo,0,300 100:echo,1,300,1000 100:stream,1,20000 100:stream,0,5000 100:put,1,1000,1400 100:large,0,5,1000000 100:sleep,500 100:quit,0,1"
   EXPECT "0:am: 300 echoes from node 100, 0 bad" "1:am: stream to node 100: 5000 of 5000 messages delivered in order"
          "1:am: stream from node 100: 20000 messages in order, 0 errors"
          "0:am: stream from node 100: 5000 messages in order, 0 errors"
-         "0:am: 500 puts of 1000 bytes into node 100's SAS segment at 0x[0-9a-f]+: 0 bad bytes")
+         "0:am: 500 puts of 1000 bytes into node 100's SAS segment at 0x[0-9a-f]+: 0 bad bytes"
+         "1:am: 5 large messages of 1000000 bytes to node 100: 5 received whole, 0 bad")
 
 # A node killed mid-job (its QEMU gets SIGKILL) is declared dead by the
 # others' phi accrual detectors within a bounded time (WaitDead's limit:

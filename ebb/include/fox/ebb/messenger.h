@@ -11,15 +11,29 @@
 //
 // Delivery context, backpressure and failure semantics are the transport's:
 // see fox/net/am.h. The transport must be started (am::Start) first.
+//
+// Large messages (up to kMaxLargeBytes: closures, values, pages) go by
+// SendLarge: the Messenger cuts them into fragments that travel as ordinary
+// messages to its own Ebb id and reassembles them on the receiving node,
+// where the Ebb's large-message handler (ListenLarge) gets the whole message
+// as an event. Reassembly memory is bounded (kMaxPartialBytes per node);
+// fragments from a node that dies are dropped with its unfinished messages.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
 
 #include "fox/ebb/ebb_ref.h"
 #include "fox/ebb/shared_ebb.h"
 #include "fox/ebb/static_ids.h"
+#include "fox/function.h"
 #include "fox/net/am.h"
+#include "fox/spinlock.h"
 
 namespace fox::ebb {
 
@@ -28,6 +42,20 @@ using NetworkNode = am::NodeId;
 class Messenger : public SharedEbb<Messenger> {
  public:
   static EbbRef<Messenger> Get() { return EbbRef<Messenger>(kMessengerId); }
+
+  // A whole message at most this long; all unfinished ones on a node at most
+  // kMaxPartialBytes together.
+  static constexpr size_t kMaxLargeBytes = size_t(64) << 20;
+  static constexpr size_t kMaxPartialBytes = size_t(256) << 20;
+  using LargeHandler = Function<void(NetworkNode from, uint16_t handler, std::vector<uint8_t> data)>;
+
+  // Registers the fragment receiver (event context; the first dereference
+  // of Messenger::Get() on a node constructs it: do that before am::Start,
+  // as any receiver). Large-message handlers run as events on this core.
+  Messenger();
+  ~Messenger();
+  Messenger(const Messenger&) = delete;
+  Messenger& operator=(const Messenger&) = delete;
 
   // This node's id in the job.
   NetworkNode Self() const { return am::Self(); }
@@ -52,6 +80,52 @@ class Messenger : public SharedEbb<Messenger> {
     return am::SendWait(node, id, handler, data, length);
   }
   void Flush(NetworkNode node) { am::Flush(node); }
+
+  // Large messages for Ebb `id` on this node go to `handler` (one per id),
+  // as events on the Messenger's core, in the order their last fragments
+  // arrived (a sending event's messages stay in its order). kInvalidArgument
+  // for the null id, kAlreadyExists. Any context but delivery.
+  Result<void> ListenLarge(EbbId id, LargeHandler handler);
+  void StopListeningLarge(EbbId id);
+  // Sends `length` (<= kMaxLargeBytes) bytes to Ebb `id` on `node`, blocking
+  // the calling event while the peer's window is full. kOutOfRange (too
+  // long), kNotFound (unknown or dead node), kInvalidArgument (null id). To
+  // this node: handed to the handler as an event, copied. Event context.
+  Result<void> SendLarge(NetworkNode node, EbbId id, uint16_t handler, const void* data, size_t length);
+
+  struct LargeStats {
+    uint64_t sent = 0, received = 0;  // whole messages
+    uint64_t no_handler = 0;          // received for an Ebb id without a large handler
+    uint64_t dropped = 0;             // malformed, over the limits, or from a node that died
+  };
+  LargeStats large_stats() const;
+
+ private:
+  struct Partial {  // a large message being reassembled
+    EbbId id = kNullId;
+    uint16_t handler = 0;
+    size_t total = 0, received = 0;
+    std::vector<uint8_t> data;  // `total` bytes, filled up to `received` (empty when discarding)
+    bool discard = false;       // dropped at its first fragment: the rest is swallowed
+  };
+  using PartialMap = std::map<std::pair<NetworkNode, uint64_t>, Partial>;
+  void OnFragment(NetworkNode from, const uint8_t* data, size_t length);
+  void Forget(PartialMap::iterator it);
+  void Dropped(NetworkNode from, const char* why);
+  void Deliver(NetworkNode from, EbbId id, uint16_t handler, std::vector<uint8_t> data);
+  void DropFrom(NetworkNode node);
+
+  int core_;
+  std::unique_ptr<am::Mailbox> fragments_;
+  std::atomic<uint64_t> next_message_{1};
+  mutable SpinLock lock_;
+  std::map<EbbId, std::shared_ptr<LargeHandler>> handlers_ GUARDED_BY(lock_);
+  LargeStats stats_ GUARDED_BY(lock_);
+  // Reassembly: touched only by events on core_ (the fragment mailbox and
+  // the peer-state callback both run there).
+  PartialMap partials_;
+  size_t partial_bytes_ = 0;
+  uint64_t last_warning_ns_ = 0;
 };
 
 }  // namespace fox::ebb
