@@ -14,14 +14,15 @@ set(FOX_HOST_SOURCES
   ${FOX_KERNEL_COMMON}
   ${FOX_NET_CORE_SOURCES}
   kernel/x86_64/multiboot.cc  # pure parsing, no privileged instructions
+  ebb/fragments.cc            # large-message reassembly, pure logic
   tests/unit/host_platform.cc)
 set(FOX_SANITIZE -fsanitize=address,undefined -fno-sanitize-recover=all)
 add_library(fox_common STATIC ${FOX_HOST_SOURCES})
-target_include_directories(fox_common PUBLIC kernel/include kernel net/include)
+target_include_directories(fox_common PUBLIC kernel/include kernel net/include ebb/include)
 target_compile_options(fox_common PUBLIC ${FOX_SANITIZE})
 target_link_options(fox_common PUBLIC -fsanitize=address,undefined)
 add_library(fox_common_fuzz STATIC ${FOX_HOST_SOURCES})
-target_include_directories(fox_common_fuzz PUBLIC kernel/include kernel net/include)
+target_include_directories(fox_common_fuzz PUBLIC kernel/include kernel net/include ebb/include)
 target_compile_options(fox_common_fuzz PUBLIC ${FOX_SANITIZE} -fsanitize=fuzzer-no-link)
 
 # The hosted platform: the fox API on Linux threads (kernel/linux). Programs
@@ -39,6 +40,7 @@ add_library(fox_hosted STATIC
   net/am_hosted.cc
   ebb/global_id_map.cc
   ebb/messenger.cc
+  ebb/fragments.cc
   ebb/errors.cc ebb/id_allocator.cc ebb/local_table.cc ebb/quiescence.cc ebb/registry.cc ebb/stats.cc
   ebb/local_table_hosted.cc ebb/loop_hooks.cc)
 target_include_directories(fox_hosted PUBLIC kernel/include ebb/include net/include PRIVATE net)

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "fox/ebb/ebb_ref.h"
+#include "fox/ebb/fragments.h"
 #include "fox/ebb/shared_ebb.h"
 #include "fox/ebb/static_ids.h"
 #include "fox/function.h"
@@ -101,19 +102,8 @@ class Messenger : public SharedEbb<Messenger> {
   LargeStats large_stats() const;
 
  private:
-  struct Partial {  // a large message being reassembled
-    EbbId id = kNullId;
-    uint16_t handler = 0;
-    size_t total = 0, received = 0;
-    std::vector<uint8_t> data;  // `total` bytes, filled up to `received` (empty when discarding)
-    bool discard = false;       // dropped at its first fragment: the rest is swallowed
-  };
-  using PartialMap = std::map<std::pair<NetworkNode, uint64_t>, Partial>;
-  void OnFragment(NetworkNode from, const uint8_t* data, size_t length);
-  void Forget(PartialMap::iterator it);
-  void Dropped(NetworkNode from, const char* why);
   void Deliver(NetworkNode from, EbbId id, uint16_t handler, std::vector<uint8_t> data);
-  void DropFrom(NetworkNode node);
+  void Dropped(NetworkNode from, const char* why);
 
   int core_;
   std::unique_ptr<am::Mailbox> fragments_;
@@ -121,10 +111,9 @@ class Messenger : public SharedEbb<Messenger> {
   mutable SpinLock lock_;
   std::map<EbbId, std::shared_ptr<LargeHandler>> handlers_ GUARDED_BY(lock_);
   LargeStats stats_ GUARDED_BY(lock_);
-  // Reassembly: touched only by events on core_ (the fragment mailbox and
-  // the peer-state callback both run there).
-  PartialMap partials_;
-  size_t partial_bytes_ = 0;
+  // Touched only by events on core_ (the fragment mailbox and the
+  // peer-state callback both run there).
+  Reassembler reassembler_;
   uint64_t last_warning_ns_ = 0;
 };
 
