@@ -674,6 +674,17 @@ PeerState State(NodeId node) {
   return g.endpoint->State(node);
 }
 
+std::vector<NodeId> Peers() {
+  std::vector<NodeId> peers;
+  if (!Started()) return peers;
+  peers.reserve(net::AmEndpoint::kMaxPeers);
+  Locked l;
+  g.endpoint->ForEachPeer([&](NodeId n) {
+    if (peers.size() < peers.capacity()) peers.push_back(n);  // no allocation under the lock
+  });
+  return peers;
+}
+
 double Phi(NodeId node) {
   if (!Started()) return 0;
   Locked l;

@@ -13,6 +13,7 @@ const char* ErrorName(Error e) {
     case Error::kUnsupported: return "unsupported";
     case Error::kBusy: return "busy";
     case Error::kCorrupt: return "corrupt";
+    case Error::kTimedOut: return "timed out";
   }
   return "unknown error";
 }

@@ -25,6 +25,8 @@
 //   N:large,PEER,COUNT,SIZE      COUNT messages of SIZE bytes through the Messenger's
 //                                large messages (fragments, reassembled on PEER),
 //                                checked there byte for byte
+//   N:status,PEER                PEER's status report (Messenger::QueryStatus), checked
+//   N:status_gone,PEER           asking PEER's status must fail (dead: not found)
 //   N:sleep,MS
 //   N:tcp_echo,PORT,CONNS        (native) TCP echo server for CONNS connections
 //   N:tcp,PORT,MIB               (native) send MIB MiB over lwIP TCP to 10.77.0.1:PORT
@@ -423,6 +425,37 @@ void Large(NodeId peer, uint64_t count, size_t size) {
   CHECK(got == count && bad == 0);
 }
 
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t p = s.find(sep, start);
+    out.push_back(s.substr(start, p == std::string::npos ? std::string::npos : p - start));
+    if (p == std::string::npos) return out;
+    start = p + 1;
+  }
+}
+
+void Status(NodeId peer, bool expect_gone) {
+  auto r = Messenger()->QueryStatus(peer, 20'000).Block();
+  if (expect_gone) {
+    std::printf("am: status of node %u: %s\n", peer, r.ok() ? "answered" : fox::ErrorName(r.error()));
+    CHECK(!r.ok() && r.error() == fox::Error::kNotFound);
+    return;
+  }
+  if (!r.ok()) {
+    std::printf("am: status of node %u: %s\n", peer, fox::ErrorName(r.error()));
+    Fail();
+  }
+  size_t lines = std::count(r->begin(), r->end(), '\n');
+  std::printf("am: status of node %u: %zu lines\n", peer, lines);
+  for (const std::string& line : Split(*r, '\n')) {
+    if (!line.empty()) std::printf("status| %s\n", line.c_str());
+  }
+  CHECK(r->find("node " + std::to_string(peer) + "\n") == 0);
+  CHECK(r->find("\nam.messages_delivered ") != std::string::npos);
+}
+
 void Rate(NodeId peer, uint64_t count, size_t size) {
   size = std::max<size_t>(size, 8);
   PerNode& n = Of(peer);
@@ -559,17 +592,6 @@ void IdMap(uint64_t count, NodeId other) {
               std::count(mine.begin(), mine.end(), ','), other, ranges);
 }
 
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    size_t p = s.find(sep, start);
-    out.push_back(s.substr(start, p == std::string::npos ? std::string::npos : p - start));
-    if (p == std::string::npos) return out;
-    start = p + 1;
-  }
-}
-
 uint64_t Num(const std::vector<std::string>& v, size_t i, uint64_t fallback) {
   if (i >= v.size()) return fallback;
   char* end = nullptr;
@@ -661,6 +683,8 @@ int main(int argc, char** argv) {
     } else if (what == "notify_dead") {
       fox::am::NotifyDead(peer);
       std::printf("am: told the job node %u is dead\n", peer);
+    } else if (what == "status" || what == "status_gone") {
+      Status(peer, what == "status_gone");
     } else if (what == "large") {
       Large(peer, Num(v, 2, 10), Num(v, 3, 100000));
     } else if (what == "put") {

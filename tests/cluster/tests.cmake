@@ -161,22 +161,24 @@ fox_cluster_test(am_stream_netem NODES 2 IMAGE am_node TIMEOUT 240
 # segment by address (the same address on nodes and in the Linux process);
 # the Linux side finishes by telling the nodes to quit.
 fox_cluster_test(am_hosted_native NODES 2 IMAGE am_node TIMEOUT 180
-  ARGS "${am_peers} -- 0:echo,100,300 1:stream,100,5000 0:put,100,500,1000 1:large,100,5,1000000"
+  ARGS "${am_peers} -- 0:echo,100,300 1:stream,100,5000 0:put,100,500,1000 1:large,100,5,1000000 0:status,100"
   HOST_AFTER "1:am_node: ready"
-  HOST_CMD "${am_hosted} 100:echo,0,300 100:echo,1,300,1000 100:stream,1,20000 100:stream,0,5000 100:put,1,1000,1400 100:large,0,5,1000000 100:sleep,500 100:quit,0,1"
+  HOST_CMD "${am_hosted} 100:echo,0,300 100:echo,1,300,1000 100:stream,1,20000 100:stream,0,5000 100:put,1,1000,1400 100:large,0,5,1000000 100:status,1 100:sleep,500 100:quit,0,1"
   EXPECT "0:am: 300 echoes from node 100, 0 bad" "1:am: stream to node 100: 5000 of 5000 messages delivered in order"
          "1:am: stream from node 100: 20000 messages in order, 0 errors"
          "0:am: stream from node 100: 5000 messages in order, 0 errors"
          "0:am: 500 puts of 1000 bytes into node 100's SAS segment at 0x[0-9a-f]+: 0 bad bytes"
-         "1:am: 5 large messages of 1000000 bytes to node 100: 5 received whole, 0 bad")
+         "1:am: 5 large messages of 1000000 bytes to node 100: 5 received whole, 0 bad"
+         "0:status\\| platform hosted" "0:status\\| peer.1 alive")
 
 # A node killed mid-job (its QEMU gets SIGKILL) is declared dead by the
 # others' phi accrual detectors within a bounded time (WaitDead's limit:
 # 10 s), and sends to it fail from then on.
 fox_cluster_test(am_node_dies NODES 3 IMAGE am_node TIMEOUT 120 KILLED 2
-  ARGS "${am_peers} -- 2:echo,0,20 2:echo,1,20 2:sleep,60000 0:dead,2,10000 1:dead,2,10000 0:quit,1"
+  ARGS "${am_peers} -- 2:echo,0,20 2:echo,1,20 2:sleep,60000 0:dead,2,10000 1:dead,2,10000 0:status_gone,2 0:status,1 0:quit,1"
   HOST_AFTER "2:am: 20 echoes from node 1" HOST_CMD "sh tests/cluster/kill_node.sh 2"
-  EXPECT "0:am: node 2 declared dead after [0-9]+ ms" "1:am: node 2 declared dead after [0-9]+ ms")
+  EXPECT "0:am: node 2 declared dead after [0-9]+ ms" "1:am: node 2 declared dead after [0-9]+ ms"
+         "0:am: status of node 2: not found" "0:status\\| platform native" "0:status\\| peer.0 alive")
 
 # A death notice (what the frontend sends when a node's QEMU exits): node 0
 # declares node 2 dead and tells the others. Node 2 is in fact alive and

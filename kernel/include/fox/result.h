@@ -21,6 +21,7 @@ enum class Error : uint16_t {
   kUnsupported,      // the hardware or configuration lacks a feature
   kBusy,             // try again later
   kCorrupt,          // an invariant of stored data does not hold
+  kTimedOut,         // no answer in the time allowed
 };
 
 // Human-readable name of an error; never null.

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,7 @@
 #include "fox/ebb/shared_ebb.h"
 #include "fox/ebb/static_ids.h"
 #include "fox/function.h"
+#include "fox/future.h"
 #include "fox/net/am.h"
 #include "fox/spinlock.h"
 
@@ -94,6 +96,16 @@ class Messenger : public SharedEbb<Messenger> {
   // this node: handed to the handler as an event, copied. Event context.
   Result<void> SendLarge(NetworkNode node, EbbId id, uint16_t handler, const void* data, size_t length);
 
+  // A text report of `node`'s state, one "key value" line each: node,
+  // platform, cores, uptime, per-core event counters, transport counters
+  // and drops by reason, peers with their state and phi, large-message
+  // counters (what `fox status` shows). kNotFound if the node is unknown or
+  // dies first, kTimedOut after `timeout_ms`. The node answers from its
+  // Messenger (every node that messages Ebbs has one). Event context.
+  Future<Result<std::string>> QueryStatus(NetworkNode node, uint64_t timeout_ms = 10'000);
+  // This node's report.
+  std::string LocalStatus() const;
+
   struct LargeStats {
     uint64_t sent = 0, received = 0;  // whole messages
     uint64_t no_handler = 0;          // received for an Ebb id without a large handler
@@ -103,6 +115,9 @@ class Messenger : public SharedEbb<Messenger> {
 
  private:
   void Deliver(NetworkNode from, EbbId id, uint16_t handler, std::vector<uint8_t> data);
+  void AnswerStatus(NetworkNode from, const uint8_t* data, size_t length);
+  void OnStatusReply(NetworkNode from, std::vector<uint8_t> data);
+  void FailStatus(uint64_t request, Error error);
   void Dropped(NetworkNode from, const char* why);
 
   int core_;
@@ -111,6 +126,12 @@ class Messenger : public SharedEbb<Messenger> {
   mutable SpinLock lock_;
   std::map<EbbId, std::shared_ptr<LargeHandler>> handlers_ GUARDED_BY(lock_);
   LargeStats stats_ GUARDED_BY(lock_);
+  struct StatusRequest {
+    NetworkNode node;
+    Promise<Result<std::string>> promise;
+  };
+  std::map<uint64_t, StatusRequest> status_requests_ GUARDED_BY(lock_);
+  uint64_t next_status_request_ GUARDED_BY(lock_) = 1;
   // Touched only by events on core_ (the fragment mailbox and the
   // peer-state callback both run there).
   Reassembler reassembler_;

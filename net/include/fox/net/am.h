@@ -43,6 +43,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "fox/function.h"
 #include "fox/net/am_endpoint.h"
@@ -155,6 +156,8 @@ void Flush(NodeId node = net::AmEndpoint::kAnyPeer);
 void OnPeerState(Function<void(NodeId, PeerState)> callback);
 PeerState State(NodeId node);
 double Phi(NodeId node);
+// Every peer of this node (alive or not), in no particular order. Event context.
+std::vector<NodeId> Peers();
 // The frontend saw the node die. Event context.
 void DeclareDead(NodeId node);
 // DeclareDead, and tell every other node of the job, which declare it dead
