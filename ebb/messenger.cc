@@ -236,9 +236,9 @@ std::string Messenger::LocalStatus() const {
       add("am.dropped.%s %llu", net::DropReasonName(net::DropReason(i)), (unsigned long long)e.drops.count[i]);
     }
   }
-  add("nic.rx_packets %llu", (unsigned long long)s.nic_rx_packets);
-  add("nic.tx_packets %llu", (unsigned long long)s.nic_tx_packets);
-  add("nic.interrupts %llu", (unsigned long long)s.nic_interrupts);
+  add("nic.rx_packets %llu", (unsigned long long)s.nic.rx_packets);
+  add("nic.tx_packets %llu", (unsigned long long)s.nic.tx_packets);
+  add("nic.interrupts %llu", (unsigned long long)s.nic.interrupts);
   for (NetworkNode p : am::Peers()) {
     add("peer.%u %s phi %.1f", p, net::PeerStateName(am::State(p)), am::Phi(p));
   }

@@ -82,7 +82,6 @@ struct Driver {
   uint64_t local_messages = 0, no_receiver = 0, backpressure_drops = 0;
   uint64_t refusing_since = 0;  // first refusal of a frame for lack of a receiver (0: none pending)
   uint64_t last_warned[net::kNumDropReasons] = {};  // WarnAboutDrop's rate limit
-  uint64_t notices_about_self_told = 0;             // the pump's log of dead_notices_about_self
   uint64_t tx_datagrams = 0, tx_bytes = 0, tx_failures = 0, rx_datagrams = 0, rx_bytes = 0;
 };
 
@@ -156,10 +155,12 @@ constexpr uint64_t kReceiverGraceNs = 10'000'000'000;
 
 bool Admit(const net::FrameView& frame, uint64_t now) {
   bool delivers = false;  // to a receiver (acks and heartbeats alone do not end a grace)
+  uint32_t known = net::kSystemEbb;  // the last id found: aggregated frames repeat their Ebb
   for (net::AmMessage m : frame) {
-    if (m.ebb == net::kSystemEbb) continue;
+    if (m.ebb == net::kSystemEbb || m.ebb == known) continue;
     if (FindReceiver(m.ebb) != nullptr) {
       delivers = true;
+      known = m.ebb;
       continue;
     }
     if (g.refusing_since == 0) g.refusing_since = now;
@@ -217,11 +218,9 @@ void Pump() {
   std::vector<std::pair<NodeId, PeerState>> changes;
   std::vector<Waiter> ready;
   uint64_t next;
-  uint64_t about_self = 0;
   {
     Locked l;
     next = g.endpoint->Poll(now, kTransmit, [&](NodeId n, PeerState s) { changes.emplace_back(n, s); });
-    about_self = g.endpoint->counters().dead_notices_about_self;
     for (size_t i = 0; i < g.waiters.size();) {
       NodeId n = g.waiters[i].node;
       PeerState st = g.endpoint->State(n);
@@ -237,10 +236,6 @@ void Pump() {
     g.have_waiters.store(!g.waiters.empty(), std::memory_order_relaxed);
   }
   for (auto& w : ready) w.continuation.Resume();
-  if (about_self > g.notices_about_self_told) {
-    g.notices_about_self_told = about_self;
-    LOG_WARN("am: another node says this node is dead: the job has counted it out (fail-stop)");
-  }
   for (auto& change : changes) {
     NodeId node = change.first;
     PeerState state = change.second;
@@ -655,8 +650,8 @@ void internal::Deliver(const uint8_t* bytes, size_t length, uint64_t from_addres
       [](NodeId from, const net::AmMessage& m) { Dispatch(from, m.ebb, m.handler, m.data, m.length); }, kTransmit,
       &admit_fn);
   if (why != net::DropReason::kNone) WarnAboutDrop(why, from_address, now);
-  if (g.endpoint->notices_pending()) g.pump->Fire();  // a peer says a node died: act now
-  if (g.have_waiters.load(std::memory_order_relaxed)) g.pump->Fire();
+  // A peer said a node died (Poll acts on it), or senders may have room now.
+  if (g.endpoint->notices_pending() || g.have_waiters.load(std::memory_order_relaxed)) g.pump->Fire();
   KickPump(now);
 }
 
@@ -756,11 +751,11 @@ void LogStats() {
            (unsigned long long)s.no_receiver, (unsigned long long)s.backpressure_drops,
            (unsigned long long)s.rx_not_am, (unsigned long long)s.arp_requests,
            (unsigned long long)s.arp_misses);
-  if (s.nic_rx_packets != 0 || s.nic_tx_packets != 0 || s.nic_interrupts != 0) {
+  if (s.nic.rx_packets != 0 || s.nic.tx_packets != 0 || s.nic.interrupts != 0) {
     LOG_INFO("am stats: nic rx %llu (dropped %llu), tx %llu (dropped %llu), %llu interrupts",
-             (unsigned long long)s.nic_rx_packets, (unsigned long long)s.nic_rx_dropped,
-             (unsigned long long)s.nic_tx_packets, (unsigned long long)s.nic_tx_dropped,
-             (unsigned long long)s.nic_interrupts);
+             (unsigned long long)s.nic.rx_packets, (unsigned long long)s.nic.rx_dropped,
+             (unsigned long long)s.nic.tx_packets, (unsigned long long)s.nic.tx_dropped,
+             (unsigned long long)s.nic.interrupts);
   }
   if (e.dead_notices_sent != 0 || e.dead_notices_received != 0) {
     LOG_INFO("am stats: death notices sent %llu, received %llu (%llu about this node)",

@@ -152,11 +152,10 @@ Result<void> AmEndpoint::Send(NodeId id, uint32_t ebb, uint16_t handler, const v
   Peer* p = Find(id);
   if (p == nullptr || p->state == PeerState::kDead) return Error::kNotFound;
   if (len > kMaxMessageBytes) return Error::kOutOfRange;
-  if (p->deferred != 0) {  // deferred messages go first
-    ++counters_.send_busy;
-    return Error::kBusy;
-  }
-  return SendNow(*p, ebb, handler, data, len, now_ns, transmit);
+  // Deferred messages go first.
+  auto r = p->deferred != 0 ? Result<void>(Error::kBusy) : SendNow(*p, ebb, handler, data, len, now_ns, transmit);
+  if (!r.ok() && r.error() == Error::kBusy) ++counters_.send_busy;
+  return r;
 }
 
 Result<void> AmEndpoint::SendOrDefer(NodeId id, uint32_t ebb, uint16_t handler, const void* data, size_t len,
@@ -167,7 +166,6 @@ Result<void> AmEndpoint::SendOrDefer(NodeId id, uint32_t ebb, uint16_t handler, 
   if (p->deferred == 0) {
     auto r = SendNow(*p, ebb, handler, data, len, now_ns, transmit);
     if (r.ok() || r.error() != Error::kBusy) return r;
-    --counters_.send_busy;  // not refused after all: deferred
   }
   if (!Defer(*p, ebb, handler, data, len)) {
     ++counters_.deferred_full;
@@ -176,32 +174,24 @@ Result<void> AmEndpoint::SendOrDefer(NodeId id, uint32_t ebb, uint16_t handler, 
   return {};
 }
 
-// Send's work once the peer is known, alive, and not behind deferred messages.
-Result<void> AmEndpoint::SendNow(Peer& peer, uint32_t ebb, uint16_t handler, const void* data, size_t len,
+// Send's work once the peer is known, alive, and not behind deferred
+// messages. kBusy when the window and buffer are full (the callers count it:
+// Send as send_busy; SendOrDefer and DrainDeferred keep the message waiting).
+Result<void> AmEndpoint::SendNow(Peer& p, uint32_t ebb, uint16_t handler, const void* data, size_t len,
                                  uint64_t now_ns, TransmitFn transmit) {
-  Peer* p = &peer;
-  if (!config_.aggregate && !p->builder.empty() && !FlushPeer(*p, now_ns, transmit)) {
-    ++counters_.send_busy;
-    return Error::kBusy;
-  }
-  if (!config_.aggregate && !p->channel.CanSend()) {
-    ++counters_.send_busy;
-    return Error::kBusy;
-  }
-  auto added = p->builder.Add(ebb, handler, data, len);
+  if (!config_.aggregate && !p.builder.empty() && !FlushPeer(p, now_ns, transmit)) return Error::kBusy;
+  if (!config_.aggregate && !p.channel.CanSend()) return Error::kBusy;
+  auto added = p.builder.Add(ebb, handler, data, len);
   if (!added.ok()) return added.error();
   if (!*added) {  // full: hand the frame to the channel and start a new one
-    if (!FlushPeer(*p, now_ns, transmit)) {
-      ++counters_.send_busy;
-      return Error::kBusy;
-    }
+    if (!FlushPeer(p, now_ns, transmit)) return Error::kBusy;
     ++counters_.flush_on_full;
-    auto again = p->builder.Add(ebb, handler, data, len);
+    auto again = p.builder.Add(ebb, handler, data, len);
     if (!again.ok() || !*again) return Error::kOutOfRange;  // cannot happen: len checked
   }
-  if (p->builder.message_count() == 1) p->pending_since = now_ns;
+  if (p.builder.message_count() == 1) p.pending_since = now_ns;
   ++counters_.messages_sent;
-  if (!config_.aggregate) FlushPeer(*p, now_ns, transmit);  // CanSend checked above
+  if (!config_.aggregate) FlushPeer(p, now_ns, transmit);  // CanSend checked above
   return {};
 }
 
@@ -256,8 +246,7 @@ void AmEndpoint::DrainDeferred(uint64_t now_ns, TransmitFn transmit) {
         ++counters_.deferred_dropped;
       } else if (auto sr = SendNow(*p, r.ebb, r.handler, ring + at + sizeof r, r.length, now_ns, transmit);
                  !sr.ok() && sr.error() == Error::kBusy) {
-        --counters_.send_busy;  // the message waits on, as before
-        p->stuck_pass = pass;
+        p->stuck_pass = pass;  // the message waits on
         ++stuck;
         sent = false;
       } else if (!sr.ok()) {
@@ -461,7 +450,7 @@ uint64_t AmEndpoint::Poll(uint64_t now_ns, TransmitFn transmit, StateFn on_state
 void AmEndpoint::OnDeadNotice(NodeId dead) {
   ++counters_.dead_notices_received;
   if (dead == config_.self) {
-    ++counters_.dead_notices_about_self;  // the job counts this node out: the driver says so
+    ++counters_.dead_notices_about_self;  // the job counts this node out (counted: a sender never does this)
     return;
   }
   Peer* q = Find(dead);

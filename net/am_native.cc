@@ -235,14 +235,7 @@ void PlatformStats(Stats* st) {
   st->rx_not_am = s.rx_not_am.load(std::memory_order_relaxed);
   st->arp_requests = s.arp_requests.load(std::memory_order_relaxed);
   st->arp_misses = s.arp_misses.load(std::memory_order_relaxed);
-  if (s.nic != nullptr) {
-    nic::Stats n = s.nic->GetStats();
-    st->nic_rx_packets = n.rx_packets;
-    st->nic_rx_dropped = n.rx_dropped;
-    st->nic_tx_packets = n.tx_packets;
-    st->nic_tx_dropped = n.tx_dropped;
-    st->nic_interrupts = n.interrupts;
-  }
+  if (s.nic != nullptr) st->nic = s.nic->GetStats();
 }
 
 }  // namespace fox::am::internal

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "fox/function.h"
+#include "fox/nic.h"
 #include "fox/net/am_endpoint.h"
 #include "fox/result.h"
 
@@ -174,8 +175,7 @@ struct Stats {
   uint64_t rx_datagrams, rx_bytes;
   uint64_t rx_not_am;            // native: frames handed on to lwIP
   uint64_t arp_requests, arp_misses;  // native: frames held back for want of a MAC
-  // Native: the NIC's own counters (nic::Stats).
-  uint64_t nic_rx_packets, nic_rx_dropped, nic_tx_packets, nic_tx_dropped, nic_interrupts;
+  nic::Stats nic;  // native: the NIC's own counters (zero hosted)
 };
 Stats GetStats();
 // One line per counter that is not zero, for logs.
