@@ -340,8 +340,8 @@ Result<Config> ConfigFromBootArgs() {
   if (const char* k = BootArg("fox.key")) {
     std::string_view key(k);
     bool ok = key.size() == 32;
-    uint64_t k0 = ParseHexKeyPart(key.substr(0, 16), &ok);
-    uint64_t k1 = ParseHexKeyPart(key.substr(16), &ok);
+    uint64_t k0 = ok ? ParseHexKeyPart(key.substr(0, 16), &ok) : 0;
+    uint64_t k1 = ok ? ParseHexKeyPart(key.substr(16), &ok) : 0;
     if (!ok) {
       LOG_ERROR("am: bad boot argument 'fox.key': expected 32 hexadecimal digits");
       return Error::kInvalidArgument;

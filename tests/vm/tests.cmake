@@ -253,6 +253,11 @@ fox_vm_test(net_udp_loopback IMAGE vmtest SMP 2 NET user ARGS "-- net_udp_loopba
 # before touching the network.
 fox_vm_test(ring_bad_argument IMAGE ring ARGS "fox.peers=0@10.0.2.15 -- laps=abc" EXIT 2
   EXPECT "ring: bad argument 'laps=abc' \\(expected laps=1\\.\\.1000000, ids=1\\.\\.65536 or join=1\\.\\.3600\\)")
+# A short or non-hexadecimal key is a usage error, never a crash (issue 10).
+fox_vm_test(ring_short_key IMAGE ring ARGS "fox.key=zz fox.peers=0@10.0.2.15 -- laps=3" EXIT 2
+  EXPECT "am: bad boot argument 'fox.key': expected 32 hexadecimal digits" REJECT "PANIC")
+fox_vm_test(ring_bad_key IMAGE ring ARGS "fox.key=0011 fox.peers=0@10.0.2.15 -- laps=3" EXIT 2
+  EXPECT "am: bad boot argument 'fox.key': expected 32 hexadecimal digits" REJECT "PANIC")
 fox_vm_test(ring_without_peers IMAGE ring ARGS "-- laps=3" EXIT 2
   EXPECT "ring: no fox.peers: the job needs the list of its nodes")
 # Alone (one node, QEMU's user network): joins itself and is done.
@@ -282,3 +287,9 @@ add_test(NAME hosted.am_wrong_key COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_D
   --expect "1:W am: dropping frames from 127\\.0\\.0\\.1:[0-9]+: MAC check failed"
   $<TARGET_FILE:am_node_hosted> 0:sleep,1500 0:quit,1 1:sleep,1500 1:quit,0)
 set_tests_properties(hosted.am_wrong_key PROPERTIES LABELS hosted TIMEOUT 90)
+# A short key on Linux: the same clear message and status 2 as on a node,
+# not an uncaught std::out_of_range (issue 10).
+add_test(NAME hosted.am_short_key COMMAND sh -c
+  "out=$(FOX_ARGS='fox.key=0011' \"$0\" 0:quit,0 2>&1); s=$?; echo \"$out\"; [ $s -eq 2 ] && echo \"$out\" | grep -q \"bad boot argument 'fox.key': expected 32 hexadecimal digits\""
+  $<TARGET_FILE:am_node_hosted>)
+set_tests_properties(hosted.am_short_key PROPERTIES LABELS hosted TIMEOUT 30)
