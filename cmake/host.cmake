@@ -37,9 +37,15 @@ add_library(fox_hosted STATIC
   kernel/linux/start.cc
   ${FOX_NET_CORE_SOURCES}
   net/am.cc
+  net/am_config.cc
+  net/am_mailbox.cc
+  net/am_peers.cc
+  net/am_receivers.cc
+  net/am_stats.cc
   net/am_hosted.cc
   ebb/global_id_map.cc
   ebb/messenger.cc
+  ebb/rpc.cc
   ebb/fragments.cc
   ebb/errors.cc ebb/id_allocator.cc ebb/local_table.cc ebb/quiescence.cc ebb/registry.cc ebb/stats.cc
   ebb/local_table_hosted.cc ebb/loop_hooks.cc)

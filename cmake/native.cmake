@@ -52,7 +52,7 @@ include(cmake/lwip.cmake)
 # The active-message transport: the platform-neutral core (net/CMakeLists.txt:
 # fox_net_core) and its native driver (NIC interrupt path, net/am*.cc).
 include(net/CMakeLists.txt)
-add_library(fox_am OBJECT net/am.cc net/am_native.cc ebb/global_id_map.cc ebb/messenger.cc ebb/fragments.cc)
+add_library(fox_am OBJECT net/am.cc net/am_config.cc net/am_mailbox.cc net/am_peers.cc net/am_receivers.cc net/am_stats.cc net/am_native.cc ebb/global_id_map.cc ebb/messenger.cc ebb/rpc.cc ebb/fragments.cc)
 target_include_directories(fox_am PRIVATE net)
 target_link_libraries(fox_am PRIVATE fox_kernel fox_net_core)
 

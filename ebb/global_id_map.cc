@@ -1,13 +1,12 @@
-// GlobalIdMap over the Messenger (global_id_map.h).
+// GlobalIdMap over Rpc (global_id_map.h).
 //
-// Wire format (little-endian), to and from the Ebb kGlobalIdMapId:
-//   request  handler kAcquire | kSet | kLookup: u64 request id, then
-//            kAcquire: u32 count;  kSet: u32 id, value bytes;  kLookup: u32 id
-//   reply    handler kReply: u64 request id, u32 status (fox::Error), then
-//            kAcquire: u32 first, u32 count;  kLookup: value bytes
-// Requests and replies go through one Mailbox per node (an event on the core
-// that created the map), so server state needs no lock. A reply is sent by
-// an event of its own, which may block while the client's window is full.
+// Requests, to the Ebb kGlobalIdMapId on the server (Rpc requests, so each
+// body follows the request id):
+//   kAcquire: u32 count           reply: u32 first, u32 count
+//   kSet:     u32 id, value bytes  reply: empty
+//   kLookup:  u32 id               reply: the value bytes (kNotFound: none)
+// The server's state is touched only by its listener's events, on the core
+// that created the map, so it needs no lock.
 #include "fox/ebb/global_id_map.h"
 
 #include <cstring>
@@ -15,30 +14,16 @@
 
 #include "fox/core.h"
 #include "fox/ebb/messenger.h"
-#include "fox/event.h"
+#include "fox/ebb/rpc.h"
 #include "fox/log.h"
 #include "fox/net/wire.h"
 
 namespace fox::ebb {
 namespace {
-enum : uint16_t { kAcquire = 1, kSet = 2, kLookup = 3, kReply = 4 };
+enum : uint16_t { kAcquire = 1, kSet = 2, kLookup = 3 };
 using net::wire::Load32;
-using net::wire::Load64;
 using net::wire::Store32;
-using net::wire::Store64;
 }  // namespace
-
-struct GlobalIdMap::Pending {
-  uint16_t kind;
-  Promise<Result<IdRange>> range;
-  Promise<Result<void>> done;
-  Promise<Result<std::string>> value;
-  void Fail(Error e) {
-    if (kind == kAcquire) range.SetValue(e);
-    if (kind == kSet) done.SetValue(e);
-    if (kind == kLookup) value.SetValue(e);
-  }
-};
 
 class GlobalIdMap::Source final : public IdRangeSource {
  public:
@@ -49,161 +34,86 @@ class GlobalIdMap::Source final : public IdRangeSource {
   GlobalIdMap* map_;
 };
 
-GlobalIdMap::GlobalIdMap()
-    : mailbox_(std::make_unique<am::Mailbox>(
-          core::Current(),
-          [this](am::NodeId from, uint16_t handler, const uint8_t* data, size_t len) {
-            OnMessage(from, handler, data, len);
-          },
-          size_t{1} << 20)),
-      source_(std::make_unique<Source>(this)) {
-  if (auto r = Messenger::Get()->Listen(kGlobalIdMapId, mailbox_.get()); !r.ok()) {
+GlobalIdMap::GlobalIdMap() : source_(std::make_unique<Source>(this)) {
+  (void)Rpc::Get()->pending();  // constructs the Rpc Ebb here: replies need it
+  auto serve = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+    Serve(from, handler, data, length);
+  };
+  if (auto r = Messenger::Get()->Listen(kGlobalIdMapId, serve); !r.ok()) {
     LOG_ERROR("GlobalIdMap: cannot receive messages: %s", ErrorName(r.error()));
   }
-  am::OnPeerState([this](am::NodeId node, am::PeerState state) {
-    if (node == server_ && state == am::PeerState::kDead) FailAll(Error::kNotFound);
-  });
 }
 
 GlobalIdMap::~GlobalIdMap() { Messenger::Get()->StopListening(kGlobalIdMapId); }
 
 IdRangeSource* GlobalIdMap::RangeSource() { return source_.get(); }
 
-uint64_t GlobalIdMap::Request(uint16_t handler, const void* body, size_t len, std::shared_ptr<Pending> p) {
-  uint64_t id;
-  {
-    SpinGuard g(lock_);
-    id = next_request_++;
-    pending_[id] = p;
-  }
-  std::vector<uint8_t> msg(8 + len);
-  Store64(msg.data(), id);
-  if (len > 0) std::memcpy(msg.data() + 8, body, len);
-  auto r = Messenger::Get()->SendWait(server_, kGlobalIdMapId, handler, msg.data(), msg.size());
-  if (!r.ok()) {
-    {
-      SpinGuard g(lock_);
-      pending_.erase(id);
-    }
-    p->Fail(r.error());
-  }
-  return id;
-}
-
 Future<Result<IdRange>> GlobalIdMap::AcquireRange(uint32_t count) {
-  auto p = std::make_shared<Pending>();
-  p->kind = kAcquire;
-  auto f = p->range.GetFuture();
-  if (count == 0) {
-    p->range.SetValue(Error::kInvalidArgument);
-    return f;
-  }
+  if (count == 0) return MakeReadyFuture(Result<IdRange>(Error::kInvalidArgument));
   uint8_t body[4];
   Store32(body, count);
-  Request(kAcquire, body, sizeof body, p);
-  return f;
+  return Rpc::Get()->Call(server_, kGlobalIdMapId, kAcquire, body, sizeof body).Then([](auto f) {
+    Result<Rpc::Bytes> r = f.Get();
+    if (!r.ok()) return Result<IdRange>(r.error());
+    if (r->size() != 8) return Result<IdRange>(Error::kCorrupt);
+    return Result<IdRange>(IdRange{Load32(r->data()), Load32(r->data() + 4)});
+  });
 }
 
 Future<Result<void>> GlobalIdMap::Set(EbbId id, std::string value) {
-  auto p = std::make_shared<Pending>();
-  p->kind = kSet;
-  auto f = p->done.GetFuture();
-  if (value.size() > kMaxValue) {
-    p->done.SetValue(Error::kOutOfRange);
-    return f;
-  }
+  if (value.size() > kMaxValue) return MakeReadyFuture(Result<void>(Error::kOutOfRange));
   std::vector<uint8_t> body(4 + value.size());
   Store32(body.data(), id);
   std::memcpy(body.data() + 4, value.data(), value.size());
-  Request(kSet, body.data(), body.size(), p);
-  return f;
+  return Rpc::Get()->Call(server_, kGlobalIdMapId, kSet, body.data(), body.size()).Then([](auto f) {
+    Result<Rpc::Bytes> r = f.Get();
+    return r.ok() ? Result<void>{} : Result<void>(r.error());
+  });
 }
 
 Future<Result<std::string>> GlobalIdMap::Lookup(EbbId id) {
-  auto p = std::make_shared<Pending>();
-  p->kind = kLookup;
-  auto f = p->value.GetFuture();
   uint8_t body[4];
   Store32(body, id);
-  Request(kLookup, body, sizeof body, p);
-  return f;
+  return Rpc::Get()->Call(server_, kGlobalIdMapId, kLookup, body, sizeof body).Then([](auto f) {
+    Result<Rpc::Bytes> r = f.Get();
+    if (!r.ok()) return Result<std::string>(r.error());
+    return Result<std::string>(std::string(r->begin(), r->end()));
+  });
 }
 
-void GlobalIdMap::FailAll(Error error) {
-  std::map<uint64_t, std::shared_ptr<Pending>> failed;
-  {
-    SpinGuard g(lock_);
-    failed.swap(pending_);
-  }
-  for (auto& [id, p] : failed) p->Fail(error);
-}
-
-// Mailbox event: requests (we serve) and replies (we asked).
-void GlobalIdMap::OnMessage(am::NodeId from, uint16_t handler, const uint8_t* data, size_t len) {
-  if (handler != kReply) {
-    Serve(from, handler, data, len);
-    return;
-  }
-  if (len < 12) return;  // malformed: nothing to match it with
-  uint64_t request = Load64(data);
-  auto status = static_cast<Error>(Load32(data + 8));
-  std::shared_ptr<Pending> p;
-  {
-    SpinGuard g(lock_);
-    auto it = pending_.find(request);
-    if (it == pending_.end()) return;  // answered already (a duplicate cannot happen; be safe)
-    p = it->second;
-    pending_.erase(it);
-  }
-  if (status != Error::kOk) {
-    p->Fail(status);
-    return;
-  }
-  if (p->kind == kAcquire) {
-    if (len < 20) return p->Fail(Error::kCorrupt);
-    p->range.SetValue(IdRange{Load32(data + 12), Load32(data + 16)});
-  } else if (p->kind == kSet) {
-    p->done.SetValue(Result<void>{});
-  } else {
-    p->value.SetValue(std::string(reinterpret_cast<const char*>(data + 12), len - 12));
-  }
-}
-
-void GlobalIdMap::Serve(am::NodeId from, uint16_t handler, const uint8_t* data, size_t len) {
-  if (len < 8) return;  // no request id: nothing to answer
-  std::vector<uint8_t> reply(12);
-  std::memcpy(reply.data(), data, 8);
-  Error status = Error::kOk;
-  if (handler == kAcquire && len == 12) {
-    uint32_t count = Load32(data + 8);
-    if (count == 0 || next_id_ + count - 1 > kLastDynamicId) {
-      status = count == 0 ? Error::kInvalidArgument : Error::kOutOfRange;
+// A request, as an event of the listener's core.
+void GlobalIdMap::Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+  auto request = Rpc::ParseRequest(data, length);
+  if (!request) return;  // no request id: nothing to answer
+  const uint8_t* body = request->body;
+  size_t len = request->length;
+  if (handler == kAcquire && len == 4) {
+    uint32_t count = Load32(body);
+    if (count == 0) {
+      (void)Rpc::Fail(from, request->id, Error::kInvalidArgument);
+    } else if (next_id_ + count - 1 > kLastDynamicId) {
+      (void)Rpc::Fail(from, request->id, Error::kOutOfRange);
     } else {
-      reply.resize(20);
-      Store32(reply.data() + 12, uint32_t(next_id_));
-      Store32(reply.data() + 16, count);
+      uint8_t reply[8];
+      Store32(reply, uint32_t(next_id_));
+      Store32(reply + 4, count);
       next_id_ += count;
       ++ranges_served_;
+      (void)Rpc::Reply(from, request->id, reply, sizeof reply);
     }
-  } else if (handler == kSet && len >= 12 && len - 12 <= kMaxValue) {
-    values_[Load32(data + 8)] = std::string(reinterpret_cast<const char*>(data + 12), len - 12);
-  } else if (handler == kLookup && len == 12) {
-    auto it = values_.find(Load32(data + 8));
+  } else if (handler == kSet && len >= 4 && len - 4 <= kMaxValue) {
+    values_[Load32(body)] = std::string(reinterpret_cast<const char*>(body + 4), len - 4);
+    (void)Rpc::Reply(from, request->id, nullptr, 0);
+  } else if (handler == kLookup && len == 4) {
+    auto it = values_.find(Load32(body));
     if (it == values_.end()) {
-      status = Error::kNotFound;
+      (void)Rpc::Fail(from, request->id, Error::kNotFound);
     } else {
-      reply.insert(reply.end(), it->second.begin(), it->second.end());
+      (void)Rpc::Reply(from, request->id, it->second.data(), it->second.size());
     }
   } else {
-    status = Error::kInvalidArgument;  // unknown handler or malformed body
+    (void)Rpc::Fail(from, request->id, Error::kInvalidArgument);  // unknown handler or malformed body
   }
-  Store32(reply.data() + 8, uint32_t(status));
-  // A reply may wait for the client's window: not in the mailbox's drain.
-  event::Spawn([from, reply = std::move(reply)] {
-    if (!Messenger::Get()->SendWait(from, kGlobalIdMapId, kReply, reply.data(), reply.size()).ok()) {
-      LOG_WARN("GlobalIdMap: reply to node %u lost (node dead)", from);
-    }
-  });
 }
 
 }  // namespace fox::ebb

@@ -1,7 +1,7 @@
 // The Messenger's large messages (messenger.h): fragments (wire format and
 // reassembly in fragments.h) sent as ordinary messages to the Ebb
-// kMessengerId, received by a Mailbox so that reassembly runs as events on
-// one core and may allocate.
+// kMessengerId, received as events on the Messenger's core, where
+// reassembly may allocate; and status requests, answered through Rpc.
 #include "fox/ebb/messenger.h"
 
 #include <cstdio>
@@ -9,69 +9,63 @@
 
 #include "fox/clock.h"
 #include "fox/core.h"
+#include "fox/ebb/rpc.h"
 #include "fox/event.h"
 #include "fox/log.h"
 #include "fox/net/wire.h"
-#include "fox/timer.h"
 
 namespace fox::ebb {
 namespace {
-// Handlers of the Ebb kMessengerId: fragments, and status requests (u64
-// request id); status replies travel as large messages (u64 request id, text).
+// Handlers of the Ebb kMessengerId: fragments, and status requests (an Rpc
+// request with an empty body; the report is the reply).
 constexpr uint16_t kFragment = 1;
 constexpr uint16_t kStatusRequest = 2;
-constexpr uint16_t kStatusReply = 3;
 constexpr size_t kChunk = net::kMaxMessageBytes - kFragmentHeaderBytes;
 }  // namespace
 
 Messenger::Messenger()
     : core_(core::Current()),
-      fragments_(std::make_unique<am::Mailbox>(
-          core_, [this](am::NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
-            if (handler == kFragment) reassembler_.OnFragment(from, data, length);
-            if (handler == kStatusRequest) AnswerStatus(from, data, length);
-          })),
       reassembler_(
           kMaxLargeBytes, kMaxPartialBytes,
           [this](uint32_t from, uint32_t ebb, uint16_t handler, std::vector<uint8_t> data) {
             Deliver(from, ebb, handler, std::move(data));
           },
           [this](uint32_t from, const char* why) { Dropped(from, why); }) {
-  if (auto r = am::Register(kMessengerId, fragments_.get()); !r.ok()) {
+  auto on_message = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+    OnMessage(from, handler, data, length);
+  };
+  if (auto r = am::Listen(kMessengerId, core_, on_message); !r.ok()) {
     LOG_ERROR("Messenger: cannot receive large messages: %s", ErrorName(r.error()));
   }
-  {
-    SpinGuard g(lock_);
-    handlers_[kMessengerId] = std::make_shared<LargeHandler>(
-        [this](NetworkNode from, uint16_t handler, std::vector<uint8_t> data) {
-          if (handler == kStatusReply) OnStatusReply(from, std::move(data));
-        });
-  }
-  am::OnPeerState([this](am::NodeId node, am::PeerState state) {
-    if (state != am::PeerState::kDead) return;
-    std::vector<uint64_t> orphaned;
-    {
-      SpinGuard g(lock_);
-      for (auto& [id, r] : status_requests_) {
-        if (r.node == node) orphaned.push_back(id);
-      }
-    }
-    for (uint64_t id : orphaned) FailStatus(id, Error::kNotFound);
-    size_t dropped = reassembler_.DropFrom(node);
-    if (dropped == 0) return;
-    LOG_WARN("Messenger: node %u died with %zu large messages unfinished", node, dropped);
-    SpinGuard g(lock_);
-    stats_.dropped += dropped;
-  });
+  subscription_ = am::OnPeerState(
+      [this](NodeId node, am::PeerState state) {
+        if (state != am::PeerState::kDead) return;
+        size_t dropped = reassembler_.DropFrom(node);
+        if (dropped == 0) return;
+        LOG_WARN("Messenger: node %u died with %zu large messages unfinished", node, dropped);
+        SpinGuard g(lock_);
+        stats_.dropped += dropped;
+      },
+      core_);
 }
 
-Messenger::~Messenger() { am::Unregister(kMessengerId); }
+Messenger::~Messenger() {
+  am::StopPeerState(subscription_);
+  am::Unregister(kMessengerId);
+}
 
-Result<void> Messenger::ListenLarge(EbbId id, LargeHandler handler) {
+void Messenger::OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+  if (handler == kFragment) reassembler_.OnFragment(from, data, length);
+  if (handler == kStatusRequest) AnswerStatus(from, data, length);
+}
+
+Result<void> Messenger::ListenLarge(EbbId id, LargeHandler handler, int core) {
   if (id == kNullId) return Error::kInvalidArgument;
-  auto h = std::make_shared<LargeHandler>(std::move(handler));
+  if (core < 0) core = core::Current();
+  if (core >= core::Online()) return Error::kOutOfRange;
+  LargeListener l{core, std::make_shared<LargeHandler>(std::move(handler))};
   SpinGuard g(lock_);
-  if (!handlers_.emplace(id, std::move(h)).second) return Error::kAlreadyExists;
+  if (!handlers_.emplace(id, std::move(l)).second) return Error::kAlreadyExists;
   return {};
 }
 
@@ -80,7 +74,7 @@ void Messenger::StopListeningLarge(EbbId id) {
   SpinGuard g(lock_);
   auto it = handlers_.find(id);
   if (it == handlers_.end()) return;
-  gone = std::move(it->second);
+  gone = std::move(it->second.handler);
   handlers_.erase(it);
 }
 
@@ -89,7 +83,7 @@ Messenger::LargeStats Messenger::large_stats() const {
   return stats_;
 }
 
-Result<void> Messenger::SendLarge(NetworkNode node, EbbId id, uint16_t handler, const void* data, size_t length) {
+Result<void> Messenger::SendLarge(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length) {
   if (id == kNullId) return Error::kInvalidArgument;
   if (length > kMaxLargeBytes) return Error::kOutOfRange;
   const auto* bytes = static_cast<const uint8_t*>(data);
@@ -116,8 +110,8 @@ Result<void> Messenger::SendLarge(NetworkNode node, EbbId id, uint16_t handler, 
   return {};
 }
 
-void Messenger::Deliver(NetworkNode from, EbbId id, uint16_t handler, std::vector<uint8_t> data) {
-  std::shared_ptr<LargeHandler> h;
+void Messenger::Deliver(NodeId from, EbbId id, uint16_t handler, std::vector<uint8_t> data) {
+  LargeListener l;
   {
     SpinGuard g(lock_);
     auto it = handlers_.find(id);
@@ -125,74 +119,34 @@ void Messenger::Deliver(NetworkNode from, EbbId id, uint16_t handler, std::vecto
       ++stats_.no_handler;
       return;
     }
-    h = it->second;
+    l = it->second;
     ++stats_.received;
   }
-  (*h)(from, handler, std::move(data));
+  if (l.core == core::Current()) {
+    (*l.handler)(from, handler, std::move(data));
+  } else {
+    event::SpawnRemote(l.core, [h = l.handler, from, handler, data = std::move(data)]() mutable {
+      (*h)(from, handler, std::move(data));
+    });
+  }
 }
 
-Future<Result<std::string>> Messenger::QueryStatus(NetworkNode node, uint64_t timeout_ms) {
-  Promise<Result<std::string>> promise;
-  auto future = promise.GetFuture();
-  if (node == am::Self()) {
-    promise.SetValue(LocalStatus());
-    return future;
-  }
-  uint64_t id;
-  {
-    SpinGuard g(lock_);
-    id = next_status_request_++;
-    status_requests_.emplace(id, StatusRequest{node, std::move(promise)});
-  }
-  uint8_t body[8];
-  net::wire::Store64(body, id);
-  if (auto r = am::SendWait(node, kMessengerId, kStatusRequest, body, sizeof body); !r.ok()) {
-    FailStatus(id, r.error());
-    return future;
-  }
-  am::Flush(node);
-  timer::Start(timeout_ms * 1'000'000, [this, id] { FailStatus(id, Error::kTimedOut); });
-  return future;
-}
-
-void Messenger::FailStatus(uint64_t request, Error error) {
-  Promise<Result<std::string>> promise;
-  {
-    SpinGuard g(lock_);
-    auto it = status_requests_.find(request);
-    if (it == status_requests_.end()) return;  // answered already
-    promise = std::move(it->second.promise);
-    status_requests_.erase(it);
-  }
-  promise.SetValue(error);
-}
-
-void Messenger::OnStatusReply(NetworkNode from, std::vector<uint8_t> data) {
-  if (data.size() < 8) return;
-  uint64_t id = net::wire::Load64(data.data());
-  Promise<Result<std::string>> promise;
-  {
-    SpinGuard g(lock_);
-    auto it = status_requests_.find(id);
-    if (it == status_requests_.end() || it->second.node != from) return;  // late: timed out
-    promise = std::move(it->second.promise);
-    status_requests_.erase(it);
-  }
-  promise.SetValue(std::string(reinterpret_cast<const char*>(data.data() + 8), data.size() - 8));
-}
-
-// A status request, in the fragment mailbox's event: the answer (which may
-// wait for the requester's window) goes from an event of its own.
-void Messenger::AnswerStatus(NetworkNode from, const uint8_t* data, size_t length) {
-  if (length != 8) return;
-  uint64_t id = net::wire::Load64(data);
-  event::Spawn([this, from, id] {
-    std::string report = LocalStatus();
-    std::vector<uint8_t> reply(8 + report.size());
-    net::wire::Store64(reply.data(), id);
-    std::memcpy(reply.data() + 8, report.data(), report.size());
-    (void)SendLarge(from, kMessengerId, kStatusReply, reply.data(), reply.size());
+Future<Result<std::string>> Messenger::QueryStatus(NodeId node, uint64_t timeout_ms) {
+  if (node == am::Self()) return MakeReadyFuture(Result<std::string>(LocalStatus()));
+  return Rpc::Get()->Call(node, kMessengerId, kStatusRequest, nullptr, 0, timeout_ms).Then([](auto f) {
+    Result<Rpc::Bytes> r = f.Get();
+    if (!r.ok()) return Result<std::string>(r.error());
+    return Result<std::string>(std::string(r->begin(), r->end()));
   });
+}
+
+// A status request, in the Messenger's listener (an event: the reply may
+// wait for the requester's window).
+void Messenger::AnswerStatus(NodeId from, const uint8_t* data, size_t length) {
+  auto request = Rpc::ParseRequest(data, length);
+  if (!request) return;
+  std::string report = LocalStatus();
+  (void)Rpc::Reply(from, request->id, report.data(), report.size());
 }
 
 std::string Messenger::LocalStatus() const {
@@ -218,28 +172,10 @@ std::string Messenger::LocalStatus() const {
     add("core%d.sleeps %llu", c, (unsigned long long)e.sleeps);
     add("core%d.wakeup_ipis %llu", c, (unsigned long long)e.wakeup_ipis);
   }
-  am::Stats s = am::GetStats();
-  const auto& e = s.endpoint;
-  add("am.messages_sent %llu", (unsigned long long)e.messages_sent);
-  add("am.messages_delivered %llu", (unsigned long long)e.messages_delivered);
-  add("am.frames_flushed %llu", (unsigned long long)e.frames_flushed);
-  add("am.send_busy %llu", (unsigned long long)e.send_busy);
-  add("am.deferred %llu", (unsigned long long)e.deferred);
-  add("am.heartbeats_sent %llu", (unsigned long long)e.heartbeats_sent);
-  add("am.heartbeats_received %llu", (unsigned long long)e.heartbeats_received);
-  add("am.tx_datagrams %llu", (unsigned long long)s.tx_datagrams);
-  add("am.rx_datagrams %llu", (unsigned long long)s.rx_datagrams);
-  add("am.no_receiver %llu", (unsigned long long)s.no_receiver);
-  add("am.dead_notices_received %llu", (unsigned long long)e.dead_notices_received);
-  for (size_t i = 1; i < net::kNumDropReasons; ++i) {
-    if (e.drops.count[i] != 0) {
-      add("am.dropped.%s %llu", net::DropReasonName(net::DropReason(i)), (unsigned long long)e.drops.count[i]);
-    }
-  }
-  add("nic.rx_packets %llu", (unsigned long long)s.nic.rx_packets);
-  add("nic.tx_packets %llu", (unsigned long long)s.nic.tx_packets);
-  add("nic.interrupts %llu", (unsigned long long)s.nic.interrupts);
-  for (NetworkNode p : am::Peers()) {
+  am::ForEachCounter(am::GetStats(), [&](const char* name, uint64_t value) {
+    add(std::strncmp(name, "nic.", 4) == 0 ? "%s %llu" : "am.%s %llu", name, (unsigned long long)value);
+  });
+  for (NodeId p : am::Peers()) {
     add("peer.%u %s phi %.1f", p, net::PeerStateName(am::State(p)), am::Phi(p));
   }
   LargeStats l = large_stats();
@@ -250,7 +186,7 @@ std::string Messenger::LocalStatus() const {
 }
 
 // Counts a dropped message (or stray fragment); says why at most once a second.
-void Messenger::Dropped(NetworkNode from, const char* why) {
+void Messenger::Dropped(NodeId from, const char* why) {
   uint64_t now = clock::NowNs();
   if (last_warning_ns_ == 0 || now - last_warning_ns_ >= 1'000'000'000) {
     last_warning_ns_ = now;

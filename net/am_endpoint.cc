@@ -7,10 +7,9 @@
 // node stays dead, its slot remembers it so its late frames are dropped),
 // so lookups at interrupt level need no lock of their own.
 //
-// The deferred buffer is one ring for all peers. A record is a
-// DeferredRecord header and the message, padded to 8 bytes; a record that
-// would cross the ring's end is preceded by a skip to its start. Records
-// leave in ring order per peer, but a peer whose window is full does not
+// The deferred buffer is one RecordRing for all peers: a record is the
+// peer and Ebb ids (8 bytes) and the message, tagged with its handler id.
+// Records leave in ring order per peer, but a peer whose window is full does not
 // hold up the others: DrainDeferred marks records sent ("done") wherever
 // they are and moves the tail over the leading run of done records. Each
 // pass stops early once every peer with waiting records has been found
@@ -66,25 +65,11 @@ size_t SlotOf(NodeId id) { return (uint64_t(id) * 0x9E3779B97F4A7C15ull >> 32) %
 }  // namespace
 
 namespace {
-enum : uint16_t { kRecordMessage = 0, kRecordSkip = 1, kRecordDone = 2 };
-struct DeferredRecord {
-  uint32_t total;  // bytes, header included; a multiple of 8
-  uint16_t kind;
-  uint16_t handler;
-  uint32_t peer;
-  uint32_t ebb;
-  uint32_t length;
-  uint32_t unused;
-};
-static_assert(sizeof(DeferredRecord) == 24);
+constexpr size_t kDeferredMeta = 8;  // u32 peer, u32 ebb
 }  // namespace
 
 AmEndpoint::AmEndpoint(const EndpointConfig& config) : config_(config) {
-  size_t bytes = (config.deferred_bytes + 7) & ~size_t{7};
-  if (bytes != 0) {
-    deferred_.reset(new (std::nothrow) uint8_t[bytes]);
-    if (deferred_ != nullptr) deferred_size_ = bytes;
-  }
+  if (config.deferred_bytes != 0) (void)deferred_.Init(config.deferred_bytes);  // none: SendOrDefer = Send
 }
 
 AmEndpoint::~AmEndpoint() {
@@ -197,22 +182,12 @@ Result<void> AmEndpoint::SendNow(Peer& p, uint32_t ebb, uint16_t handler, const 
 
 // Appends a record; false when the ring lacks room.
 bool AmEndpoint::Defer(Peer& p, uint32_t ebb, uint16_t handler, const void* data, size_t len) {
-  if (deferred_size_ == 0) return false;
-  size_t total = sizeof(DeferredRecord) + ((len + 7) & ~size_t{7});
-  size_t at = size_t(deferred_head_ % deferred_size_);
-  size_t to_end = deferred_size_ - at;
-  size_t need = total + (to_end < total ? to_end : 0);
-  if (deferred_size_ - size_t(deferred_head_ - deferred_tail_) < need) return false;
-  if (to_end < total) {  // skip to the start; to_end >= 8 (everything is 8-aligned)
-    DeferredRecord skip{uint32_t(to_end), kRecordSkip, 0, 0, 0, 0, 0};
-    std::memcpy(deferred_.get() + at, &skip, to_end < sizeof skip ? to_end : sizeof skip);
-    deferred_head_ += to_end;
-    at = 0;
-  }
-  DeferredRecord r{uint32_t(total), kRecordMessage, handler, p.id, ebb, uint32_t(len), 0};
-  std::memcpy(deferred_.get() + at, &r, sizeof r);
-  if (len != 0) std::memcpy(deferred_.get() + at + sizeof r, data, len);
-  deferred_head_ += total;
+  uint8_t* r = deferred_.Reserve(kDeferredMeta + len, handler);
+  if (r == nullptr) return false;
+  std::memcpy(r, &p.id, 4);
+  std::memcpy(r + 4, &ebb, 4);
+  if (len != 0) std::memcpy(r + kDeferredMeta, data, len);
+  deferred_.Commit();
   ++deferred_count_;
   if (p.deferred++ == 0) ++peers_with_deferred_;
   ++counters_.deferred;
@@ -225,46 +200,32 @@ void AmEndpoint::DrainDeferred(uint64_t now_ns, TransmitFn transmit) {
   if (deferred_count_ == 0) return;
   uint64_t pass = ++drain_pass_;
   size_t stuck = 0;
-  bool at_tail = true;  // everything before `pos` is done: the tail may follow
-  uint8_t* ring = deferred_.get();
-  for (uint64_t pos = deferred_tail_; pos != deferred_head_ && stuck < peers_with_deferred_;) {
-    size_t at = size_t(pos % deferred_size_);
-    size_t to_end = deferred_size_ - at;
-    DeferredRecord r;
-    if (to_end < sizeof r) {
-      r.kind = kRecordSkip;
-    } else {
-      std::memcpy(&r, ring + at, sizeof r);
+  net::RecordRing::Record r;
+  for (uint64_t pos = deferred_.tail(); stuck < peers_with_deferred_ && deferred_.At(pos, &r); pos = r.next) {
+    if (r.done) continue;
+    NodeId id;
+    uint32_t ebb;
+    std::memcpy(&id, r.payload, 4);
+    std::memcpy(&ebb, r.payload + 4, 4);
+    Peer* p = Find(id);
+    if (p != nullptr && p->stuck_pass == pass) continue;  // an earlier record of this peer is waiting
+    if (p == nullptr || p->state == PeerState::kDead) {
+      ++counters_.deferred_dropped;
+    } else if (auto sr = SendNow(*p, ebb, r.tag, r.payload + kDeferredMeta, r.length - kDeferredMeta, now_ns,
+                                 transmit);
+               !sr.ok() && sr.error() == Error::kBusy) {
+      p->stuck_pass = pass;  // the message waits on
+      ++stuck;
+      continue;
+    } else if (!sr.ok()) {
+      ++counters_.deferred_dropped;  // cannot happen: checked when deferred
     }
-    size_t step = r.kind == kRecordSkip ? to_end : r.total;
-    if (r.kind == kRecordMessage) {
-      Peer* p = Find(r.peer);
-      bool sent = true;
-      if (p != nullptr && p->stuck_pass == pass) {
-        sent = false;  // an earlier record of this peer is waiting
-      } else if (p == nullptr || p->state == PeerState::kDead) {
-        ++counters_.deferred_dropped;
-      } else if (auto sr = SendNow(*p, r.ebb, r.handler, ring + at + sizeof r, r.length, now_ns, transmit);
-                 !sr.ok() && sr.error() == Error::kBusy) {
-        p->stuck_pass = pass;  // the message waits on
-        ++stuck;
-        sent = false;
-      } else if (!sr.ok()) {
-        ++counters_.deferred_dropped;  // cannot happen: checked when deferred
-      }
-      if (sent) {
-        uint16_t done = kRecordDone;
-        std::memcpy(ring + at + offsetof(DeferredRecord, kind), &done, sizeof done);
-        --deferred_count_;
-        if (p != nullptr && --p->deferred == 0) --peers_with_deferred_;
-      } else {
-        at_tail = false;
-      }
-    }
-    pos += step;
-    if (at_tail) deferred_tail_ = pos;
+    deferred_.MarkDone(r);
+    --deferred_count_;
+    if (p != nullptr && --p->deferred == 0) --peers_with_deferred_;
   }
-  if (deferred_count_ == 0) deferred_tail_ = deferred_head_;
+  deferred_.Release();
+  if (deferred_count_ == 0) deferred_.Clear();
 }
 
 void AmEndpoint::Flush(NodeId id, uint64_t now_ns, TransmitFn transmit) {

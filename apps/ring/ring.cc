@@ -33,7 +33,7 @@
 
 namespace {
 
-using fox::am::NodeId;
+using fox::NodeId;
 using fox::ebb::Messenger;
 
 constexpr fox::ebb::EbbId kRingId = fox::ebb::StaticId("app.ring");
@@ -142,7 +142,7 @@ void Goodbye() {
   }
 }
 
-// Messages, as events on core 0 (a Mailbox): handlers may block.
+// Messages, as events on core 0 (the Messenger's Listen): handlers may block.
 void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t len) {
   switch (handler) {
     case kHello: {
@@ -231,8 +231,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   // Receivers before the transport: a message for an Ebb without one is dropped.
-  fox::am::Mailbox mailbox(fox::core::Current(), OnMessage, 1 << 20);
-  if (!Messenger::Get()->Listen(kRingId, &mailbox).ok()) return 1;
+  if (!Messenger::Get()->Listen(kRingId, OnMessage).ok()) return 1;
   (void)fox::ebb::GlobalIdMap::Get()->server();  // node 0 serves it
   if (auto r = fox::am::Start(*config); !r.ok()) {
     std::printf("ring: node %u: cannot start the transport: %s\n", g.self, fox::ErrorName(r.error()));

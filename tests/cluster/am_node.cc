@@ -27,6 +27,15 @@
 //                                checked there byte for byte
 //   N:status,PEER                PEER's status report (Messenger::QueryStatus), checked
 //   N:status_gone,PEER           asking PEER's status must fail (dead: not found)
+//   N:many,PEER,EBBS,COUNT       COUNT messages to each of EBBS Ebbs on PEER, which
+//                                listen through the per-core mailboxes (spread over
+//                                PEER's cores); every 16th message of every 7th Ebb
+//                                blocks its handler for 2 ms; PEER checks each Ebb's
+//                                messages start in order, exactly once (every node
+//                                listens for the largest EBBS of any many step)
+//   N:blockers,COUNT             COUNT messages to this node's own listener whose first
+//                                handler blocks until every other one has run: each
+//                                must run exactly once, none held up by the blocked one
 //   N:sleep,MS
 //   N:tcp_echo,PORT,CONNS        (native) TCP echo server for CONNS connections
 //   N:tcp,PORT,MIB               (native) send MIB MiB over lwIP TCP to 10.77.0.1:PORT
@@ -41,6 +50,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <memory>
 #include <vector>
 
 #include "fox/clock.h"
@@ -51,14 +61,14 @@
 #include "fox/net/am.h"
 #include "fox/sas.h"
 #include "fox/timer.h"
-#ifdef FOX_NATIVE
 #include "fox/future.h"
+#ifdef FOX_NATIVE
 #include "fox/net/ip.h"
 #endif
 
 namespace {
 
-using fox::am::NodeId;
+using fox::NodeId;
 
 constexpr uint32_t kEbb = 0x00A70001;  // this program's receiver (a dynamic-looking id)
 // All traffic goes through the Messenger Ebb (an Ebb talking to its
@@ -66,8 +76,10 @@ constexpr uint32_t kEbb = 0x00A70001;  // this program's receiver (a dynamic-loo
 fox::ebb::EbbRef<fox::ebb::Messenger> Messenger() { return fox::ebb::Messenger::Get(); }
 enum Handler : uint16_t {
   kEcho = 1, kEchoReply, kStream, kStreamDone, kStreamAck, kQuit, kRate, kRateDone, kRateResult,
-  kPut, kPutDone, kPutResult, kLarge, kLargeDone, kLargeResult,
+  kPut, kPutDone, kPutResult, kLarge, kLargeDone, kLargeResult, kMany, kManyResult, kBlocker,
 };
+constexpr uint32_t kManyBase = 0x00A80000;  // the many step's Ebb ids: kManyBase + i
+constexpr uint32_t kBlockerEbb = 0x00A70002;
 
 // Every node's landing zone for puts: a SAS segment, at the same address on
 // every node (native or hosted), so a sender addresses it with a pointer.
@@ -106,6 +118,7 @@ struct PerNode {
   std::atomic<uint64_t> put_result{~0ull};  // the peer's verdict on our puts: bad bytes + errors
   std::atomic<uint64_t> large_received{0}, large_errors{0};
   std::atomic<uint64_t> large_result{~0ull}, large_result_errors{0};
+  std::atomic<uint64_t> many_result{~0ull}, many_result_errors{0};
 };
 PerNode g_nodes[kMaxNodes];
 std::atomic<bool> g_quit{false};
@@ -213,6 +226,13 @@ class Receiver : public fox::am::Receiver {
         if (len == sizeof r) std::memcpy(r, data, sizeof r);
         n.large_result_errors.store(r[1]);
         n.large_result.store(r[0], std::memory_order_release);
+        break;
+      }
+      case kManyResult: {
+        uint64_t r[2] = {0, 1};
+        if (len == sizeof r) std::memcpy(r, data, sizeof r);
+        n.many_result_errors.store(r[1]);
+        n.many_result.store(r[0], std::memory_order_release);
         break;
       }
       case kPutResult: {
@@ -425,6 +445,114 @@ void Large(NodeId peer, uint64_t count, size_t size) {
   CHECK(got == count && bad == 0);
 }
 
+// ---- many Ebbs, per-core mailboxes, blocking handlers ----
+
+// Per sending node and Ebb of the many step: the next message expected.
+struct ManyState {
+  std::vector<std::atomic<uint64_t>> next;
+  std::atomic<uint64_t> complete{0}, errors{0};
+  explicit ManyState(size_t ebbs) : next(ebbs) {}
+};
+std::vector<std::unique_ptr<ManyState>> g_many;  // indexed by node % kMaxNodes, made before listening
+size_t g_many_ebbs = 0;
+
+void SleepMs(uint64_t ms) {
+  fox::event::Block([ms](fox::event::Continuation c) {
+    auto* k = new fox::event::Continuation(std::move(c));
+    fox::timer::Start(ms * 1'000'000, [k] {
+      k->Resume();
+      delete k;
+    });
+  });
+}
+
+// An event on one of this node's cores: message `seq` of `count` for Ebb i.
+void OnMany(NodeId from, size_t i, const uint8_t* data, size_t len) {
+  ManyState& m = *g_many[from % kMaxNodes];
+  uint64_t v[2] = {~0ull, 0};  // seq, count
+  if (len == sizeof v) std::memcpy(v, data, sizeof v);
+  uint64_t expect = m.next[i].load();
+  if (v[0] != expect) m.errors.fetch_add(1);
+  m.next[i].store(expect + 1);
+  if (i % 7 == 0 && v[0] % 16 == 0) SleepMs(2);  // the messages behind it go on meanwhile
+  if (v[0] + 1 != v[1]) return;
+  if (m.complete.fetch_add(1) + 1 != g_many_ebbs) return;
+  uint64_t r[2] = {m.complete.load(), m.errors.load()};
+  m.complete.store(0);
+  m.errors.store(0);
+  for (auto& n : m.next) n.store(0);
+  SendOrDie(from, kManyResult, r, sizeof r);  // an event: it may wait for the window
+  Messenger()->Flush(from);
+}
+
+void ListenMany(size_t ebbs) {
+  g_many_ebbs = ebbs;
+  g_many.resize(kMaxNodes);
+  for (auto& m : g_many) m = std::make_unique<ManyState>(ebbs);
+  for (size_t i = 0; i < ebbs; ++i) {
+    int core = int(i % size_t(fox::core::Online()));
+    auto r = Messenger()->Listen(
+        kManyBase + uint32_t(i),
+        [i](NodeId from, uint16_t handler, const uint8_t* data, size_t len) {
+          if (handler == kMany) OnMany(from, i, data, len);
+        },
+        core);
+    CHECK(r.ok());
+  }
+}
+
+void Many(NodeId peer, size_t ebbs, uint64_t count) {
+  CHECK(ebbs <= g_many_ebbs);
+  PerNode& n = Of(peer);
+  uint64_t t0 = fox::clock::NowNs();
+  for (uint64_t seq = 0; seq < count; ++seq) {
+    for (size_t i = 0; i < ebbs; ++i) {
+      uint64_t v[2] = {seq, count};
+      auto r = Messenger()->SendWait(peer, kManyBase + uint32_t(i), kMany, v, sizeof v);
+      CHECK(r.ok());
+    }
+  }
+  Messenger()->Flush(peer);
+  CHECK(WaitUntil([&] { return n.many_result.load(std::memory_order_acquire) != ~0ull; }, 600'000));
+  uint64_t complete = n.many_result.exchange(~0ull), errors = n.many_result_errors.load();
+  std::printf("am: %llu messages to each of %zu Ebbs on node %u: %llu Ebbs complete, %llu errors, %llu ms\n",
+              (unsigned long long)count, ebbs, peer, (unsigned long long)complete, (unsigned long long)errors,
+              (unsigned long long)((fox::clock::NowNs() - t0) / 1'000'000));
+  CHECK(complete == ebbs && errors == 0);
+}
+
+// A handler that blocks while more messages for the same mailbox arrive.
+void Blockers(uint64_t count) {
+  CHECK(count >= 2);
+  std::vector<std::atomic<uint32_t>> runs(count);
+  std::atomic<uint64_t> distinct{0}, returned{0};
+  fox::Promise<void> release;
+  auto released = std::make_shared<fox::Future<void>>(release.GetFuture());
+  auto r = Messenger()->Listen(kBlockerEbb, [&](NodeId, uint16_t, const uint8_t* data, size_t len) {
+    uint64_t seq = ~0ull;
+    if (len == 8) std::memcpy(&seq, data, 8);
+    if (seq >= count) return;
+    if (runs[seq].fetch_add(1) == 0) distinct.fetch_add(1);
+    if (seq == 0) released->Block();  // blocks this event; the mailbox goes on
+    returned.fetch_add(1);
+  });
+  CHECK(r.ok());
+  NodeId me = fox::am::Self();
+  for (uint64_t seq = 0; seq < count; ++seq) {
+    CHECK(Messenger()->SendWait(me, kBlockerEbb, kBlocker, &seq, sizeof seq).ok());
+  }
+  bool others_ran = WaitUntil([&] { return distinct.load() == count && returned.load() == count - 1; }, 60'000);
+  release.SetValue();
+  CHECK(WaitUntil([&] { return returned.load() == count; }, 60'000));
+  WaitUntil([] { return false; }, 50);  // a duplicate would show up meanwhile
+  uint64_t twice = 0;
+  for (auto& n : runs) twice += n.load() != 1;
+  std::printf("am: %llu local messages, the first handler blocked: others ran meanwhile: %s, %llu not run exactly once\n",
+              (unsigned long long)count, others_ran ? "yes" : "no", (unsigned long long)twice);
+  Messenger()->StopListening(kBlockerEbb);
+  CHECK(others_ran && twice == 0);
+}
+
 std::vector<std::string> Split(const std::string& s, char sep) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -624,7 +752,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   g_puts = *puts;
-  CHECK(Messenger()->Listen(kEbb, &g_receiver).ok());
+  CHECK(Messenger()->ListenInDelivery(kEbb, &g_receiver).ok());
+  size_t many_ebbs = 0;  // every node listens for the largest many step
+  for (int i = 1; i < argc; ++i) {
+    auto v = Split(argv[i], ',');
+    if (v.size() >= 3 && v[0].find(":many") != std::string::npos) many_ebbs = std::max<size_t>(many_ebbs, Num(v, 2, 0));
+  }
+  if (many_ebbs != 0) ListenMany(many_ebbs);
   CHECK(Messenger()->ListenLarge(kEbb, OnLarge).ok());
   auto started = fox::am::Start(*config);
   if (!started.ok()) {
@@ -689,6 +823,10 @@ int main(int argc, char** argv) {
       Large(peer, Num(v, 2, 10), Num(v, 3, 100000));
     } else if (what == "put") {
       Put(peer, Num(v, 2, 1000), Num(v, 3, 1000));
+    } else if (what == "many") {
+      Many(peer, Num(v, 2, 500), Num(v, 3, 20));
+    } else if (what == "blockers") {
+      Blockers(Num(v, 1, 1000));
     } else if (what == "sleep") {
       WaitUntil([] { return false; }, Num(v, 1, 100));
     } else {

@@ -128,8 +128,10 @@ set(am_hosted "FOX_ARGS='fox.node=100 ${am_peers}' $<TARGET_FILE:am_node_hosted>
 # fragments, reassembled) the other way.
 fox_cluster_test(am_stream_lossy NODES 2 IMAGE am_node TIMEOUT 240
   IMPAIR "loss=5 dup=5 reorder=5 seed=3 udp-port=7700"
-  ARGS "${am_peers} -- 0:stream,1,100000 1:stream,0,20000 0:put,1,2000,1000 1:large,0,10,200000 0:quit,1"
+  ARGS "${am_peers} -- 0:stream,1,100000 1:stream,0,20000 0:put,1,2000,1000 1:large,0,10,200000 0:many,1,500,10 1:many,0,500,10 0:quit,1"
   EXPECT "0:am: stream to node 1: 100000 of 100000 messages delivered in order, 0 errors"
+         "0:am: 10 messages to each of 500 Ebbs on node 1: 500 Ebbs complete, 0 errors"
+         "1:am: 10 messages to each of 500 Ebbs on node 0: 500 Ebbs complete, 0 errors"
          "1:am: 10 large messages of 200000 bytes to node 0: 10 received whole, 0 bad"
          "0:am: 2000 puts of 1000 bytes into node 1's SAS segment at 0x[0-9a-f]+: 0 bad bytes"
          "1:am: stream to node 0: 20000 of 20000 messages delivered in order, 0 errors"
@@ -188,7 +190,7 @@ fox_cluster_test(am_node_dies NODES 3 IMAGE am_node TIMEOUT 120 KILLED 2
 fox_cluster_test(am_dead_notice NODES 3 IMAGE am_node TIMEOUT 120
   ARGS "${am_peers} -- 0:echo,2,20 0:notify_dead,2 0:quit,1 1:dead,2,2000 2:sleep,3000 2:quit,2"
   EXPECT "0:am: told the job node 2 is dead" "1:am: node 2 declared dead after [0-9]+ ms"
-         "1:am stats: death notices sent 0, received 1")
+         "1:am stats: dead_notices_received 1")
 
 # Crafted bad frames from Linux (every DropReason the decoder and channel
 # have, plus random bytes) to a live node, which must drop and count them and
@@ -197,11 +199,11 @@ fox_cluster_test(am_bad_frames NODES 1 IMAGE am_node TIMEOUT 120
   ARGS "${am_peers} -- 0:sleep,1"
   HOST_AFTER "0:am_node: ready"
   HOST_CMD "python3 tests/cluster/am_bad_frames.py 10.77.0.10 0 --source 100 --rounds 20 && ${am_hosted} 100:echo,0,200 100:stream,0,2000 100:quit,0"
-  EXPECT "0:am stats: dropped bad_mac 20" "0:am stats: dropped bad_magic 40" "0:am stats: dropped bad_version 20"
-         "0:am stats: dropped wrong_job 20" "0:am stats: dropped wrong_destination 20" "0:am stats: dropped bad_flags 20"
-         "0:am stats: dropped bad_count 20" "0:am stats: dropped record_overrun 20" "0:am stats: dropped bad_padding 20"
-         "0:am stats: dropped out_of_window 20" "0:am stats: dropped stale 20" "0:am stats: dropped truncated 40"
-         "0:am stats: dropped bad_length 20"
+  EXPECT "0:am stats: dropped.bad_mac 20" "0:am stats: dropped.bad_magic 40" "0:am stats: dropped.bad_version 20"
+         "0:am stats: dropped.wrong_job 20" "0:am stats: dropped.wrong_destination 20" "0:am stats: dropped.bad_flags 20"
+         "0:am stats: dropped.bad_count 20" "0:am stats: dropped.record_overrun 20" "0:am stats: dropped.bad_padding 20"
+         "0:am stats: dropped.out_of_window 20" "0:am stats: dropped.stale 20" "0:am stats: dropped.truncated 40"
+         "0:am stats: dropped.bad_length 20"
          "0:am: stream from node 100: 2000 messages in order, 0 errors" "0:am_node: node 0 done, 0 errors")
 
 # The GlobalIdMap Ebb's network half: node 0 serves it; a native node and a

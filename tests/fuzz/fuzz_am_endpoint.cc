@@ -15,6 +15,7 @@
 #include "fox/net/wire.h"
 
 using namespace fox::net;
+using fox::NodeId;
 
 namespace {
 const SipKey kKey{0x0123456789abcdefull, 0xfedcba9876543210ull};

@@ -17,3 +17,5 @@
 #define RELEASE(...) FOX_TSA(release_capability(__VA_ARGS__))
 #define TRY_ACQUIRE(...) FOX_TSA(try_acquire_capability(__VA_ARGS__))
 #define NO_THREAD_SAFETY_ANALYSIS FOX_TSA(no_thread_safety_analysis)
+#define ASSERT_CAPABILITY(x) FOX_TSA(assert_capability(x))
+#define RETURN_CAPABILITY(x) FOX_TSA(lock_returned(x))

@@ -9,8 +9,9 @@
 //   SetIdRangeSource(map->RangeSource());   // AllocateId() is job-wide now
 //   map->Set(id, bytes).Block();  map->Lookup(id).Block();
 //
-// Requests are answered as futures; they fail with kNotFound if the server
-// is (or becomes) dead. Event context. The transport must be started.
+// Requests are answered as futures (through Rpc); they fail with kNotFound
+// if the server is (or becomes) dead, kTimedOut after Rpc's default
+// timeout. Event context. The transport must be started.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +25,6 @@
 #include "fox/ebb/static_ids.h"
 #include "fox/future.h"
 #include "fox/net/am.h"
-#include "fox/spinlock.h"
 
 namespace fox::ebb {
 
@@ -38,8 +38,8 @@ class GlobalIdMap : public SharedEbb<GlobalIdMap> {
   ~GlobalIdMap();
 
   // The node that serves the map (default 0). Set it before the first request.
-  void SetServer(am::NodeId node) { server_ = node; }
-  am::NodeId server() const { return server_; }
+  void SetServer(NodeId node) { server_ = node; }
+  NodeId server() const { return server_; }
 
   // `count` ids nobody in the job got before. kOutOfRange when exhausted.
   Future<Result<IdRange>> AcquireRange(uint32_t count);
@@ -55,21 +55,12 @@ class GlobalIdMap : public SharedEbb<GlobalIdMap> {
   uint64_t ranges_served() const { return ranges_served_; }
 
  private:
-  struct Pending;
-  class Listener;
   class Source;
-  uint64_t Request(uint16_t handler, const void* body, size_t len, std::shared_ptr<Pending> p);
-  void OnMessage(am::NodeId from, uint16_t handler, const uint8_t* data, size_t len);
-  void Serve(am::NodeId from, uint16_t handler, const uint8_t* data, size_t len);
-  void FailAll(Error error);
+  void Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
 
-  am::NodeId server_ = 0;
-  std::unique_ptr<am::Mailbox> mailbox_;
+  NodeId server_ = 0;
   std::unique_ptr<Source> source_;
-  SpinLock lock_;
-  uint64_t next_request_ = 1;
-  std::map<uint64_t, std::shared_ptr<Pending>> pending_;
-  // Server state (touched only by the mailbox's core).
+  // Server state (touched only by the listener's core).
   uint64_t next_id_ = kFirstGlobalDynamicId;
   std::map<EbbId, std::string> values_;
   uint64_t ranges_served_ = 0;

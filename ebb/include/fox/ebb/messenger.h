@@ -6,8 +6,14 @@
 // Linux programs (native <-> hosted traffic is just traffic).
 //
 //   auto m = Messenger::Get();
-//   m->Listen(my_id, &receiver);                    // receive for my Ebb
+//   m->Listen(my_id, [](NodeId from, uint16_t h, const uint8_t* d, size_t n) {...});
 //   m->SendWait(node, peer_id, kMyHandler, &req, sizeof req);
+//
+// Listen's handlers run as events on a core of the listener's choice (the
+// per-core receive mailboxes of fox/net/am.h); ListenInDelivery's Receiver
+// runs in delivery context (interrupt level natively) for what must not
+// wait for an event (writes into SAS segments, counters). Requests that
+// expect a reply go through the Rpc Ebb (fox/ebb/rpc.h).
 //
 // Delivery context, backpressure and failure semantics are the transport's:
 // see fox/net/am.h. The transport must be started (am::Start) first.
@@ -34,13 +40,12 @@
 #include "fox/ebb/shared_ebb.h"
 #include "fox/ebb/static_ids.h"
 #include "fox/function.h"
+#include "fox/core.h"
 #include "fox/future.h"
 #include "fox/net/am.h"
 #include "fox/spinlock.h"
 
 namespace fox::ebb {
-
-using NetworkNode = am::NodeId;
 
 class Messenger : public SharedEbb<Messenger> {
  public:
@@ -50,59 +55,67 @@ class Messenger : public SharedEbb<Messenger> {
   // kMaxPartialBytes together.
   static constexpr size_t kMaxLargeBytes = size_t(64) << 20;
   static constexpr size_t kMaxPartialBytes = size_t(256) << 20;
-  using LargeHandler = Function<void(NetworkNode from, uint16_t handler, std::vector<uint8_t> data)>;
+  using LargeHandler = Function<void(NodeId from, uint16_t handler, std::vector<uint8_t> data)>;
 
-  // Registers the fragment receiver (event context; the first dereference
-  // of Messenger::Get() on a node constructs it: do that before am::Start,
-  // as any receiver). Large-message handlers run as events on this core.
+  // Listens for fragments and status requests on the calling core (event
+  // context; the first dereference of Messenger::Get() on a node
+  // constructs it: do that before am::Start, as any receiver).
   Messenger();
   ~Messenger();
   Messenger(const Messenger&) = delete;
   Messenger& operator=(const Messenger&) = delete;
 
   // This node's id in the job.
-  NetworkNode Self() const { return am::Self(); }
-  // Routes messages for Ebb `id` on this node to `listener` (one per id).
-  // kInvalidArgument for the null id, kAlreadyExists.
-  Result<void> Listen(EbbId id, am::Receiver* listener) {
-    return id == kNullId ? Result<void>(Error::kInvalidArgument) : am::Register(id, listener);
+  NodeId Self() const { return am::Self(); }
+  // Messages for Ebb `id` on this node run `handler` as events on `core`
+  // (-1: the calling core), each exactly once, in arrival order (am::Listen).
+  // kInvalidArgument for the null id, kAlreadyExists, kOutOfRange (core).
+  Result<void> Listen(EbbId id, am::Handler handler, int core = -1) {
+    if (id == kNullId) return Error::kInvalidArgument;
+    return am::Listen(id, core < 0 ? core::Current() : core, std::move(handler));
+  }
+  // Messages for Ebb `id` go to `receiver` in delivery context (am::Register).
+  Result<void> ListenInDelivery(EbbId id, am::Receiver* receiver) {
+    return id == kNullId ? Result<void>(Error::kInvalidArgument) : am::Register(id, receiver);
   }
   void StopListening(EbbId id) { am::Unregister(id); }
   // Queues a message for Ebb `id` on `node` (kBusy: full, retry).
-  Result<void> Send(NetworkNode node, EbbId id, uint16_t handler, const void* data, size_t length) {
+  Result<void> Send(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length) {
     return am::Send(node, id, handler, data, length);
   }
   // For listeners replying in delivery context: a message that finds the
   // peer full waits in the transport's deferred buffer (kBusy only when
   // that is full too).
-  Result<void> SendOrDefer(NetworkNode node, EbbId id, uint16_t handler, const void* data, size_t length) {
+  Result<void> SendOrDefer(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length) {
     return am::SendOrDefer(node, id, handler, data, length);
   }
   // The same as Send, blocking the calling event while the peer is full.
-  Result<void> SendWait(NetworkNode node, EbbId id, uint16_t handler, const void* data, size_t length) {
+  Result<void> SendWait(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length) {
     return am::SendWait(node, id, handler, data, length);
   }
-  void Flush(NetworkNode node) { am::Flush(node); }
+  void Flush(NodeId node) { am::Flush(node); }
 
   // Large messages for Ebb `id` on this node go to `handler` (one per id),
-  // as events on the Messenger's core, in the order their last fragments
-  // arrived (a sending event's messages stay in its order). kInvalidArgument
-  // for the null id, kAlreadyExists. Any context but delivery.
-  Result<void> ListenLarge(EbbId id, LargeHandler handler);
+  // as events on `core` (-1: the calling core), in the order their last
+  // fragments arrived (a sending event's messages stay in its order).
+  // kInvalidArgument for the null id, kAlreadyExists, kOutOfRange (core).
+  // Any context but delivery.
+  Result<void> ListenLarge(EbbId id, LargeHandler handler, int core = -1);
   void StopListeningLarge(EbbId id);
   // Sends `length` (<= kMaxLargeBytes) bytes to Ebb `id` on `node`, blocking
   // the calling event while the peer's window is full. kOutOfRange (too
   // long), kNotFound (unknown or dead node), kInvalidArgument (null id). To
   // this node: handed to the handler as an event, copied. Event context.
-  Result<void> SendLarge(NetworkNode node, EbbId id, uint16_t handler, const void* data, size_t length);
+  Result<void> SendLarge(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length);
 
   // A text report of `node`'s state, one "key value" line each: node,
   // platform, cores, uptime, per-core event counters, transport counters
   // and drops by reason, peers with their state and phi, large-message
   // counters (what `fox status` shows). kNotFound if the node is unknown or
   // dies first, kTimedOut after `timeout_ms`. The node answers from its
-  // Messenger (every node that messages Ebbs has one). Event context.
-  Future<Result<std::string>> QueryStatus(NetworkNode node, uint64_t timeout_ms = 10'000);
+  // Messenger (every node that messages Ebbs has one), through Rpc. Event
+  // context.
+  Future<Result<std::string>> QueryStatus(NodeId node, uint64_t timeout_ms = 10'000);
   // This node's report.
   std::string LocalStatus() const;
 
@@ -114,25 +127,22 @@ class Messenger : public SharedEbb<Messenger> {
   LargeStats large_stats() const;
 
  private:
-  void Deliver(NetworkNode from, EbbId id, uint16_t handler, std::vector<uint8_t> data);
-  void AnswerStatus(NetworkNode from, const uint8_t* data, size_t length);
-  void OnStatusReply(NetworkNode from, std::vector<uint8_t> data);
-  void FailStatus(uint64_t request, Error error);
-  void Dropped(NetworkNode from, const char* why);
+  struct LargeListener {
+    int core;
+    std::shared_ptr<LargeHandler> handler;
+  };
+  void Deliver(NodeId from, EbbId id, uint16_t handler, std::vector<uint8_t> data);
+  void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
+  void AnswerStatus(NodeId from, const uint8_t* data, size_t length);
+  void Dropped(NodeId from, const char* why);
 
   int core_;
-  std::unique_ptr<am::Mailbox> fragments_;
+  uint64_t subscription_ = 0;
   std::atomic<uint64_t> next_message_{1};
   mutable SpinLock lock_;
-  std::map<EbbId, std::shared_ptr<LargeHandler>> handlers_ GUARDED_BY(lock_);
+  std::map<EbbId, LargeListener> handlers_ GUARDED_BY(lock_);
   LargeStats stats_ GUARDED_BY(lock_);
-  struct StatusRequest {
-    NetworkNode node;
-    Promise<Result<std::string>> promise;
-  };
-  std::map<uint64_t, StatusRequest> status_requests_ GUARDED_BY(lock_);
-  uint64_t next_status_request_ GUARDED_BY(lock_) = 1;
-  // Touched only by events on core_ (the fragment mailbox and the
+  // Touched only by events on core_ (the fragment listener and the
   // peer-state callback both run there).
   Reassembler reassembler_;
   uint64_t last_warning_ns_ = 0;

@@ -9,6 +9,7 @@ namespace fox::ebb {
 
 inline constexpr EbbId kGlobalIdMapId = StaticId("fox.GlobalIdMap");
 inline constexpr EbbId kMessengerId = StaticId("fox.Messenger");
+inline constexpr EbbId kRpcId = StaticId("fox.Rpc");
 inline constexpr EbbId kNodeAllocatorId = StaticId("fox.NodeAllocator");
 inline constexpr EbbId kFileSystemId = StaticId("fox.FileSystem");
 inline constexpr EbbId kDhtId = StaticId("fox.Dht");
@@ -17,7 +18,7 @@ inline constexpr EbbId kApgasRuntimeId = StaticId("fox.apgas.Runtime");
 inline constexpr EbbId kPlaceManagerId = StaticId("fox.apgas.PlaceManager");
 inline constexpr EbbId kResilientFinishId = StaticId("fox.apgas.ResilientFinish");
 
-static_assert(StaticIdsDistinct({"fox.GlobalIdMap", "fox.Messenger", "fox.NodeAllocator",
+static_assert(StaticIdsDistinct({"fox.GlobalIdMap", "fox.Messenger", "fox.Rpc", "fox.NodeAllocator",
                                  "fox.FileSystem", "fox.Dht", "fox.FailureDetector",
                                  "fox.apgas.Runtime", "fox.apgas.PlaceManager",
                                  "fox.apgas.ResilientFinish"}),

@@ -18,8 +18,17 @@
 // In both, interrupts are off and the transport lock is held: a Receiver
 // must not allocate, block, throw or take locks that event code holds
 // with interrupts on. It may Send (replies) and write into SAS segments.
-// Anything heavier goes through a Mailbox, which copies messages into
-// preallocated memory and runs a handler as an event on a chosen core.
+//
+// Most Ebbs want their messages as events instead: Listen(ebb, core, fn)
+// routes them into the receive mailbox of `core` (one per core, whatever
+// the number of Ebbs: a ring allocated once), whose drain event calls `fn`
+// with a copy of each message. Handlers start in arrival order, each
+// message exactly once; a handler may block (SendWait, a future): the
+// messages behind it go on in a new drain event meanwhile. A frame is taken
+// from the network only when every mailbox has room for a full receive
+// window of frames, so a message that was acknowledged is never dropped;
+// otherwise the frame is refused unacknowledged (kBackpressure) and the
+// sender retransmits it.
 //
 // A message for an Ebb id with no receiver on this node holds its frame back
 // (unacknowledged, so the sender retransmits) for up to 10 s, for Ebbs that
@@ -30,9 +39,7 @@
 // buffer are full (SendWait blocks the event instead). A Receiver cannot
 // wait: its replies use SendOrDefer, which parks a message that finds the
 // peer full in the node's deferred buffer (EndpointConfig::deferred_bytes,
-// allocated at Start) until the window opens, keeping per-pair order; a frame whose
-// messages a Mailbox has no room for is dropped before it counts as
-// received (kBackpressure), so the sender retransmits it later.
+// allocated at Start) until the window opens, keeping per-pair order.
 //
 // Failure detection: heartbeats and a phi accrual detector per peer (see
 // net/am_endpoint.h); OnPeerState callbacks run as events. A dead peer
@@ -48,12 +55,12 @@
 #include "fox/function.h"
 #include "fox/nic.h"
 #include "fox/net/am_endpoint.h"
+#include "fox/net/node_id.h"
 #include "fox/result.h"
 
 namespace fox::am {
 
 using net::FunctionRef;
-using net::NodeId;
 using net::PeerState;
 
 inline constexpr uint16_t kDefaultPort = 7700;
@@ -93,47 +100,29 @@ NodeId Self();
 Result<void> AddPeer(NodeId node, uint32_t ip, uint16_t port = kDefaultPort);
 
 // Receives the messages sent to one Ebb id, in delivery context (above).
-class Mailbox;
 class Receiver {
  public:
   virtual ~Receiver() = default;
   virtual void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length) = 0;
-  virtual Mailbox* AsMailbox() { return nullptr; }
 };
-// One receiver per Ebb id (not 0). kAlreadyExists, kOutOfRange (table
-// full: 1024 ids). Messages for an id without a receiver are counted and
-// dropped. Any context but delivery.
+// One receiver per Ebb id (not 0), delivery context. kAlreadyExists,
+// kOutOfRange (table full: kMaxReceivers ids, Listen's included).
+// kInvalidArgument for id 0 or a null receiver. Any context but delivery;
+// before or after Start.
+inline constexpr size_t kMaxReceivers = 4096;
 Result<void> Register(uint32_t ebb, Receiver* receiver);
+
+// A handler of messages as events (Listen). `data` is the handler's own
+// copy, valid until it returns (across blocking too).
+using Handler = Function<void(NodeId from, uint16_t handler, const uint8_t* data, size_t length)>;
+// Messages for `ebb` on this node run `handler` as events on `core`, through
+// that core's receive mailbox (see the top). kAlreadyExists, kOutOfRange
+// (table full, or `core` not online), kInvalidArgument (id 0), kNoMemory
+// (the core's first mailbox). Event context; before or after Start.
+Result<void> Listen(uint32_t ebb, int core, Handler handler);
+// Removes the receiver or listener of `ebb`: no delivery starts after it
+// returns (a listener's handler already running finishes). Event context.
 void Unregister(uint32_t ebb);
-
-// A Receiver that runs `handler` as events on `core`, in arrival order, with
-// a copy of each message held in a ring of `bytes` allocated up front.
-// Register it like any Receiver. While it lacks room for a full receive
-// window of frames, incoming frames are refused (the sender retransmits).
-class Mailbox : public Receiver {
- public:
-  using Handler = Function<void(NodeId from, uint16_t handler, const uint8_t* data, size_t length)>;
-  Mailbox(int core, Handler handler, size_t bytes = 2 << 20);
-  ~Mailbox() override;
-  Mailbox(const Mailbox&) = delete;
-  Mailbox& operator=(const Mailbox&) = delete;
-
-  void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length) override;
-  Mailbox* AsMailbox() override { return this; }
-  size_t Room() const;     // bytes free now
-  uint64_t overflows() const { return overflows_; }  // messages lost: must stay 0
-
- private:
-  void Drain();
-  int core_;
-  Handler handler_;
-  uint8_t* ring_;
-  size_t size_;
-  alignas(64) std::atomic<uint64_t> head_{0};  // bytes produced (delivery context)
-  alignas(64) std::atomic<uint64_t> tail_{0};  // bytes consumed (the core's events)
-  uint64_t overflows_ = 0;
-  void* trigger_;  // event::InterruptTrigger
-};
 
 // Queues a message. kNotFound: unknown or dead node (or not started);
 // kOutOfRange: too long; kBusy: full, retry (or SendWait). To this node:
@@ -152,9 +141,14 @@ Result<void> SendWait(NodeId node, uint32_t ebb, uint16_t handler, const void* d
 // Sends aggregated messages now instead of after the flush delay. Any core.
 void Flush(NodeId node = net::AmEndpoint::kAnyPeer);
 
-// Calls `callback(node, state)` as an event on the calling core whenever a
-// peer becomes suspected, alive again, or dead. Event context.
-void OnPeerState(Function<void(NodeId, PeerState)> callback);
+// Calls `callback(node, state)` as an event on `core` (-1: the calling
+// core) whenever a peer becomes suspected, alive again, or dead. Returns an
+// id for StopPeerState. Event context.
+uint64_t OnPeerState(Function<void(NodeId, PeerState)> callback, int core = -1);
+// No call of that callback starts after this returns, when called on the
+// callback's core (from another core, one already posted may still run).
+// Event context.
+void StopPeerState(uint64_t subscription);
 PeerState State(NodeId node);
 double Phi(NodeId node);
 // Every peer of this node (alive or not), in no particular order. Event context.
@@ -168,9 +162,12 @@ void NotifyDead(NodeId node);
 
 struct Stats {
   net::EndpointCounters endpoint;
+  net::ChannelCounters channels;  // summed over every peer's reliable channel
   uint64_t local_messages;       // sent to this node
   uint64_t no_receiver;          // messages for an Ebb id without a receiver
+  uint64_t no_listener;          // mailbox messages whose listener left before they ran
   uint64_t backpressure_drops;   // frames refused: a mailbox lacked room
+  uint64_t mailbox_overflows;    // messages a mailbox had no room for: must stay 0
   uint64_t tx_datagrams, tx_bytes, tx_failures;
   uint64_t rx_datagrams, rx_bytes;
   uint64_t rx_not_am;            // native: frames handed on to lwIP
@@ -178,7 +175,11 @@ struct Stats {
   nic::Stats nic;  // native: the NIC's own counters (zero hosted)
 };
 Stats GetStats();
-// One line per counter that is not zero, for logs.
+// Every counter of `stats` with its name ("messages_sent", "dropped.duplicate",
+// "nic.rx_packets", ...), from one table: what logs, `fox status` and
+// benchmarks print.
+void ForEachCounter(const Stats& stats, FunctionRef<void(const char* name, uint64_t value)> fn);
+// The counters that are not zero, on a few log lines.
 void LogStats();
 
 }  // namespace fox::am

@@ -45,14 +45,14 @@
 #include "fox/net/am_frame.h"
 #include "fox/net/drop_reason.h"
 #include "fox/net/function_ref.h"
+#include "fox/net/node_id.h"
 #include "fox/net/phi_detector.h"
+#include "fox/net/record_ring.h"
 #include "fox/net/reliable.h"
 #include "fox/net/siphash.h"
 #include "fox/result.h"
 
 namespace fox::net {
-
-using NodeId = uint32_t;
 
 // Ebb id 0 is never a real Ebb (ebb/ids start at 1): the transport's own
 // messages use it.
@@ -77,7 +77,7 @@ struct EndpointConfig {
   // A peer that has never been heard from (still booting) is dead only
   // after this long.
   uint64_t join_timeout_ns = 60'000'000'000;
-  // SendOrDefer's buffer, shared by all peers (each message takes 24
+  // SendOrDefer's buffer, shared by all peers (each message takes 16
   // bytes of header plus its data rounded up to 8).
   size_t deferred_bytes = 256 << 10;
 };
@@ -204,11 +204,7 @@ class AmEndpoint {
   Peer* slots_[kMaxPeers * 2] = {};  // open addressing by node id
   size_t peer_count_ = 0;
   EndpointCounters counters_;
-  // The deferred buffer: a ring of records (am_endpoint.cc), bytes
-  // [tail, head) in use.
-  std::unique_ptr<uint8_t[]> deferred_;
-  size_t deferred_size_ = 0;
-  uint64_t deferred_head_ = 0, deferred_tail_ = 0;
+  RecordRing deferred_;              // the deferred buffer (am_endpoint.cc)
   size_t deferred_count_ = 0;        // records not yet sent
   size_t peers_with_deferred_ = 0;
   uint64_t drain_pass_ = 0;
