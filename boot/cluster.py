@@ -434,6 +434,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--expect-exit", type=int, default=0)
     ap.add_argument("--expect-node", action="append", default=[], help="I:REGEX on node I's console")
+    ap.add_argument("--reject-node", action="append", default=[], help="I:REGEX that must not be on node I's console")
     ap.add_argument("--host-cmd", "--host-command", action="append", default=[], dest="host_cmd",
                     help="run inside the namespace (repeatable)")
     ap.add_argument("--host-after", help="I:REGEX: start host commands once node I's console matches")
@@ -455,6 +456,7 @@ def main():
     try:
         hub_args, asked = parse_impair(args.impair or "")
         expects = [parse_node_regex(s, args.nodes, "--expect-node") for s in args.expect_node]
+        rejects = [parse_node_regex(s, args.nodes, "--reject-node") for s in args.reject_node]
         after = parse_node_regex(args.host_after, args.nodes, "--host-after") if args.host_after else None
     except ValueError as e:
         ap.error(str(e))
@@ -532,6 +534,10 @@ def main():
     for i, regex in expects:
         if not regex.search(nodes[i].result["text"] if nodes[i].result else ""):
             failures.append("node %d's console lacks /%s/" % (i, regex.pattern))
+    for i, regex in rejects:
+        found = regex.search(nodes[i].result["text"] if nodes[i].result else "")
+        if found:
+            failures.append("node %d's console has /%s/: %s" % (i, regex.pattern, found.group(0)))
     if isinstance(ns, HubNamespace):
         check_impairment(args, ns, asked, failures)
     for n in nodes if not args.live else []:

@@ -36,6 +36,7 @@
 //   N:blockers,COUNT             COUNT messages to this node's own listener whose first
 //                                handler blocks until every other one has run: each
 //                                must run exactly once, none held up by the blocked one
+//   N:rpc_timeout,PEER           an Rpc call PEER never answers must time out (300 ms)
 //   N:sleep,MS
 //   N:tcp_echo,PORT,CONNS        (native) TCP echo server for CONNS connections
 //   N:tcp,PORT,MIB               (native) send MIB MiB over lwIP TCP to 10.77.0.1:PORT
@@ -57,6 +58,7 @@
 #include "fox/core.h"
 #include "fox/ebb/global_id_map.h"
 #include "fox/ebb/messenger.h"
+#include "fox/ebb/rpc.h"
 #include "fox/event.h"
 #include "fox/net/am.h"
 #include "fox/sas.h"
@@ -584,6 +586,18 @@ void Status(NodeId peer, bool expect_gone) {
   CHECK(r->find("\nam.messages_delivered ") != std::string::npos);
 }
 
+// A request PEER's receiver ignores (an unknown handler): the call times out.
+void RpcTimeout(NodeId peer) {
+  constexpr uint16_t kUnanswered = 999;
+  uint64_t t0 = fox::clock::NowNs();
+  auto r = fox::ebb::Rpc::Get()->Call(peer, kEbb, kUnanswered, "?", 1, 300).Block();
+  uint64_t ms = (fox::clock::NowNs() - t0) / 1'000'000;
+  std::printf("am: rpc to node %u left unanswered: %s after %llu ms\n", peer,
+              r.ok() ? "answered" : fox::ErrorName(r.error()), (unsigned long long)ms);
+  CHECK(!r.ok() && r.error() == fox::Error::kTimedOut && ms >= 300 && ms < 2000);
+  CHECK(fox::ebb::Rpc::Get()->pending() == 0);
+}
+
 void Rate(NodeId peer, uint64_t count, size_t size) {
   size = std::max<size_t>(size, 8);
   PerNode& n = Of(peer);
@@ -823,6 +837,8 @@ int main(int argc, char** argv) {
       Large(peer, Num(v, 2, 10), Num(v, 3, 100000));
     } else if (what == "put") {
       Put(peer, Num(v, 2, 1000), Num(v, 3, 1000));
+    } else if (what == "rpc_timeout") {
+      RpcTimeout(peer);
     } else if (what == "many") {
       Many(peer, Num(v, 2, 500), Num(v, 3, 20));
     } else if (what == "blockers") {

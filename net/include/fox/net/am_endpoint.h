@@ -64,7 +64,12 @@ struct EndpointConfig {
   uint64_t job = 0;
   SipKey key{};
   NodeId self = 0;
-  ChannelConfig channel;             // windows and timers; address filled per peer
+  // Windows and timers; the address is filled per peer. The RTO floor is
+  // above how long a busy host deschedules an emulated node (TCG, several
+  // nodes per core): below it, make run saw acks arrive after their
+  // frames' retransmissions (needless retransmissions, received as
+  // duplicates). Losses are mostly repaired by RACK, well before an RTO.
+  ChannelConfig channel{.initial_rto_ns = 100'000'000, .min_rto_ns = 20'000'000};
   bool aggregate = true;             // false: one message per frame
   uint64_t flush_delay_ns = 50'000;  // longest a message waits in an aggregation buffer
   uint64_t heartbeat_ns = 100'000'000;
