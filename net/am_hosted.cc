@@ -12,9 +12,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "../kernel/linux/hosted.h"
 #include "am_platform.h"
 #include "fox/event.h"
+#include "fox/hosted.h"
 #include "fox/log.h"
 
 namespace fox::am::internal {

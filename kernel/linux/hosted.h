@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "fox/core.h"
+#include "fox/hosted.h"
 
 namespace fox::hosted {
 
@@ -17,12 +18,7 @@ struct CoreState {
 
 extern CoreState g_cores[core::kMaxCores];
 
-// Calls fn(arg) from core `core`'s loop whenever `fd` is readable and the
-// core has nothing else to do (level-triggered, so until `fd` is drained).
-// fn runs outside any event, like an interrupt handler: it should post work
-// (event::InterruptTrigger::Fire), not do it. Up to 64 watches per process.
-// Returns false if the table is full or epoll refuses the descriptor.
-bool WatchReadable(int core, int fd, void (*fn)(void*), void* arg);
+// WatchReadable: fox/hosted.h (the public half).
 extern std::atomic<int> g_online;
 extern int g_num_cores;
 extern thread_local int t_core;
