@@ -407,9 +407,13 @@ void Put(NodeId peer, uint64_t count, size_t size) {
   CHECK(bad == 0);
 }
 
-// Large messages arrive whole, as events on the Messenger's core.
+// Large messages arrive whole, as events on the core chosen by ListenLarge
+// (the last one: not the Messenger's).
+int LargeCore() { return fox::core::Online() - 1; }
+
 void OnLarge(NodeId from, uint16_t handler, std::vector<uint8_t> data) {
   PerNode& n = Of(from);
+  if (fox::core::Current() != LargeCore()) n.large_errors.fetch_add(1);
   uint64_t seq = 0;
   if (handler == kLarge) {
     if (!Verify(data.data(), data.size(), &seq) || seq != n.large_received.load()) n.large_errors.fetch_add(1);
@@ -628,6 +632,7 @@ void WaitDead(NodeId peer, uint64_t ms) {
     std::exit(1);
   }
   std::printf("am: node %u declared dead after %llu ms of waiting\n", peer, (unsigned long long)waited);
+  WaitUntil([] { return false; }, 100);  // the subscribers' events run meanwhile
   CHECK(Messenger()->Send(peer, kEbb, kEcho, "x", 1).error() == fox::Error::kNotFound);
 }
 
@@ -773,7 +778,7 @@ int main(int argc, char** argv) {
     if (v.size() >= 3 && v[0].find(":many") != std::string::npos) many_ebbs = std::max<size_t>(many_ebbs, Num(v, 2, 0));
   }
   if (many_ebbs != 0) ListenMany(many_ebbs);
-  CHECK(Messenger()->ListenLarge(kEbb, OnLarge).ok());
+  CHECK(Messenger()->ListenLarge(kEbb, OnLarge, LargeCore()).ok());
   auto started = fox::am::Start(*config);
   if (!started.ok()) {
     std::printf("am_node: cannot start the transport: %s\n", fox::ErrorName(started.error()));
@@ -785,6 +790,11 @@ int main(int argc, char** argv) {
   fox::am::OnPeerState([](NodeId n, fox::am::PeerState s) {
     std::printf("am_node: node %u is %s\n", n, fox::net::PeerStateName(s));
   });
+  // A subscriber that stopped hears nothing (tests reject this line).
+  uint64_t stopped = fox::am::OnPeerState([](NodeId n, fox::am::PeerState) {
+    std::printf("am_node: a stopped subscriber heard of node %u\n", n);
+  });
+  fox::am::StopPeerState(stopped);
   NodeId me = config->self;
   std::printf("am_node: ready\n");
   std::fflush(stdout);
