@@ -15,3 +15,8 @@ Installer g_installer;
 
 }  // namespace
 }  // namespace fox::ebb
+
+// Nothing calls into this file, so a static library would leave it out and
+// the hooks would never be installed: ebb/CMakeLists.txt makes every hosted
+// program ask for this symbol (-u), which brings the file in.
+extern "C" const char fox_ebb_loop_hooks = 1;

@@ -28,7 +28,9 @@
 #include "fox/ebb/messenger.h"
 #include "fox/future.h"
 #include "fox/net/am.h"
+#ifdef FOX_NATIVE
 #include "fox/net/ip.h"
+#endif
 #include "fox/timer.h"
 
 namespace {
@@ -223,6 +225,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+#ifdef FOX_NATIVE
   auto net_config = fox::net::ConfigFromBootArgs();
   if (!net_config.ok()) return 2;
   auto info = fox::net::Start(*net_config).Block();
@@ -230,6 +233,10 @@ int main(int argc, char** argv) {
     std::printf("ring: node %u: network: %s\n", g.self, fox::net::StatusName(info.status));
     return 1;
   }
+  std::string where = info.address.ToString();
+#else
+  std::string where = "a Linux process";  // the host's network: a place 0 on the frontend
+#endif
   // Receivers before the transport: a message for an Ebb without one is dropped.
   if (!Messenger::Get()->Listen(kRingId, OnMessage).ok()) return 1;
   (void)fox::ebb::GlobalIdMap::Get()->server();  // node 0 serves it
@@ -246,7 +253,7 @@ int main(int argc, char** argv) {
     std::printf("ring: node %u: node %u died: the job fails\n", g.self, n);
     Finish(1);
   });
-  std::printf("ring: node %u of %zu at %s, %llu laps\n", g.self, g.ring.size(), info.address.ToString().c_str(),
+  std::printf("ring: node %u of %zu at %s, %llu laps\n", g.self, g.ring.size(), where.c_str(),
               (unsigned long long)g.laps);
   std::fflush(stdout);
 
