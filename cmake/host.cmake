@@ -45,6 +45,7 @@ add_library(fox_hosted STATIC
   ebb/local_table_hosted.cc ebb/loop_hooks.cc)
 target_include_directories(fox_hosted PUBLIC kernel/include ebb/include net/include PRIVATE net)
 target_link_options(fox_hosted INTERFACE -Wl,--wrap=main)
+target_link_options(fox_hosted INTERFACE -rdynamic)  # function names in std::terminate's backtraces (dladdr)
 target_link_libraries(fox_hosted PUBLIC pthread)
 
 # The Ebb model's unit tests: threads stand in for cores through a test shim

@@ -16,6 +16,7 @@
 
 #include "../common/event/loop.h"
 #include "../common/event/platform.h"
+#include "../common/terminate.h"
 #include "fox/boot_args.h"
 #include "fox/cmdline.h"
 #include "fox/log.h"
@@ -96,6 +97,7 @@ uint64_t BootArgNumber(std::string_view key, uint64_t fallback) { return hosted:
 extern "C" int __wrap_main(int argc, char** argv, char** envp) {
   using namespace fox;
   using namespace fox::hosted;
+  terminate::Install();  // uncaught exceptions: the same report and status 125 as on a node
   if (const char* level = std::getenv("FOX_LOG")) {
     auto parsed = ParseLogLevel(level);
     if (!parsed.ok()) {
