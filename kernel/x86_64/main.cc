@@ -46,6 +46,7 @@ void ParseBootInfo(uint32_t magic, uint32_t info) {
   auto r = boot::ParseBootInfo(magic, info, low_memory, &g_boot_info, error, sizeof error);
   if (!r.ok()) {
     Log(LogLevel::kError, "boot: %s", error);
+    acpi::Init(nullptr);  // for the power-off: the BIOS areas may still hold the RSDP
     exit_device::PowerOff(kExitFailure);
   }
 }
@@ -120,10 +121,12 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   interrupts::Init();
   Mark("cpu");
   ParseBootInfo(magic, info);
-  ParseCommandLine();
   Mark("boot info");
+  // Before the command line: a node whose arguments are rejected powers off
+  // through ACPI like any other exit (without QEMU's debug-exit device).
   acpi::Init(g_boot_info.has_rsdp_copy ? g_boot_info.rsdp_copy : nullptr);  // reads the BIOS data area in page 0
   Mark("acpi");
+  ParseCommandLine();
   Check(memory::Init(g_boot_info), "memory");
   Mark("memory");
   percpu::SetPresent(acpi::CountProcessors());

@@ -125,6 +125,13 @@ fox_vm_test(small_memory IMAGE hello MEM 32 EXIT 0 EXPECT "Hello from fox")
 # as on real hardware; the status is then only on the console.
 fox_vm_test(acpi_poweroff IMAGE hello ARGS "-- acpi" EXIT 0 NO_DEBUG_EXIT
   EXPECT "Hello from fox on acpi!" "fox: exit status 0")
+# So does a node whose boot arguments are rejected (before, it halted for ever:
+# the command line was checked before ACPI was read). QEMU must exit by itself.
+fox_vm_test(acpi_poweroff_bad_boot_arg IMAGE hello ARGS "fox.log=loud -- x" EXIT ${USAGE} NO_DEBUG_EXIT TIMEOUT 60
+  EXPECT "bad boot argument 'fox.log=loud'" "fox: exit status 2 \\(bad boot arguments\\)" REJECT "Hello from fox")
+# The same for a rejection after ACPI and SMP start (fox.kcores).
+fox_vm_test(acpi_poweroff_bad_kcores IMAGE hello SMP 2 ARGS "fox.kcores=3" EXIT ${USAGE} NO_DEBUG_EXIT TIMEOUT 60
+  EXPECT "fox.kcores=3 but this node has 2 cores" "fox: exit status 2 \\(bad boot arguments\\)" REJECT "Hello from fox")
 
 # Cores, roles, events (issue: native foundation II). Four cores.
 fox_vm_test(cores IMAGE vmtest SMP 4 ARGS "-- cores 4 1" EXIT 0
