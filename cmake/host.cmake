@@ -33,6 +33,7 @@ add_library(fox_hosted STATIC
   kernel/common/event/context_x86_64.S
   kernel/common/event/loop.cc
   kernel/linux/platform.cc
+  kernel/linux/boot_args.cc
   kernel/linux/sas.cc
   kernel/linux/start.cc
   ${FOX_NET_CORE_SOURCES}

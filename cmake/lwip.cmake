@@ -38,6 +38,7 @@ add_custom_command(
 add_library(fox_lwip OBJECT
   ${FOX_LWIP_C_SOURCES}
   net/lwip/address.cc
+  net/lwip/config.cc
   net/lwip/netif.cc
   net/lwip/packet.cc
   net/lwip/ping.cc

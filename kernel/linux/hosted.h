@@ -2,8 +2,10 @@
 #pragma once
 
 #include <atomic>
+#include <string_view>
 
 #include "fox/core.h"
+#include "fox/result.h"
 
 namespace fox::hosted {
 
@@ -23,6 +25,9 @@ extern CoreState g_cores[core::kMaxCores];
 // (event::InterruptTrigger::Fire), not do it. Up to 64 watches per process.
 // Returns false if the table is full or epoll refuses the descriptor.
 bool WatchReadable(int core, int fd, void (*fn)(void*), void* arg);
+// Installs the boot arguments (boot_args.cc): FOX_ARGS at start-up.
+Result<void> InstallBootArgs(std::string_view text, const char** error);
+
 extern std::atomic<int> g_online;
 extern int g_num_cores;
 extern thread_local int t_core;

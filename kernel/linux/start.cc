@@ -37,7 +37,6 @@ struct MainArgs {
 };
 MainArgs g_main;
 bool g_pin = false;
-CommandLine g_args;
 
 void SetUpCore(int core) {
   CoreState& c = g_cores[core];
@@ -89,11 +88,6 @@ int CoresFromEnvironment() {
 }  // namespace
 }  // namespace fox::hosted
 
-namespace fox {
-const char* BootArg(std::string_view key) { return hosted::g_args.Get(key); }
-uint64_t BootArgNumber(std::string_view key, uint64_t fallback) { return hosted::g_args.GetNumber(key, fallback); }
-}  // namespace fox
-
 extern "C" int __wrap_main(int argc, char** argv, char** envp) {
   using namespace fox;
   using namespace fox::hosted;
@@ -106,8 +100,9 @@ extern "C" int __wrap_main(int argc, char** argv, char** envp) {
     }
     SetLogLevel(*parsed);
   }
-  if (!g_args.Parse(std::getenv("FOX_ARGS") ? std::getenv("FOX_ARGS") : "", false).ok()) {
-    std::fprintf(stderr, "fox: bad FOX_ARGS: %s\n", g_args.error());
+  const char* why = nullptr;
+  if (!InstallBootArgs(std::getenv("FOX_ARGS") ? std::getenv("FOX_ARGS") : "", &why).ok()) {
+    std::fprintf(stderr, "fox: bad FOX_ARGS: %s\n", why);
     return 2;
   }
   g_num_cores = CoresFromEnvironment();
