@@ -2,7 +2,8 @@
 """Builds the symbol table a fox image carries for its panic backtraces.
 
 gen_symtab.py PASS1.elf OUT.bin OUT.S   table of PASS1's functions, demangled
-gen_symtab.py --check PASS1.elf FINAL.elf   fail if any function moved
+gen_symtab.py --check PASS1.elf FINAL.elf   fail if any function moved, or if
+                                            FINAL has an undefined weak symbol
 
 Format (little endian, read by kernel/x86_64/symbols.cc): magic 'FXSY',
 u32 count, count x {u64 addr, u32 size, u32 name offset}, then NUL-terminated
@@ -38,12 +39,24 @@ def functions(elf):
     return syms
 
 
+def undefined_weak(elf):
+    """Weak references nothing defined: in a static image each is address 0,
+    and a call through one jumps there (libgcc's unwinder calls pthread_once
+    that way: every throw crashed in an image without pthread_once)."""
+    out = subprocess.run(["llvm-nm", "--undefined-only", elf], check=True, capture_output=True, text=True).stdout
+    return [line.split()[-1] for line in out.splitlines() if line.split()[:1] in (["w"], ["v"])]
+
+
 def main():
     if sys.argv[1] == "--check":
         before, after = functions(sys.argv[2]), functions(sys.argv[3])
         moved = [n for a, (s, n) in before.items() if a not in after]
         if moved:
             sys.exit("gen_symtab: functions moved between link passes: %s" % ", ".join(moved[:5]))
+        weak = undefined_weak(sys.argv[3])
+        if weak:
+            sys.exit("gen_symtab: %s has undefined weak symbols (address 0 at run time): %s; "
+                     "reference them strongly (kernel/x86_64/runtime.cc)" % (sys.argv[3], ", ".join(weak)))
         return
     elf, out_bin, out_s = sys.argv[1:4]
     syms = sorted(functions(elf).items())

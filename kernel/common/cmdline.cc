@@ -186,6 +186,19 @@ Result<void> CommandLine::Parse(std::string_view text, bool skip_image_name,
   return Ok();
 }
 
+void CommandLine::Describe(char* buf, size_t size) const {
+  if (size == 0) return;
+  size_t n = 0;
+  buf[0] = '\0';
+  // Format returns the length it wanted: stop once the buffer is full.
+  for (size_t i = 0; i < num_args_ && n < size; ++i) {
+    n += Format(buf + n, size - n, "%s%s=%s", i ? " " : "", keys_[i], values_[i]);
+  }
+  for (size_t i = 1; i < app_argc_ && n < size; ++i) {
+    n += Format(buf + n, size - n, "%s%s", i == 1 ? (n ? " -- " : "-- ") : " ", app_argv_[i]);
+  }
+}
+
 const char* CommandLine::Get(std::string_view key) const {
   for (size_t i = 0; i < num_args_; ++i) {
     if (key == keys_[i]) return values_[i];

@@ -2,9 +2,11 @@
 #pragma once
 
 #include <atomic>
+#include <string_view>
 
 #include "fox/core.h"
 #include "fox/hosted.h"
+#include "fox/result.h"
 
 namespace fox::hosted {
 
@@ -19,6 +21,9 @@ struct CoreState {
 extern CoreState g_cores[core::kMaxCores];
 
 // WatchReadable: fox/hosted.h (the public half).
+// Installs the boot arguments (boot_args.cc): FOX_ARGS at start-up.
+Result<void> InstallBootArgs(std::string_view text, const char** error);
+
 extern std::atomic<int> g_online;
 extern int g_num_cores;
 extern thread_local int t_core;

@@ -3,6 +3,8 @@
 // enough CPUs); each runs the same neutral event loop, which sleeps in
 // epoll_wait on an eventfd (wake-ups from other cores) and a timerfd (its
 // next timer). Code above kernel/ cannot tell the difference.
+#include <cxxabi.h>
+#include <dlfcn.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -13,9 +15,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 
 #include "../common/event/platform.h"
+#include "../common/terminate.h"
 #include "fox/clock.h"
 #include "fox/console.h"
 #include "fox/core.h"
@@ -107,6 +111,39 @@ void irq::Restore(bool) {}
   std::fflush(stderr);
   std::_Exit(kExitPanic);
 }
+
+// ---- std::terminate's report (common/terminate.h) ----
+
+namespace terminate {
+
+// What the program printed so far comes before the report.
+void PlatformBegin() { std::fflush(stdout); }
+
+// dladdr finds exported symbols (fox_hosted links programs with -rdynamic);
+// otherwise the object's name and the offset in it, for addr2line.
+const char* PlatformSymbol(uintptr_t ip, uintptr_t* offset) {
+  static char name[256];
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(ip), &info) == 0) return nullptr;
+  if (info.dli_sname != nullptr && info.dli_saddr != nullptr) {
+    int status = -1;
+    size_t size = sizeof name;
+    char* demangled = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
+    std::snprintf(name, size, "%s", status == 0 && demangled != nullptr ? demangled : info.dli_sname);
+    std::free(demangled);
+    *offset = ip - reinterpret_cast<uintptr_t>(info.dli_saddr);
+    return name;
+  }
+  if (info.dli_fname == nullptr) return nullptr;
+  const char* slash = std::strrchr(info.dli_fname, '/');
+  std::snprintf(name, sizeof name, "(%s)", slash != nullptr ? slash + 1 : info.dli_fname);
+  *offset = ip - reinterpret_cast<uintptr_t>(info.dli_fbase);
+  return name;
+}
+
+[[noreturn]] void PlatformStop() { std::_Exit(kExitPanic); }
+
+}  // namespace terminate
 
 // ---- the event loop's hooks ----
 

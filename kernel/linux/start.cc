@@ -16,6 +16,7 @@
 
 #include "../common/event/loop.h"
 #include "../common/event/platform.h"
+#include "../common/terminate.h"
 #include "fox/boot_args.h"
 #include "fox/cmdline.h"
 #include "fox/log.h"
@@ -36,7 +37,6 @@ struct MainArgs {
 };
 MainArgs g_main;
 bool g_pin = false;
-CommandLine g_args;
 
 void SetUpCore(int core) {
   CoreState& c = g_cores[core];
@@ -88,14 +88,10 @@ int CoresFromEnvironment() {
 }  // namespace
 }  // namespace fox::hosted
 
-namespace fox {
-const char* BootArg(std::string_view key) { return hosted::g_args.Get(key); }
-uint64_t BootArgNumber(std::string_view key, uint64_t fallback) { return hosted::g_args.GetNumber(key, fallback); }
-}  // namespace fox
-
 extern "C" int __wrap_main(int argc, char** argv, char** envp) {
   using namespace fox;
   using namespace fox::hosted;
+  terminate::Install();  // uncaught exceptions: the same report and status 125 as on a node
   if (const char* level = std::getenv("FOX_LOG")) {
     auto parsed = ParseLogLevel(level);
     if (!parsed.ok()) {
@@ -104,8 +100,9 @@ extern "C" int __wrap_main(int argc, char** argv, char** envp) {
     }
     SetLogLevel(*parsed);
   }
-  if (!g_args.Parse(std::getenv("FOX_ARGS") ? std::getenv("FOX_ARGS") : "", false).ok()) {
-    std::fprintf(stderr, "fox: bad FOX_ARGS: %s\n", g_args.error());
+  const char* why = nullptr;
+  if (!InstallBootArgs(std::getenv("FOX_ARGS") ? std::getenv("FOX_ARGS") : "", &why).ok()) {
+    std::fprintf(stderr, "fox: bad FOX_ARGS: %s\n", why);
     return 2;
   }
   g_num_cores = CoresFromEnvironment();

@@ -46,6 +46,7 @@ void ParseBootInfo(uint32_t magic, uint32_t info) {
   auto r = boot::ParseBootInfo(magic, info, low_memory, &g_boot_info, error, sizeof error);
   if (!r.ok()) {
     Log(LogLevel::kError, "boot: %s", error);
+    acpi::Init(nullptr);  // for the power-off: the BIOS areas may still hold the RSDP
     exit_device::PowerOff(kExitFailure);
   }
 }
@@ -62,18 +63,11 @@ void ParseCommandLine() {
 
 void PrintBanner() {
   char args[512];
-  size_t n = 0;
-  args[0] = '\0';
-  for (size_t i = 0; i < g_cmdline.num_args() && n < sizeof args; ++i) {
-    n += Format(args + n, sizeof args - n, "%s%s=%s", i ? " " : "", g_cmdline.key(i), g_cmdline.value(i));
-  }
-  for (int i = 1; i < g_cmdline.argc() && n < sizeof args; ++i) {
-    n += Format(args + n, sizeof args - n, "%s%s", i == 1 ? (n ? " -- " : "-- ") : " ", g_cmdline.argv()[i]);
-  }
+  g_cmdline.Describe(args, sizeof args);
   Log(LogLevel::kInfo, "fox %s x86_64 | %d cores (%d online) | %llu MiB | %s | boot args: %s", FOX_VERSION,
       core::Present(), core::Online(), (unsigned long long)(memory::UsableBytes() >> 20),
       g_boot_info.loader[0] ? g_boot_info.loader : (g_boot_info.protocol == 1 ? "multiboot1" : "multiboot2"),
-      n ? args : "(none)");
+      args[0] ? args : "(none)");
 }
 
 void StartCores() {
@@ -120,10 +114,12 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   interrupts::Init();
   Mark("cpu");
   ParseBootInfo(magic, info);
-  ParseCommandLine();
   Mark("boot info");
+  // Before the command line: a node whose arguments are rejected powers off
+  // through ACPI like any other exit (without QEMU's debug-exit device).
   acpi::Init(g_boot_info.has_rsdp_copy ? g_boot_info.rsdp_copy : nullptr);  // reads the BIOS data area in page 0
   Mark("acpi");
+  ParseCommandLine();
   Check(memory::Init(g_boot_info), "memory");
   Mark("memory");
   percpu::SetPresent(acpi::CountProcessors());

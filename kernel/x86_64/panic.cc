@@ -18,6 +18,7 @@
 #include "fox/panic.h"
 #include "paging.h"
 #include "symbols.h"
+#include "../common/terminate.h"
 
 extern "C" char __image_start[], __load_end[];
 
@@ -157,6 +158,21 @@ void PrintStackScan(uint64_t rsp) {
 }
 
 }  // namespace fox::panic
+
+namespace fox::terminate {
+
+void PlatformBegin() { panic::Begin(); }
+
+const char* PlatformSymbol(uintptr_t ip, uintptr_t* offset) {
+  uint64_t off = 0;
+  const char* name = symbols::Lookup(ip, &off);
+  *offset = off;
+  return name;
+}
+
+[[noreturn]] void PlatformStop() { panic::Stop(); }
+
+}  // namespace fox::terminate
 
 namespace fox {
 

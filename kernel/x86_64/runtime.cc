@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <cxxabi.h>
+#include <pthread.h>
 
 #include "cpu.h"
 #include "exit_device.h"
@@ -13,6 +15,7 @@
 #include "random.h"
 #include "smp.h"
 #include "../common/event/loop.h"
+#include "../common/terminate.h"
 #include "tsc.h"
 
 extern "C" char __image_start[], __image_end[], __eh_frame_hdr_start[];
@@ -88,6 +91,7 @@ uint64_t MainTsc() { return g_main_tsc; }
 
 [[noreturn]] void StartMain(CommandLine& cmdline) {
   g_cmdline = &cmdline;
+  terminate::Install();  // an exception nobody catches is reported, with where it was thrown
   size_t stack_bytes = cmdline.GetNumber("fox.stack", 1 << 20);
   uintptr_t top = memory::AllocStack(stack_bytes, "the guard page below the main stack (stack overflow)");
   if (top == 0) Panic("boot: cannot allocate the %zu-byte main stack", stack_bytes);
@@ -128,6 +132,20 @@ int _dl_find_object(void* pc, dl_find_object* result) {
   result->dlfo_eh_frame = __eh_frame_hdr_start;
   return 0;
 }
+
+// libgcc_eh and libstdc++ (built for glibc) reach the thread functions they
+// use through weak references, and believe threads exist because the link
+// forces __pthread_key_create in (cmake/native.cmake). A weak reference
+// nothing else pulls out of musl's libc.a stays undefined, that is address 0:
+// the unwinder's first step (uw_init_context) calls pthread_once, so in an
+// image that used no pthread_once of its own every throw, caught or not,
+// jumped to address 0 ("#0 ?"). These strong references bring them in.
+// boot/gen_symtab.py --check fails the link if an image still has an
+// undefined weak symbol.
+[[gnu::used]] void* const fox_runtime_strong_refs[] = {
+    reinterpret_cast<void*>(&pthread_once),
+    reinterpret_cast<void*>(&__cxxabiv1::__cxa_pure_virtual),  // "pure virtual method called", then terminate
+};
 
 }  // extern "C"
 

@@ -79,8 +79,36 @@ fox_vm_test(stack_overflow IMAGE vmtest ARGS "-- stack_overflow" EXIT ${PANIC}
   EXPECT "PANIC on core 0: page fault .* in vmtest::Recurse\\(int\\)"
          "is the guard page below the main stack \\(stack overflow\\)")
 fox_vm_test(terminate IMAGE vmtest ARGS "-- terminate" EXIT ${PANIC}
-  EXPECT "terminate called after throwing an instance of 'std::runtime_error'" "PANIC on core 0: abort\\(\\) called"
-         "std::terminate\\(\\)" "vmtest::ThrowUncaught\\(\\)")
+  EXPECT "terminate called after throwing an instance of 'std::runtime_error'"
+         "PANIC on core 0: uncaught exception in std::terminate\\(\\)" "vmtest::ThrowUncaught\\(\\)")
+# Whatever escapes main or an event is reported - type, what(), the
+# backtrace of where it was thrown - and ends the node with status 125
+# (kernel/common/terminate.h), never as a jump to address 0.
+set(ESCAPE_REJECT "page fault" "abort\\(\\) called")
+fox_vm_test(escape_main IMAGE vmtest ARGS "-- escape_main" EXIT ${PANIC}
+  EXPECT "terminate called after throwing an instance of 'vmtest::EscapedFromMain'"
+         "  what\\(\\):  nobody catches this in main"
+         "PANIC on core 0: uncaught exception in std::terminate\\(\\)" "backtrace \\(where it was thrown\\):"
+         "#0 +0x[0-9a-f]+ vmtest::ThrowFromMain\\(char const\\*\\)\\+0x" "#2 +0x[0-9a-f]+ main\\+0x"
+         "fox: exit status 125 \\(panic\\)"
+  REJECT ${ESCAPE_REJECT})
+fox_vm_test(escape_main_plain IMAGE vmtest ARGS "-- escape_main plain" EXIT ${PANIC}
+  EXPECT "terminate called after throwing an instance of 'vmtest::NotAnException'"
+         "PANIC on core 0: uncaught exception in std::terminate\\(\\)" "#0 +0x[0-9a-f]+ vmtest::ThrowFromMain"
+  REJECT ${ESCAPE_REJECT} "what\\(\\)")
+# From an event on an application core (its thread's stack) and from one on
+# core 0 (an event context's stack).
+fox_vm_test(escape_event IMAGE vmtest SMP 2 ARGS "-- escape_event 1" EXIT ${PANIC}
+  EXPECT "terminate called after throwing an instance of 'vmtest::EscapedFromEvent'"
+         "  what\\(\\):  thrown by an event on core 1"
+         "PANIC on core 1: uncaught exception in std::terminate\\(\\)" "backtrace \\(where it was thrown\\):"
+         "#0 +0x[0-9a-f]+ vmtest::ThrowFromEvent\\(int\\)\\+0x" "fox::event::Loop::Loop_\\(\\)"
+         "fox: exit status 125 \\(panic\\)"
+  REJECT ${ESCAPE_REJECT})
+fox_vm_test(escape_event_core0 IMAGE vmtest SMP 2 ARGS "-- escape_event 0" EXIT ${PANIC}
+  EXPECT "  what\\(\\):  thrown by an event on core 0" "PANIC on core 0: uncaught exception in std::terminate\\(\\)"
+         "#0 +0x[0-9a-f]+ vmtest::ThrowFromEvent\\(int\\)\\+0x"
+  REJECT ${ESCAPE_REJECT})
 fox_vm_test(bad_boot_arg IMAGE hello ARGS "fox.bogus=1" EXIT ${USAGE}
   EXPECT "E boot: unknown boot argument 'fox.bogus' \\(known: fox.log, fox.stack, fox.kcores, fox.idle, fox.node, fox.ip, fox.gw, fox.job, fox.key, fox.amport, fox.peers, fox.aggregate\\)"
   REJECT "Hello from fox")
@@ -97,6 +125,13 @@ fox_vm_test(small_memory IMAGE hello MEM 32 EXIT 0 EXPECT "Hello from fox")
 # as on real hardware; the status is then only on the console.
 fox_vm_test(acpi_poweroff IMAGE hello ARGS "-- acpi" EXIT 0 NO_DEBUG_EXIT
   EXPECT "Hello from fox on acpi!" "fox: exit status 0")
+# So does a node whose boot arguments are rejected (before, it halted for ever:
+# the command line was checked before ACPI was read). QEMU must exit by itself.
+fox_vm_test(acpi_poweroff_bad_boot_arg IMAGE hello ARGS "fox.log=loud -- x" EXIT ${USAGE} NO_DEBUG_EXIT TIMEOUT 60
+  EXPECT "bad boot argument 'fox.log=loud'" "fox: exit status 2 \\(bad boot arguments\\)" REJECT "Hello from fox")
+# The same for a rejection after ACPI and SMP start (fox.kcores).
+fox_vm_test(acpi_poweroff_bad_kcores IMAGE hello SMP 2 ARGS "fox.kcores=3" EXIT ${USAGE} NO_DEBUG_EXIT TIMEOUT 60
+  EXPECT "fox.kcores=3 but this node has 2 cores" "fox: exit status 2 \\(bad boot arguments\\)" REJECT "Hello from fox")
 
 # Cores, roles, events (issue: native foundation II). Four cores.
 fox_vm_test(cores IMAGE vmtest SMP 4 ARGS "-- cores 4 1" EXIT 0
@@ -173,6 +208,9 @@ function(fox_hosted_test name)
   set_tests_properties(hosted.${name} PROPERTIES LABELS hosted TIMEOUT 180)
 endfunction()
 
+# Uncaught exceptions (tests/vm/escape_tests.cc) are neutral tests too.
+target_sources(hosted_vmtest PRIVATE ${CMAKE_CURRENT_LIST_DIR}/escape_tests.cc)
+
 fox_hosted_test(cores CORES 4 ARGS cores 4 4 EXIT 0 EXPECT "core 3 here" "vmtest cores: PASS")
 fox_hosted_test(spawn_storm CORES 4 ARGS spawn_storm 250000 EXIT 0
   EXPECT "spawn_storm: 4000000 cross-core events in [0-9]+ ms, counts exact")
@@ -186,6 +224,21 @@ fox_hosted_test(ebb CORES 4 ARGS ebb EXIT 0 EXPECT "ebb: 4 reps from 1 root on 4
 fox_hosted_test(exceptions CORES 1 ARGS exceptions EXIT 0 EXPECT "vmtest exceptions: PASS")
 fox_hosted_test(exit_code CORES 2 ARGS exit_code EXIT 3 EXPECT "static destructor 7 ran")
 fox_hosted_test(thread_local CORES 1 ARGS thread_local EXIT 0 EXPECT "vmtest thread_local: PASS")
+# Uncaught exceptions: the same report as on a node and status 125, not
+# libstdc++'s abort (134).
+fox_hosted_test(escape_main CORES 1 ARGS escape_main EXIT 125
+  EXPECT "terminate called after throwing an instance of 'vmtest::EscapedFromMain'"
+         "  what\\(\\):  nobody catches this in main"
+         "PANIC on core 0: uncaught exception in std::terminate\\(\\)" "backtrace \\(where it was thrown\\):"
+         "#0 +0x[0-9a-f]+ vmtest::ThrowFromMain\\(char const\\*\\)\\+0x")
+fox_hosted_test(escape_main_plain CORES 1 ARGS escape_main plain EXIT 125
+  EXPECT "terminate called after throwing an instance of 'vmtest::NotAnException'"
+         "PANIC on core 0: uncaught exception in std::terminate\\(\\)")
+fox_hosted_test(escape_event CORES 2 ARGS escape_event 1 EXIT 125
+  EXPECT "terminate called after throwing an instance of 'vmtest::EscapedFromEvent'"
+         "  what\\(\\):  thrown by an event on core 1"
+         "PANIC on core 1: uncaught exception in std::terminate\\(\\)"
+         "#0 +0x[0-9a-f]+ vmtest::ThrowFromEvent\\(int\\)\\+0x")
 
 # The ebb/ GoogleTest suite, case for case as unit.ebb.* runs it on host
 # threads, on the fox runtime with four real cores (tests/ebb_suite): in a

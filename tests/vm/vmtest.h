@@ -57,6 +57,8 @@ int Clock(int argc, char** argv);
 int NullDeref(int argc, char** argv);
 int StackOverflow(int argc, char** argv);
 int Terminate(int argc, char** argv);
+int EscapeMain(int argc, char** argv);
+int EscapeEvent(int argc, char** argv);
 int ExitCode(int argc, char** argv);
 int Sleep(int argc, char** argv);
 int Ebbs(int argc, char** argv);

@@ -18,6 +18,7 @@ const Test kTests[] = {
     {"cores", vmtest::Cores},             {"spawn_storm", vmtest::SpawnStorm},
     {"timers", vmtest::Timers},           {"futures", vmtest::Futures},
     {"ebb", vmtest::Ebbs},                {"sas", vmtest::Sas},
+    {"escape_main", vmtest::EscapeMain},  {"escape_event", vmtest::EscapeEvent},
 #ifdef FOX_NATIVE
     // Hosted, sleep_for still blocks the whole thread (core).
     {"sleep", vmtest::Sleep},

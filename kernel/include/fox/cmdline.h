@@ -60,7 +60,11 @@ class CommandLine {
   int argc() const { return int(app_argc_); }
   char** argv() { return app_argv_; }
 
-  // The `fox.*` part as given, for the boot banner, e.g. "fox.log=debug".
+  // The arguments as given, for the boot banner: "fox.log=debug -- a b", or
+  // "" when there are none; truncated to fit, always NUL-terminated (size > 0).
+  void Describe(char* buf, size_t size) const;
+
+  // Why the last Parse failed.
   const char* error() const { return error_; }
   size_t num_args() const { return num_args_; }
   const char* key(size_t i) const { return keys_[i]; }
