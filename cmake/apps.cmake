@@ -1,7 +1,7 @@
 # fox_add_app(NAME [NATIVE_ONLY] sources...): an application, built for both
 # platforms from the same sources (DESIGN.md "Frontend and jobs"):
 #   native build  ${NAME}.elf, a bootable node image whose main() is the
-#                 application's: fox_kernel + fox_lwip + fox_net + fox_ebb +
+#                 application's: fox_kernel + fox_lwip + fox_net + fox_ebb + fox_apgas +
 #                 the app, linked twice so the image carries its own symbol
 #                 table (boot/gen_symtab.py); ${NAME}_objs holds the app's objects
 #   hosted build  the Linux program ${NAME} (fox_hosted; place 0 of a job runs
@@ -11,7 +11,7 @@ if(FOX_NATIVE)
   set(FOX_LINKER_SCRIPT ${CMAKE_SOURCE_DIR}/kernel/x86_64/linker.ld)
   set(FOX_RUNTIME_LIBS
     ${FOX_GCC_DIR}/libstdc++.a ${FOX_GCC_DIR}/libgcc_eh.a ${FOX_GCC_DIR}/libgcc.a ${FOX_MUSL_LIB})
-  set(FOX_IMAGE_LIBS fox_kernel fox_lwip fox_net fox_ebb)
+  set(FOX_IMAGE_LIBS fox_kernel fox_lwip fox_net fox_ebb fox_apgas)
 endif()
 
 function(fox_add_app name)

@@ -147,7 +147,17 @@ int Futures(int, char**) {
   fox::event::SpawnRemote(other, [shared] {
     fox::timer::Start(2000000, [shared] { shared->SetValue(42); });
   });
+  // event::Local belongs to the event: kept across its blocking while other
+  // events on the core set their own, null at the start of every event.
+  int mine = 0, theirs = 0;
+  fox::event::Local() = &mine;
+  bool other_started_null = false;
+  fox::event::Spawn([&] {
+    other_started_null = fox::event::Local() == nullptr;
+    fox::event::Local() = &theirs;
+  });
   CHECK(f.Block() == 42);
+  CHECK(other_started_null && fox::event::Local() == &mine);
   // Then: the continuation runs on this core.
   auto chained = fox::MakeReadyFuture(20).Then([](fox::Future<int> v) { return v.Get() + 1; }).Then(
       [](fox::Future<int> v) { return std::to_string(v.Get() * 2) + " on " + std::to_string(fox::core::Current()); });

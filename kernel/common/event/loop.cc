@@ -240,6 +240,7 @@ void Loop::Loop_() {
     // A bounded batch of local events, then remote ones: no queue starves.
     for (size_t budget = kRemoteBatch; budget > 0 && local_head_ < local_.size(); --budget) {
       Task task = std::move(local_[local_head_++]);
+      event_local_ = nullptr;
       task();
       worked = true;
     }
@@ -263,6 +264,7 @@ void Loop::Loop_() {
         // point for the abandoned one, never this frame: not reached.
         __builtin_unreachable();
       }
+      event_local_ = nullptr;
       n->task();
       delete n;
     }
@@ -287,9 +289,11 @@ void Loop::Block(Function<void(Continuation)> arm) {
   Continuation k;
   Internal::Set(k, me, core_);
   arm(std::move(k));
+  me->local = event_local_;
   // Go on running the loop on another context; we continue here when
   // someone activates `me`.
   SwitchTo(NewLoopContext());
+  event_local_ = me->local;
 }
 
 Stats Loop::stats() const {
@@ -360,6 +364,12 @@ uint64_t AddIdleHandler(Function<void()> handler) { return ThisLoop()->AddIdle(s
 void RemoveIdleHandler(uint64_t id) { ThisLoop()->RemoveIdle(id); }
 
 void Block(Function<void(Continuation)> arm) { ThisLoop()->Block(std::move(arm)); }
+
+void*& Local() {
+  Loop* loop = ThisLoop();
+  if (loop == nullptr) Panic("event::Local outside the event loop");
+  return loop->event_local();
+}
 
 bool InEvent() {
   Loop* loop = ThisLoop();

@@ -32,6 +32,7 @@ struct Context {
   uintptr_t stack_top = 0;   // 0 for stacks the loop does not own (boot, main)
   size_t stack_bytes = 0;
   int core = -1;
+  void* local = nullptr;     // the event's Local() while it is blocked
 };
 
 struct Node {
@@ -75,6 +76,7 @@ class Loop {
 
   void Block(Function<void(Continuation)> arm);
   bool running() const { return current_ != nullptr; }
+  void*& event_local() { return event_local_; }
   int core() const { return core_; }
   Stats stats() const;
 
@@ -114,6 +116,7 @@ class Loop {
   std::multimap<uint64_t, Timer> timers_;  // by deadline
   std::unordered_map<uint64_t, std::multimap<uint64_t, Timer>::iterator> timer_index_;
   Context* current_ = nullptr;
+  void* event_local_ = nullptr;   // event::Local() of the running event
   Context* abandoned_ = nullptr;  // loop context to recycle once we are off it
   std::vector<Context*> pool_;
   Context boot_context_;

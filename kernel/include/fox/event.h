@@ -59,6 +59,12 @@ class Continuation {
 // when the Continuation is resumed. Only from an event (or main).
 void Block(Function<void(Continuation)> arm);
 
+// A word that belongs to the running event: null when each event starts,
+// kept while the event is blocked and restored when it resumes, whatever ran
+// on the core meanwhile. For runtimes above the loop (the APGAS activity an
+// event runs). Event context only.
+void*& Local();
+
 // True when called from an event of a running loop (where Block may be used).
 bool InEvent();
 

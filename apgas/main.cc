@@ -1,0 +1,71 @@
+// apgas::Main (apgas.h): a place's life. Every place starts its network and
+// transport from the boot arguments (fox.node, fox.peers: the job's places),
+// joins place 0 (which checks that every place has the same closures), and
+// then place 0 runs the program inside a root finish while the others serve
+// activities until place 0 ends the job.
+#include <algorithm>
+#include <cstdio>
+
+#include "fox/boot_args.h"
+#include "fox/ebb/messenger.h"
+#include "fox/ebb/rpc.h"
+#include "fox/net/am.h"
+#include "runtime.h"
+#ifdef FOX_NATIVE
+#include "fox/net/ip.h"
+#endif
+
+namespace fox::apgas {
+
+int Main(int, char**, Function<void()> body) {
+  auto config = am::ConfigFromBootArgs();
+  if (!config.ok()) return 2;
+  std::vector<Place> all{Place{config->self}};
+  if (const char* peers = BootArg("fox.peers")) {
+    (void)am::ParsePeers(peers, config->port, [&](NodeId n, uint32_t, uint16_t) { all.push_back(Place{n}); });
+  }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  if (all.front().id != 0) {
+    std::printf("apgas: the job has no place 0 (fox.node=0 in fox.peers)\n");
+    return 2;
+  }
+#ifdef FOX_NATIVE
+  auto net_config = net::ConfigFromBootArgs();
+  if (!net_config.ok()) return 2;
+  auto info = net::Start(*net_config).Block();
+  if (info.status != net::Status::kOk) {
+    std::printf("apgas: place %u: network: %s\n", config->self, net::StatusName(info.status));
+    return 1;
+  }
+#endif
+  // Receivers before the transport: peers may talk as soon as it starts.
+  (void)ebb::Messenger::Get()->Self();
+  auto runtime = detail::Runtime::Get();
+  runtime->SetPlaces(all);
+  if (auto r = am::Start(*config); !r.ok()) {
+    std::printf("apgas: place %u: cannot start the transport: %s\n", config->self, ErrorName(r.error()));
+    return 1;
+  }
+  if (config->self != 0) {
+    if (!runtime->Join()) return 1;
+    bool ended = runtime->Serve();
+    if (!ended) std::printf("apgas: place %u: place 0 died: the job is over\n", config->self);
+    return ended ? 0 : 1;
+  }
+  if (!runtime->AwaitJoins(120'000)) {
+    runtime->Shutdown();
+    return 1;
+  }
+  int status = 0;
+  try {
+    detail::FinishBlock(std::move(body));
+  } catch (const std::exception& e) {
+    std::printf("apgas: the program failed: %s\n", e.what());
+    status = 1;
+  }
+  runtime->Shutdown();
+  return status;
+}
+
+}  // namespace fox::apgas

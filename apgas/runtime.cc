@@ -1,0 +1,403 @@
+// The APGAS runtime of one place (runtime.h): messages, activities, `at`,
+// and the job's life (joins, shutdown). The finish's counting is in
+// finish.cc.
+#include "runtime.h"
+
+#include <cxxabi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <typeinfo>
+
+#include "fox/core.h"
+#include "fox/ebb/messenger.h"
+#include "fox/ebb/rpc.h"
+#include "fox/event.h"
+#include "fox/log.h"
+#include "fox/net/am.h"
+#include "fox/timer.h"
+
+namespace fox::apgas {
+namespace detail {
+namespace {
+
+std::string Demangle(const char* name) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string out = status == 0 && d != nullptr ? d : name;
+  std::free(d);
+  return out;
+}
+
+std::vector<uint8_t> Header(FinishKey f) {
+  std::vector<uint8_t> bytes;
+  OutArchive out(bytes);
+  out(f);
+  return bytes;
+}
+
+ebb::EbbRef<ebb::Messenger> Messenger() { return ebb::Messenger::Get(); }
+
+// Sends a message to the runtime at `place`, as a large message when it
+// does not fit in one. Event context (may block for the window).
+Result<void> SendTo(uint32_t place, uint16_t handler, const std::vector<uint8_t>& bytes) {
+  if (bytes.size() <= net::kMaxMessageBytes) {
+    auto r = am::SendWait(place, ebb::kApgasRuntimeId, handler, bytes.data(), bytes.size());
+    if (r.ok()) am::Flush(place);
+    return r;
+  }
+  return Messenger()->SendLarge(place, ebb::kApgasRuntimeId, handler, bytes.data(), bytes.size());
+}
+
+}  // namespace
+
+std::vector<ExceptionInfo> Describe(std::exception_ptr e, Place where) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const DeadPlaceException& d) {
+    return {{1, d.place().id, "fox::apgas::DeadPlaceException", d.what()}};
+  } catch (const RemoteException& r) {
+    return {{0, r.place().id, r.type(), r.what()}};
+  } catch (const MultipleExceptions& m) {
+    std::vector<ExceptionInfo> all;
+    for (const auto& inner : m.exceptions()) {
+      for (auto& i : Describe(inner, where)) all.push_back(std::move(i));
+    }
+    return all;
+  } catch (const std::exception& x) {
+    return {{0, where.id, Demangle(typeid(x).name()), x.what()}};
+  } catch (...) {
+    const std::type_info* t = abi::__cxa_current_exception_type();
+    return {{0, where.id, t != nullptr ? Demangle(t->name()) : "unknown", "(not a std::exception)"}};
+  }
+}
+
+std::exception_ptr Rebuild(const ExceptionInfo& info) {
+  if (info.dead != 0) return std::make_exception_ptr(DeadPlaceException(Place{info.place}));
+  return std::make_exception_ptr(RemoteException(Place{info.place}, info.type, info.what));
+}
+
+Activity* Current() { return static_cast<Activity*>(event::Local()); }
+
+Runtime::Runtime() : core_(core::Current()) {
+  (void)ebb::Rpc::Get()->pending();  // `at` and joins need the Rpc Ebb here
+  auto on_message = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+    OnMessage(from, handler, data, length);
+  };
+  if (auto r = Messenger()->Listen(ebb::kApgasRuntimeId, on_message, core_); !r.ok()) {
+    LOG_ERROR("apgas: cannot receive messages: %s", ErrorName(r.error()));
+  }
+  auto on_large = [this](NodeId from, uint16_t handler, std::vector<uint8_t> data) {
+    OnMessage(from, handler, data.data(), data.size());
+  };
+  if (auto r = Messenger()->ListenLarge(ebb::kApgasRuntimeId, on_large, core_); !r.ok()) {
+    LOG_ERROR("apgas: cannot receive large messages: %s", ErrorName(r.error()));
+  }
+  subscription_ = am::OnPeerState(
+      [this](NodeId node, am::PeerState state) {
+        if (state == am::PeerState::kDead) OnDeath(node);
+      },
+      core_);
+}
+
+Runtime::~Runtime() {
+  am::StopPeerState(subscription_);
+  Messenger()->StopListening(ebb::kApgasRuntimeId);
+  Messenger()->StopListeningLarge(ebb::kApgasRuntimeId);
+}
+
+void Runtime::SetPlaces(std::vector<Place> places) {
+  SpinGuard g(lock_);
+  places_ = std::move(places);
+}
+
+std::vector<Place> Runtime::places() const {
+  SpinGuard g(lock_);
+  return places_;
+}
+
+bool Runtime::IsDead(uint32_t place) const {
+  SpinGuard g(lock_);
+  return dead_.count(place) != 0;
+}
+
+Runtime::Stats Runtime::stats() const {
+  SpinGuard g(lock_);
+  return stats_;
+}
+
+int Runtime::NextCore() {
+  int online = core::Online();
+  int app = online - core::KernelCores();
+  if (app <= 0) return core::Current();
+  return core::KernelCores() + int(next_core_.fetch_add(1, std::memory_order_relaxed) % uint32_t(app));
+}
+
+void Runtime::Launch(FinishKey f, Function<void()> body) {
+  event::SpawnRemote(NextCore(), [this, f, body = std::move(body)]() mutable {
+    Activity a{f};
+    event::Local() = &a;
+    std::exception_ptr error;
+    try {
+      body();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    event::Local() = nullptr;
+    Done(f, error);
+  });
+}
+
+// ---- messages ----
+
+void Runtime::OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+  switch (handler) {
+    case kSpawn: return OnSpawn(from, data, length);
+    case kAt: return OnAt(from, data, length);
+    case kReport:
+    case kRelease: {
+      FinishKey f;
+      Report report;
+      try {
+        InArchive in(data, length);
+        in(f);
+        if (handler == kReport) in(report);
+      } catch (const std::exception&) {
+        SpinGuard g(lock_);
+        ++stats_.malformed;
+        return;
+      }
+      if (handler == kReport) return OnReport(from, f, std::move(report));
+      SpinGuard g(lock_);
+      local_.erase(f);
+      return;
+    }
+    case kJoin: return OnJoin(from, data, length);
+    case kShutdown: {
+      auto request = ebb::Rpc::ParseRequest(data, length);
+      if (!request) return;
+      (void)ebb::Rpc::Reply(from, request->id, nullptr, 0);
+      if (!over_set_.exchange(true)) over_.SetValue(true);
+      return;
+    }
+    default: {
+      SpinGuard g(lock_);
+      ++stats_.malformed;
+    }
+  }
+}
+
+void Runtime::OnSpawn(NodeId from, const uint8_t* data, size_t length) {
+  FinishKey f;
+  size_t header = 0;
+  try {
+    InArchive in(data, length);
+    in(f);
+    header = length - in.remaining();
+  } catch (const std::exception&) {
+    SpinGuard g(lock_);
+    ++stats_.malformed;
+    return;
+  }
+  Received(f, from);
+  std::vector<uint8_t> closure(data + header, data + length);
+  Launch(f, [closure = std::move(closure)] {
+    InArchive in(closure.data(), closure.size());
+    uint64_t id = 0;
+    in(id);
+    Runner run = FindClosure(id);
+    if (run == nullptr) throw std::runtime_error("apgas: a closure this place does not have (different sources?)");
+    run(in, nullptr);
+  });
+}
+
+void Runtime::OnAt(NodeId from, const uint8_t* data, size_t length) {
+  auto request = ebb::Rpc::ParseRequest(data, length);
+  if (!request) return;
+  FinishKey f;
+  size_t header = 0;
+  try {
+    InArchive in(request->body, request->length);
+    in(f);
+    header = request->length - in.remaining();
+  } catch (const std::exception&) {
+    (void)ebb::Rpc::Fail(from, request->id, Error::kCorrupt);
+    return;
+  }
+  Received(f, from);
+  std::vector<uint8_t> closure(request->body + header, request->body + request->length);
+  uint64_t rpc = request->id;
+  // The body's exception goes back to the caller, not to the finish.
+  Launch(f, [from, rpc, closure = std::move(closure)] {
+    std::vector<uint8_t> reply{0};
+    try {
+      InArchive in(closure.data(), closure.size());
+      uint64_t id = 0;
+      in(id);
+      Runner run = FindClosure(id);
+      if (run == nullptr) throw std::runtime_error("apgas: a closure this place does not have (different sources?)");
+      run(in, &reply);
+    } catch (...) {
+      reply.assign(1, 1);
+      OutArchive out(reply);
+      out(Describe(std::current_exception(), here()));
+    }
+    (void)ebb::Rpc::Reply(from, rpc, reply.data(), reply.size());
+  });
+}
+
+// ---- the job ----
+
+void Runtime::OnJoin(NodeId from, const uint8_t* data, size_t length) {
+  auto request = ebb::Rpc::ParseRequest(data, length);
+  if (!request || request->length != 8) return;
+  uint64_t digest;
+  std::memcpy(&digest, request->body, 8);
+  uint8_t welcome = digest == ClosureDigest() ? 1 : 0;
+  bool everyone = false;
+  {
+    SpinGuard g(lock_);
+    if (welcome) {
+      joined_.insert(from);
+    } else if (refusal_.empty()) {
+      refusal_ = "place " + std::to_string(from) + " has other closures than place 0 (built from other sources?)";
+    }
+    size_t expected = places_.size() - 1;
+    everyone = !refusal_.empty() || joined_.size() >= expected;
+  }
+  (void)ebb::Rpc::Reply(from, request->id, &welcome, 1);
+  if (everyone && !all_joined_set_.exchange(true)) all_joined_.SetValue();
+}
+
+bool Runtime::AwaitJoins(uint64_t timeout_ms) {
+  {
+    SpinGuard g(lock_);
+    if (places_.size() <= 1 && !all_joined_set_.exchange(true)) all_joined_.SetValue();
+  }
+  auto joined = all_joined_.GetFuture();
+  auto deadline = timer::Start(timeout_ms * 1'000'000, [this] {
+    if (!all_joined_set_.exchange(true)) all_joined_.SetValue();
+  });
+  joined.Block();
+  timer::Cancel(deadline);
+  SpinGuard g(lock_);
+  if (!refusal_.empty()) {
+    std::printf("apgas: job refused: %s\n", refusal_.c_str());
+    return false;
+  }
+  if (joined_.size() + 1 < places_.size()) {
+    std::printf("apgas: %zu of %zu places joined in %llu ms\n", joined_.size() + 1, places_.size(),
+                (unsigned long long)timeout_ms);
+    return false;
+  }
+  return true;
+}
+
+bool Runtime::Join() {
+  uint64_t digest = ClosureDigest();
+  auto r = ebb::Rpc::Get()->Call(0, ebb::kApgasRuntimeId, kJoin, &digest, sizeof digest, 120'000).Block();
+  if (!r.ok()) {
+    std::printf("apgas: place %u could not join place 0: %s\n", here().id, ErrorName(r.error()));
+    return false;
+  }
+  if (r->size() != 1 || (*r)[0] != 1) {
+    std::printf("apgas: place %u refused by place 0: its closures differ (built from other sources?)\n", here().id);
+    return false;
+  }
+  return true;
+}
+
+bool Runtime::Serve() { return over_.GetFuture().Block(); }
+
+void Runtime::Shutdown() {
+  std::vector<Future<Result<ebb::Rpc::Bytes>>> replies;
+  for (Place p : places()) {
+    if (p == here() || IsDead(p.id)) continue;
+    replies.push_back(ebb::Rpc::Get()->Call(p.id, ebb::kApgasRuntimeId, kShutdown, nullptr, 0, 10'000));
+  }
+  for (auto& r : replies) (void)r.Block();
+}
+
+void Runtime::OnDeath(uint32_t place) {
+  std::vector<Promise<void>> resolve;
+  {
+    SpinGuard g(lock_);
+    if (!dead_.insert(place).second) return;
+    for (auto& [id, h] : home_) {
+      NoteDeathLocked(FinishKey{here().id, id}, h, place);
+      CheckLocked(FinishKey{here().id, id}, h, &resolve);
+    }
+  }
+  for (auto& p : resolve) p.SetValue();
+  if (place == 0 && here().id != 0 && !over_set_.exchange(true)) over_.SetValue(false);
+}
+
+// ---- the API's entry points ----
+
+void SpawnLocal(Function<void()> body) {
+  Activity* a = Current();
+  if (a == nullptr) throw std::logic_error("apgas::async outside an activity");
+  auto rt = Runtime::Get();
+  rt->Spawned(a->finish);
+  rt->Launch(a->finish, std::move(body));
+}
+
+void SpawnRemote(Place place, std::vector<uint8_t> closure) {
+  Activity* a = Current();
+  if (a == nullptr) throw std::logic_error("apgas::asyncAt outside an activity");
+  if (place == here()) {
+    Runtime::Get()->Spawned(a->finish);
+    Runtime::Get()->Launch(a->finish, [closure = std::move(closure)] {
+      InArchive in(closure.data(), closure.size());
+      uint64_t id = 0;
+      in(id);
+      FindClosure(id)(in, nullptr);
+    });
+    return;
+  }
+  if (!Runtime::Get()->Sent(a->finish, place)) return;  // dead: the finish has its DeadPlaceException
+  std::vector<uint8_t> message = Header(a->finish);
+  message.insert(message.end(), closure.begin(), closure.end());
+  if (!SendTo(place.id, kSpawn, message).ok()) {
+    // It died meanwhile: its death makes the count match and names it.
+  }
+}
+
+std::vector<uint8_t> AtRemote(Place place, std::vector<uint8_t> closure) {
+  Activity* a = Current();
+  if (a == nullptr) throw std::logic_error("apgas::at outside an activity");
+  FinishKey f = a->finish;
+  if (!Runtime::Get()->Sent(f, place, false)) throw DeadPlaceException(place);
+  std::vector<uint8_t> message = Header(f);
+  message.insert(message.end(), closure.begin(), closure.end());
+  auto r = ebb::Rpc::Get()->Call(place.id, ebb::kApgasRuntimeId, kAt, message.data(), message.size(), 0).Block();
+  event::Local() = a;  // (restored by the loop too: this event's own)
+  if (!r.ok()) {
+    if (r.error() == Error::kNotFound) throw DeadPlaceException(place);
+    throw std::runtime_error(std::string("apgas::at: ") + ErrorName(r.error()));
+  }
+  if (r->empty()) throw std::runtime_error("apgas::at: empty reply");
+  if ((*r)[0] == 0) return std::vector<uint8_t>(r->begin() + 1, r->end());
+  std::vector<ExceptionInfo> errors;
+  try {
+    InArchive in(r->data() + 1, r->size() - 1);
+    in(errors);
+  } catch (const std::exception&) {
+    throw std::runtime_error("apgas::at: malformed exception from place " + std::to_string(place.id));
+  }
+  if (errors.size() == 1) std::rethrow_exception(Rebuild(errors[0]));
+  std::vector<std::exception_ptr> all;
+  for (auto& e : errors) all.push_back(Rebuild(e));
+  throw MultipleExceptions(std::move(all));
+}
+
+}  // namespace detail
+
+Place here() { return Place{am::Self()}; }
+
+std::vector<Place> places() { return detail::Runtime::Get()->places(); }
+
+bool isDead(Place place) { return detail::Runtime::Get()->IsDead(place.id); }
+
+}  // namespace fox::apgas

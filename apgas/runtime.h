@@ -1,0 +1,176 @@
+// Internal: the APGAS runtime of one place, a shared Ebb at kApgasRuntimeId
+// (apgas.h is the API). It keeps the place's share of every finish, runs
+// the activities that arrive, and serves `at`.
+//
+// Finish by counting (apgas.h "finish"). For a finish F, every place keeps
+// Local{live, sent[q], recv[p]}: activities of F alive here, remote
+// activities of F sent to each place and received from each. An activity
+// ending with live reaching 0 sends a Report (cumulative counts, sequence
+// number, the exceptions since the last report) to F's home. The home keeps
+// each place's latest report and declares F terminated when every place it
+// heard of has reported since it last received, and every count of a message
+// from p to q matches at both ends (pairs with a dead place excepted): the
+// first activation after a report is a receive that no report of the
+// receiver counts yet, so a mismatch shows as long as anything runs.
+//
+// Messages (handler ids of kApgasRuntimeId; bodies written with OutArchive):
+//   kSpawn    FinishKey, closure          an activity (large if it must)
+//   kAt       Rpc request: FinishKey, closure; reply u8 status (0 value,
+//             1 exceptions), then the value or vector<ExceptionInfo>
+//   kReport   FinishKey, Report           to F's home
+//   kRelease  FinishKey                   F terminated: forget it
+//   kJoin     Rpc request: u64 closure digest; reply u8 (1 welcome, 0 refused)
+//   kShutdown Rpc request: empty; the job is over
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fox/apgas/apgas.h"
+#include "fox/ebb/ebb_ref.h"
+#include "fox/ebb/shared_ebb.h"
+#include "fox/ebb/static_ids.h"
+#include "fox/future.h"
+#include "fox/net/node_id.h"
+#include "fox/spinlock.h"
+
+namespace fox::apgas::detail {
+
+enum Handler : uint16_t { kSpawn = 1, kAt, kReport, kRelease, kJoin, kShutdown };
+
+struct FinishKey {
+  uint32_t home = 0;
+  uint64_t id = 0;
+  friend bool operator<(const FinishKey& a, const FinishKey& b) {
+    return a.home != b.home ? a.home < b.home : a.id < b.id;
+  }
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(home, id);
+  }
+};
+
+// An exception on its way to a finish or an `at`.
+struct ExceptionInfo {
+  uint8_t dead = 0;  // 1: DeadPlaceException(place)
+  uint32_t place = 0;
+  std::string type, what;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(dead, place, type, what);
+  }
+};
+std::vector<ExceptionInfo> Describe(std::exception_ptr e, Place where);
+std::exception_ptr Rebuild(const ExceptionInfo& info);
+
+struct Report {
+  uint64_t seq = 0;
+  std::map<uint32_t, uint64_t> sent, recv;
+  std::vector<ExceptionInfo> errors;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(seq, sent, recv, errors);
+  }
+};
+
+// What event::Local points to in an activity.
+struct Activity {
+  FinishKey finish;
+};
+Activity* Current();
+
+class Runtime : public ebb::SharedEbb<Runtime> {
+ public:
+  static ebb::EbbRef<Runtime> Get() { return ebb::EbbRef<Runtime>(ebb::kApgasRuntimeId); }
+
+  Runtime();  // listens on the calling core; before am::Start
+  ~Runtime();
+
+  // ---- the job ----
+  void SetPlaces(std::vector<Place> places);
+  std::vector<Place> places() const;
+  bool IsDead(uint32_t place) const;
+  // Place 0: waits until every other place joined with `digest`; false
+  // (after saying why) on a mismatch or after `timeout_ms`.
+  bool AwaitJoins(uint64_t timeout_ms);
+  // Other places: joins place 0; false if refused or place 0 is gone.
+  bool Join();
+  // Other places: blocks until place 0 ends the job (true) or dies (false).
+  bool Serve();
+  // Place 0: tells every live place the job is over.
+  void Shutdown();
+
+  // ---- finish ----
+  FinishKey NewFinish();                 // at home; its body counts as one live activity
+  void Spawned(FinishKey f);             // one more local activity of f
+  // A remote one (false: `to` is dead, and then, if `record`, the finish
+  // gets its DeadPlaceException; `at` throws it to its caller instead).
+  bool Sent(FinishKey f, Place to, bool record = true);
+  void Done(FinishKey f, std::exception_ptr error);
+  void Wait(FinishKey f);                // at home: until f terminates; throws MultipleExceptions
+
+  // Runs `body` as an activity of `f` on an application core.
+  void Launch(FinishKey f, Function<void()> body);
+
+  struct Stats {
+    uint64_t spawned_remote = 0, received = 0, reports_sent = 0, reports_received = 0, malformed = 0;
+  };
+  Stats stats() const;
+
+ private:
+  struct Local {
+    int64_t live = 0;
+    std::map<uint32_t, uint64_t> sent, recv;
+    std::vector<ExceptionInfo> errors;        // for a remote home
+    std::vector<std::exception_ptr> raised;   // at home: kept as thrown
+    uint64_t seq = 0;
+  };
+  struct Home {
+    std::map<uint32_t, Report> latest;
+    std::vector<std::exception_ptr> errors;
+    std::set<uint32_t> dead_counted;
+    Promise<void> done;
+    Future<void> waiter;  // done's, taken by Wait
+    bool finished = false;
+  };
+
+  void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
+  void OnSpawn(NodeId from, const uint8_t* data, size_t length);
+  void OnAt(NodeId from, const uint8_t* data, size_t length);
+  void OnReport(uint32_t from, FinishKey f, Report report);
+  void OnJoin(NodeId from, const uint8_t* data, size_t length);
+  void OnDeath(uint32_t place);
+  void Received(FinishKey f, uint32_t from);
+  // At home, lock held: whether f has terminated; if so, resolves it.
+  void CheckLocked(FinishKey f, Home& h, std::vector<Promise<void>>* resolve) REQUIRES(lock_);
+  // At home: whether dead place `d` may have taken activities of f with it
+  // (more sent to it than it reported received); if so, f gets (once) a
+  // DeadPlaceException naming it.
+  void NoteDeathLocked(FinishKey f, Home& h, uint32_t d) REQUIRES(lock_);
+  int NextCore();
+
+  int core_;
+  uint64_t subscription_ = 0;
+  mutable SpinLock lock_;
+  std::vector<Place> places_ GUARDED_BY(lock_);
+  std::set<uint32_t> dead_ GUARDED_BY(lock_);
+  std::map<FinishKey, Local> local_ GUARDED_BY(lock_);
+  std::map<uint64_t, Home> home_ GUARDED_BY(lock_);
+  uint64_t next_finish_ GUARDED_BY(lock_) = 1;
+  std::set<uint32_t> joined_ GUARDED_BY(lock_);
+  std::string refusal_ GUARDED_BY(lock_);
+  Stats stats_ GUARDED_BY(lock_);
+  Promise<void> all_joined_;
+  std::atomic<bool> all_joined_set_{false};
+  Promise<bool> over_;  // Serve's result
+  std::atomic<bool> over_set_{false};
+  std::atomic<uint32_t> next_core_{0};
+};
+
+}  // namespace fox::apgas::detail

@@ -1,0 +1,189 @@
+// apgas_node: the APGAS runtime's tests (tests/apgas/tests.cmake), one
+// program built as a node image and as a hosted Linux program. Every place
+// runs it; place 0 runs the checks named on its command line, in order:
+//   basic      nested finish, local and remote asyncs, fan-out with a message
+//              back, tree fan-out, at returning values (numbers, strings) and
+//              rethrowing exceptions, exception aggregation by finish
+//   kill,K     place K dies (std::_Exit) inside a fan-out: the finish throws
+//              a DeadPlaceException naming K (and nothing else), every other
+//              place's activities have run when it returns, and at(K) throws
+//              DeadPlaceException at once
+// Prints "apgas_node: CHECK FAILED ..." and exits 1 on a failed check.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "fox/apgas/apgas.h"
+#include "fox/clock.h"
+
+namespace {
+
+using fox::apgas::Place;
+
+#define CHECK(cond)                                                                     \
+  do {                                                                                  \
+    if (!(cond)) {                                                                      \
+      std::printf("apgas_node: CHECK FAILED: %s at %s:%d\n", #cond, __FILE__, __LINE__); \
+      std::fflush(stdout);                                                              \
+      std::exit(1);                                                                     \
+    }                                                                                   \
+  } while (0)
+
+// Bumped by activities that place 0 sends back to itself.
+std::atomic<uint64_t> g_arrived{0};
+std::atomic<uint64_t> g_local{0};
+
+void Arrive() { g_arrived.fetch_add(1); }
+
+void Basic() {
+  auto places = fox::apgas::places();
+  uint64_t n = places.size();
+  std::printf("apgas: %llu places\n", (unsigned long long)n);
+
+  // Nested finish with local asyncs: every inner one done when its finish returns.
+  g_local = 0;
+  fox::apgas::finish([] {
+    for (int i = 0; i < 10; ++i) {
+      fox::apgas::async([] {
+        fox::apgas::finish([] {
+          for (int j = 0; j < 10; ++j) fox::apgas::async([] { g_local.fetch_add(1); });
+        });
+        g_local.fetch_add(1000);
+      });
+    }
+  });
+  CHECK(g_local.load() == 10 * 1000 + 100);
+
+  // Fan-out with a message back: each place sends an activity back to place 0.
+  g_arrived = 0;
+  fox::apgas::finish([&] {
+    for (Place p : places) {
+      fox::apgas::asyncAt(p, [] { fox::apgas::asyncAt(Place{0}, [] { Arrive(); }); });
+    }
+  });
+  CHECK(g_arrived.load() == n);
+  std::printf("apgas: fan-out to %llu places, %llu messages back before the finish returned\n",
+              (unsigned long long)n, (unsigned long long)g_arrived.load());
+
+  // Fan-out fan-out: every place spawns at every place, each sends one back.
+  g_arrived = 0;
+  fox::apgas::finish([&] {
+    for (Place p : places) {
+      fox::apgas::asyncAt(p, [](std::vector<Place> all) {
+        for (Place q : all) fox::apgas::asyncAt(q, [] { fox::apgas::asyncAt(Place{0}, [] { Arrive(); }); });
+      }, places);
+    }
+  });
+  CHECK(g_arrived.load() == n * n);
+  std::printf("apgas: fan-out fan-out: %llu activities back at place 0\n", (unsigned long long)g_arrived.load());
+
+  // at: values and strings both ways.
+  for (Place p : places) {
+    int v = fox::apgas::at(p, [](int x) { return x * 2 + int(fox::apgas::here().id); }, 21);
+    CHECK(v == 42 + int(p.id));
+    std::string s = fox::apgas::at(p, [](std::string w) { return w + " from " + std::to_string(fox::apgas::here().id); },
+                                   std::string("hello"));
+    CHECK(s == "hello from " + std::to_string(p.id));
+  }
+  std::printf("apgas: at returned values from %llu places\n", (unsigned long long)n);
+
+  // at rethrows the remote exception, by type name and message.
+  Place last = places.back();
+  bool caught = false;
+  try {
+    (void)fox::apgas::at(last, []() -> int { throw std::invalid_argument("no such thing"); });
+  } catch (const fox::apgas::RemoteException& e) {
+    caught = e.type() == "std::invalid_argument" && std::string(e.what()) == "no such thing" && e.place() == last;
+  } catch (const std::invalid_argument&) {
+    caught = last.id == 0;  // at(here) runs directly
+  }
+  CHECK(caught);
+
+  // finish gathers every activity's exception.
+  bool gathered = false;
+  try {
+    fox::apgas::finish([&] {
+      for (Place p : places) {
+        fox::apgas::asyncAt(p, [] { throw std::runtime_error("boom at " + std::to_string(fox::apgas::here().id)); });
+      }
+    });
+  } catch (const fox::apgas::MultipleExceptions& m) {
+    size_t right = 0;
+    for (auto& e : m.exceptions()) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const fox::apgas::RemoteException& r) {
+        right += r.type() == "std::runtime_error" && std::string(r.what()) == "boom at " + std::to_string(r.place().id);
+      } catch (const std::runtime_error& r) {
+        right += std::string(r.what()) == "boom at 0";
+      }
+    }
+    gathered = m.exceptions().size() == n && right == n;
+    std::printf("apgas: finish gathered %zu exceptions: %s\n", m.exceptions().size(), m.what());
+  }
+  CHECK(gathered);
+  std::printf("apgas: basic: PASS\n");
+}
+
+void Kill(uint32_t victim) {
+  auto places = fox::apgas::places();
+  g_arrived = 0;
+  uint64_t t0 = fox::clock::NowNs();
+  bool dead_named = false;
+  size_t others = 0;
+  try {
+    fox::apgas::finish([&] {
+      for (Place p : places) {
+        if (p.id == victim) {
+          fox::apgas::asyncAt(p, [] {
+            std::printf("apgas_node: place %u dies now\n", fox::apgas::here().id);
+            std::fflush(stdout);
+            std::_Exit(9);
+          });
+        } else {
+          fox::apgas::asyncAt(p, [] { fox::apgas::asyncAt(Place{0}, [] { Arrive(); }); });
+        }
+      }
+    });
+  } catch (const fox::apgas::MultipleExceptions& m) {
+    dead_named = m.HasDeadPlace(Place{victim});
+    others = m.exceptions().size() - m.DeadPlaces();
+    std::printf("apgas: the finish threw: %s\n", m.what());
+  }
+  uint64_t ms = (fox::clock::NowNs() - t0) / 1'000'000;
+  std::printf("apgas: place %u died inside a fan-out: DeadPlaceException %s, %zu other exceptions, %llu of %zu "
+              "activities back, %llu ms\n",
+              victim, dead_named ? "named it" : "MISSING", others, (unsigned long long)g_arrived.load(),
+              places.size() - 1, (unsigned long long)ms);
+  CHECK(dead_named && others == 0 && g_arrived.load() == places.size() - 1);
+  CHECK(fox::apgas::isDead(Place{victim}));
+  bool threw = false;
+  try {
+    (void)fox::apgas::at(Place{victim}, [] { return 1; });
+  } catch (const fox::apgas::DeadPlaceException& e) {
+    threw = e.place() == Place{victim};
+  }
+  CHECK(threw);
+  std::printf("apgas: at(dead place %u) threw DeadPlaceException\n", victim);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return fox::apgas::Main(argc, argv, [argc, argv] {
+    for (int i = 1; i < argc; ++i) {
+      std::string step = argv[i];
+      if (step == "basic") {
+        Basic();
+      } else if (step.rfind("kill,", 0) == 0) {
+        Kill(uint32_t(std::strtoul(step.c_str() + 5, nullptr, 10)));
+      } else {
+        std::printf("apgas_node: unknown step '%s' (basic, kill,K)\n", step.c_str());
+        std::exit(2);
+      }
+    }
+    std::printf("apgas_node: done\n");
+  });
+}

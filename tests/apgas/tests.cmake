@@ -1,0 +1,26 @@
+# The APGAS runtime (apgas/): tests/apgas/apgas_node.cc at every place.
+# Hosted: places are Linux processes on 127.0.0.1 (no root, no QEMU).
+# Native: places are QEMU nodes joined by the hub on 127.0.0.1 (no root).
+set(apgas_hosted ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py)
+
+add_test(NAME hosted.apgas_basic COMMAND ${apgas_hosted} --nodes 4 --timeout 120
+  --expect "0:apgas: fan-out to 4 places, 4 messages back before the finish returned"
+  --expect "0:apgas: fan-out fan-out: 16 activities back at place 0"
+  --expect "0:apgas: finish gathered 4 exceptions" --expect "0:apgas: basic: PASS"
+  $<TARGET_FILE:apgas_node> basic)
+set_tests_properties(hosted.apgas_basic PROPERTIES LABELS hosted TIMEOUT 180)
+
+# A place dies (exits) inside a fan-out: the finish names it, and only it,
+# once the detector declares it dead; everything else ran.
+add_test(NAME hosted.apgas_kill COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 2
+  --expect "0:apgas: place 2 died inside a fan-out: DeadPlaceException named it, 0 other exceptions, 3 of 3 activities back"
+  --expect "0:apgas: at\\(dead place 2\\) threw DeadPlaceException" --expect "0:apgas_node: done"
+  $<TARGET_FILE:apgas_node> basic kill,2)
+set_tests_properties(hosted.apgas_kill PROPERTIES LABELS hosted TIMEOUT 180)
+
+fox_cluster_test(apgas_basic NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- basic" TIMEOUT 120
+  EXPECT "0:apgas: fan-out to 3 places, 3 messages back before the finish returned"
+         "0:apgas: fan-out fan-out: 9 activities back at place 0" "0:apgas: basic: PASS")
+fox_cluster_test(apgas_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- kill,1" TIMEOUT 120 KILLED 1
+  EXPECT "0:apgas: place 1 died inside a fan-out: DeadPlaceException named it, 0 other exceptions, 2 of 2 activities back"
+         "0:apgas: at\\(dead place 1\\) threw DeadPlaceException")
