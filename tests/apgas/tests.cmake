@@ -24,3 +24,12 @@ fox_cluster_test(apgas_basic NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- basic
 fox_cluster_test(apgas_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- kill,1" TIMEOUT 120 KILLED 1
   EXPECT "0:apgas: place 1 died inside a fan-out: DeadPlaceException named it, 0 other exceptions, 2 of 2 activities back"
          "0:apgas: at\\(dead place 1\\) threw DeadPlaceException")
+
+# A capture that cannot be serialized is a compile-time error with a readable
+# message (the file must fail to compile, saying why).
+add_test(NAME apgas.capture_not_serializable
+  COMMAND ${CMAKE_CXX_COMPILER} -std=c++20 -fsyntax-only -I${CMAKE_SOURCE_DIR}/apgas/include
+          -I${CMAKE_SOURCE_DIR}/ebb/include -I${CMAKE_SOURCE_DIR}/net/include -I${CMAKE_SOURCE_DIR}/kernel/include
+          ${CMAKE_CURRENT_SOURCE_DIR}/bad_capture.cc)
+set_tests_properties(apgas.capture_not_serializable PROPERTIES LABELS unit TIMEOUT 120
+  PASS_REGULAR_EXPRESSION "a value sent to another place must be cereal-serializable or trivially copyable")

@@ -142,7 +142,8 @@ class Loaded {
       constructed_ = true;
       ar(get());
     } else {
-      static_assert(std::is_trivially_copyable_v<T>, "apgas: a cereal type sent between places needs a default constructor");
+      static_assert(!kCereal<T> || std::is_trivially_copyable_v<T>,
+                    "apgas: a cereal type sent between places needs a default constructor");
       ar.loadBinary(storage_, sizeof(T));
       constructed_ = true;
     }
