@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Finish benchmark (make bench B=finish): BenchMicro's patterns on the
+APGAS runtime, and Ray's tasks as the peer a user would pick instead.
+
+For 2, 4 and 8 hosted places (Linux processes of tests/bench/apgas_bench.cc
+on 127.0.0.1, one core each, on this machine's cores) prints, per pattern,
+  finish.PATTERN_none_Np_us       microseconds per round (the finish included)
+  finish.PATTERN_none_Np_rate     activities per second
+and, with the same number of Ray worker processes in the same run, the
+fan-out pattern (N tasks with a result back, ray.get of all):
+  finish.ray_fanout_Np_rate       tasks per second
+  finish.fanout_vs_ray_ratio      fox's fan-out rate / Ray's, at 4 places
+Ray comes from PyPI (installed on the first run if missing). Modes other
+than `none` (place0, optimistic) are not built yet: their ratios will be
+printed as finish.PATTERN_MODE_Np_ratio when they are.
+"""
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "boot"))
+from cluster import free_port_range  # noqa: E402
+
+PROGRAM = os.path.join(ROOT, "build", "host", "tests", "bench", "apgas_bench")
+LINE = re.compile(r"bench: (\w+) (\d+) places: ([0-9.]+) us per round, ([0-9.]+) activities per second")
+PLACES = (2, 4, 8)
+
+
+def run_fox(n, rounds):
+    base = free_port_range(n)
+    peers = "fox.peers=" + ",".join("%d@127.0.0.1:%d" % (i, base + i) for i in range(n))
+    procs = []
+    for i in range(n):
+        env = dict(os.environ, FOX_CORES="1", FOX_ARGS="fox.node=%d fox.amport=%d %s" % (i, base + i, peers))
+        procs.append(subprocess.Popen([PROGRAM, str(rounds)], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
+    out = procs[0].communicate(timeout=600)[0]
+    for p in procs[1:]:
+        p.communicate(timeout=60)
+    if procs[0].returncode != 0:
+        sys.exit("bench finish: %d places failed:\n%s" % (n, out))
+    return {m.group(1): (float(m.group(3)), float(m.group(4))) for m in LINE.finditer(out)}
+
+
+def ensure_ray():
+    try:
+        import ray  # noqa: F401
+        return True
+    except ImportError:
+        pass
+    print("# finish: installing Ray from PyPI (first run)", flush=True)
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "ray"], capture_output=True, text=True)
+    if r.returncode != 0:
+        print("# finish: Ray could not be installed: %s" % r.stderr.strip()[-300:])
+        return False
+    return True
+
+
+def run_ray(n, rounds):
+    import ray
+    ray.init(num_cpus=n, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    try:
+        @ray.remote
+        def task():
+            return None
+
+        ray.get([task.remote() for _ in range(n * 4)])  # workers up, warm
+        t0 = time.perf_counter()
+        for _ in range(rounds):
+            ray.get([task.remote() for _ in range(n)])
+        s = time.perf_counter() - t0
+    finally:
+        ray.shutdown()
+    return n * rounds / s
+
+
+def main():
+    if not os.path.exists(PROGRAM):
+        sys.exit("bench finish: %s missing; run make first" % PROGRAM)
+    fox_fanout = {}
+    for n in PLACES:
+        figures = run_fox(n, 200)
+        for pattern, (us, rate) in sorted(figures.items()):
+            print("finish.%s_none_%dp_us %.1f us" % (pattern, n, us))
+            print("finish.%s_none_%dp_rate %.0f activities/s" % (pattern, n, rate))
+        fox_fanout[n] = figures["fanout"][1]
+    if not ensure_ray():
+        return
+    ray_rates = {}
+    for n in (2, 4):
+        ray_rates[n] = run_ray(n, 100)
+        print("finish.ray_fanout_%dp_rate %.0f tasks/s" % (n, ray_rates[n]))
+    print("finish.fanout_vs_ray_ratio %.1f x" % (fox_fanout[4] / ray_rates[4]))
+
+
+if __name__ == "__main__":
+    main()
