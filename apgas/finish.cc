@@ -142,10 +142,21 @@ void Runtime::CheckLocked(FinishKey f, Home& h, std::vector<Promise<void>>* reso
   for (auto& [p, rep] : h.latest) {
     if (dead_.count(p) != 0) continue;
     for (auto& [q, n] : rep.sent) {
-      if (dead_.count(q) == 0 && count(q, false, p) != n) return;
+      if (dead_.count(q) == 0 && count(q, false, p) != n) return;  // lost with q if it died
     }
     for (auto& [q, n] : rep.recv) {
       if (dead_.count(q) == 0 && count(q, true, p) != n) return;
+    }
+  }
+  // Orphans: what each live place received from a dead one, by the final
+  // counts of the flush, must be in its latest report.
+  for (uint32_t d : dead_) {
+    auto pending = flush_pending_.find(d);
+    if (pending != flush_pending_.end() && !pending->second.empty()) return;
+    auto final = h.from_dead.find(d);
+    if (final == h.from_dead.end()) continue;
+    for (auto& [p, n] : final->second) {
+      if (dead_.count(p) == 0 && count(p, false, d) != n) return;
     }
   }
   h.finished = true;

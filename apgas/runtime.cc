@@ -174,6 +174,7 @@ void Runtime::OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size
       return;
     }
     case kJoin: return OnJoin(from, data, length);
+    case kFlush: return OnFlush(from, data, length);
     case kShutdown: {
       auto request = ebb::Rpc::ParseRequest(data, length);
       if (!request) return;
@@ -320,17 +321,70 @@ void Runtime::Shutdown() {
 }
 
 void Runtime::OnDeath(uint32_t place) {
-  std::vector<Promise<void>> resolve;
+  std::vector<uint32_t> ask;
   {
     SpinGuard g(lock_);
     if (!dead_.insert(place).second) return;
-    for (auto& [id, h] : home_) {
-      NoteDeathLocked(FinishKey{here().id, id}, h, place);
-      CheckLocked(FinishKey{here().id, id}, h, &resolve);
+    for (Place p : places_) {
+      if (dead_.count(p.id) == 0) ask.push_back(p.id);
+    }
+    flush_pending_[place] = std::set<uint32_t>(ask.begin(), ask.end());
+    for (auto& [id, h] : home_) NoteDeathLocked(FinishKey{here().id, id}, h, place);
+  }
+  if (place == 0 && here().id != 0 && !over_set_.exchange(true)) over_.SetValue(false);
+  // Ask every live place (this one too, through its own mailbox, so that
+  // what d sent here before is counted first) for its final counts.
+  for (uint32_t q : ask) {
+    uint32_t dead = place;
+    ebb::Rpc::Get()->Call(q, ebb::kApgasRuntimeId, kFlush, &dead, sizeof dead, 60'000).Then([this, dead, q](auto f) {
+      Result<ebb::Rpc::Bytes> r = f.Get();
+      std::vector<std::pair<uint64_t, uint64_t>> counts;
+      if (r.ok()) {
+        try {
+          InArchive in(r->data(), r->size());
+          in(counts);
+        } catch (const std::exception&) {
+          counts.clear();
+        }
+      }
+      Flushed(dead, q, counts);  // failed (q died too): nothing came from d there that counts
+    });
+  }
+}
+
+void Runtime::OnFlush(NodeId from, const uint8_t* data, size_t length) {
+  auto request = ebb::Rpc::ParseRequest(data, length);
+  if (!request || request->length != 4) return;
+  uint32_t dead;
+  std::memcpy(&dead, request->body, 4);
+  if (dead != here().id) am::DeclareDead(dead);  // nothing more from it
+  std::vector<std::pair<uint64_t, uint64_t>> counts;
+  {
+    SpinGuard g(lock_);
+    for (auto& [f, l] : local_) {
+      if (f.home != from) continue;
+      auto c = l.recv.find(dead);
+      if (c != l.recv.end() && c->second != 0) counts.emplace_back(f.id, c->second);
     }
   }
+  std::vector<uint8_t> reply;
+  OutArchive out(reply);
+  out(counts);
+  (void)ebb::Rpc::Reply(from, request->id, reply.data(), reply.size());
+}
+
+void Runtime::Flushed(uint32_t dead, uint32_t place, const std::vector<std::pair<uint64_t, uint64_t>>& counts) {
+  std::vector<Promise<void>> resolve;
+  {
+    SpinGuard g(lock_);
+    for (auto& [id, n] : counts) {
+      auto h = home_.find(id);
+      if (h != home_.end()) h->second.from_dead[dead][place] = n;
+    }
+    flush_pending_[dead].erase(place);
+    for (auto& [id, h] : home_) CheckLocked(FinishKey{here().id, id}, h, &resolve);
+  }
   for (auto& p : resolve) p.SetValue();
-  if (place == 0 && here().id != 0 && !over_set_.exchange(true)) over_.SetValue(false);
 }
 
 // ---- the API's entry points ----

@@ -21,6 +21,21 @@
 //   kRelease  FinishKey                   F terminated: forget it
 //   kJoin     Rpc request: u64 closure digest; reply u8 (1 welcome, 0 refused)
 //   kShutdown Rpc request: empty; the job is over
+//   kFlush    Rpc request: u32 dead place d; reply vector<pair<u64, u64>>:
+//             for each finish homed at the asker, how many activities this
+//             place received from d
+//
+// Orphans of a dead place. When d dies, activities it sent may be on their
+// way: delivered and acknowledged (in a receive mailbox) but not counted
+// yet. A finish cannot tell those from none, so the home of every finish
+// asks every live place to flush d: the place declares d dead (its later
+// frames are dropped) and answers in its runtime's mailbox order, after
+// every message from d that arrived before (the Messenger and the runtime
+// share that core and its mailbox, large messages included). The answers
+// are final counts; a finish then also waits until each place's report
+// accounts for every activity it received from d (happens-before
+// invariance for orphans). Activities of a finish whose *home* died are
+// not adopted yet (their parent finish may return before they end).
 #pragma once
 
 #include <atomic>
@@ -42,7 +57,7 @@
 
 namespace fox::apgas::detail {
 
-enum Handler : uint16_t { kSpawn = 1, kAt, kReport, kRelease, kJoin, kShutdown };
+enum Handler : uint16_t { kSpawn = 1, kAt, kReport, kRelease, kJoin, kShutdown, kFlush };
 
 struct FinishKey {
   uint32_t home = 0;
@@ -135,6 +150,9 @@ class Runtime : public ebb::SharedEbb<Runtime> {
     std::map<uint32_t, Report> latest;
     std::vector<std::exception_ptr> errors;
     std::set<uint32_t> dead_counted;
+    // Per dead place d: how many activities each live place received from
+    // d, final (kFlush answers).
+    std::map<uint32_t, std::map<uint32_t, uint64_t>> from_dead;
     Promise<void> done;
     Future<void> waiter;  // done's, taken by Wait
     bool finished = false;
@@ -146,6 +164,8 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   void OnReport(uint32_t from, FinishKey f, Report report);
   void OnJoin(NodeId from, const uint8_t* data, size_t length);
   void OnDeath(uint32_t place);
+  void OnFlush(NodeId from, const uint8_t* data, size_t length);
+  void Flushed(uint32_t dead, uint32_t place, const std::vector<std::pair<uint64_t, uint64_t>>& counts);
   void Received(FinishKey f, uint32_t from);
   // At home, lock held: whether f has terminated; if so, resolves it.
   void CheckLocked(FinishKey f, Home& h, std::vector<Promise<void>>* resolve) REQUIRES(lock_);
@@ -160,6 +180,8 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   mutable SpinLock lock_;
   std::vector<Place> places_ GUARDED_BY(lock_);
   std::set<uint32_t> dead_ GUARDED_BY(lock_);
+  // Per dead place: the live places whose kFlush answer is awaited.
+  std::map<uint32_t, std::set<uint32_t>> flush_pending_ GUARDED_BY(lock_);
   std::map<FinishKey, Local> local_ GUARDED_BY(lock_);
   std::map<uint64_t, Home> home_ GUARDED_BY(lock_);
   uint64_t next_finish_ GUARDED_BY(lock_) = 1;

@@ -4,6 +4,11 @@
 //   basic      nested finish, local and remote asyncs, fan-out with a message
 //              back, tree fan-out, at returning values (numbers, strings) and
 //              rethrowing exceptions, exception aggregation by finish
+//   orphans,K  place K sends an activity to every other place and dies at
+//              once: those orphans (each sleeps 3 s, longer than the
+//              detector takes, then sends one back to place 0) must all have
+//              ended when the finish returns (happens-before invariance):
+//              nothing arrives after it
 //   kill,K     place K dies (std::_Exit) inside a fan-out: the finish throws
 //              a DeadPlaceException naming K (and nothing else), every other
 //              place's activities have run when it returns, and at(K) throws
@@ -17,6 +22,8 @@
 
 #include "fox/apgas/apgas.h"
 #include "fox/clock.h"
+#include "fox/event.h"
+#include "fox/timer.h"
 
 namespace {
 
@@ -169,6 +176,50 @@ void Kill(uint32_t victim) {
   std::printf("apgas: at(dead place %u) threw DeadPlaceException\n", victim);
 }
 
+void SleepMs(uint64_t ms) {
+  fox::event::Block([ms](fox::event::Continuation c) {
+    auto* k = new fox::event::Continuation(std::move(c));
+    fox::timer::Start(ms * 1'000'000, [k] {
+      k->Resume();
+      delete k;
+    });
+  });
+}
+
+void Orphans(uint32_t victim) {
+  auto places = fox::apgas::places();
+  g_arrived = 0;
+  bool dead_named = false;
+  try {
+    fox::apgas::finish([&] {
+      fox::apgas::asyncAt(Place{victim}, [](std::vector<Place> all) {
+        for (Place q : all) {
+          if (q == fox::apgas::here()) continue;
+          fox::apgas::asyncAt(q, [] {
+            SleepMs(3000);
+            fox::apgas::asyncAt(Place{0}, [] { Arrive(); });
+          });
+        }
+        fox::apgas::asyncAt(fox::apgas::here(), [] {
+          SleepMs(50);  // let the orphans leave
+          std::printf("apgas_node: place %u dies now, its orphans running\n", fox::apgas::here().id);
+          std::fflush(stdout);
+          std::_Exit(9);
+        });
+      }, places);
+    });
+  } catch (const fox::apgas::MultipleExceptions& m) {
+    dead_named = m.HasDeadPlace(Place{victim});
+  }
+  uint64_t at_return = g_arrived.load();
+  SleepMs(1500);  // an orphan still running would send its activity back meanwhile
+  uint64_t later = g_arrived.load();
+  std::printf("apgas: orphans of dead place %u: %llu of %zu ended before the finish returned, %llu after; "
+              "DeadPlaceException %s\n", victim, (unsigned long long)at_return, places.size() - 1,
+              (unsigned long long)(later - at_return), dead_named ? "named it" : "MISSING");
+  CHECK(later == at_return && dead_named);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -177,6 +228,8 @@ int main(int argc, char** argv) {
       std::string step = argv[i];
       if (step == "basic") {
         Basic();
+      } else if (step.rfind("orphans,", 0) == 0) {
+        Orphans(uint32_t(std::strtoul(step.c_str() + 8, nullptr, 10)));
       } else if (step.rfind("kill,", 0) == 0) {
         Kill(uint32_t(std::strtoul(step.c_str() + 5, nullptr, 10)));
       } else {

@@ -18,6 +18,13 @@ add_test(NAME hosted.apgas_kill COMMAND ${apgas_hosted} --nodes 4 --timeout 120 
   $<TARGET_FILE:apgas_node> basic kill,2)
 set_tests_properties(hosted.apgas_kill PROPERTIES LABELS hosted TIMEOUT 180)
 
+# Orphans of a place that dies: every activity it sent before dying ends
+# before the finish returns (happens-before invariance).
+add_test(NAME hosted.apgas_orphans COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 3
+  --expect "0:apgas: orphans of dead place 3: [0-9]+ of 3 ended before the finish returned, 0 after; DeadPlaceException named it"
+  $<TARGET_FILE:apgas_node> orphans,3)
+set_tests_properties(hosted.apgas_orphans PROPERTIES LABELS hosted TIMEOUT 180)
+
 fox_cluster_test(apgas_basic NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- basic" TIMEOUT 120
   EXPECT "0:apgas: fan-out to 3 places, 3 messages back before the finish returned"
          "0:apgas: fan-out fan-out: 9 activities back at place 0" "0:apgas: basic: PASS")
