@@ -41,10 +41,10 @@ add_library(fox_kernel OBJECT
 )
 target_sources(fox_kernel PRIVATE
   ebb/errors.cc ebb/id_allocator.cc ebb/local_table.cc ebb/quiescence.cc ebb/registry.cc ebb/stats.cc
-  ebb/loop_hooks.cc)
+  ebb/loop_hooks.cc ebb/local_table_window.cc)
 target_include_directories(fox_kernel PUBLIC kernel/include ebb/include)
 # The Ebb translation table sits at a fixed address whose pages differ per
-# core (kernel/x86_64/paging.h: the per-core window; the hook is in percpu.cc).
+# core (kernel/include/fox/core_window.h; the hook is ebb/local_table_window.cc).
 target_compile_definitions(fox_kernel PUBLIC FOX_EBB_TABLE_ADDRESS=0xFFFFFFFF80000000ull)
 
 include(cmake/lwip.cmake)

@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "fox/core.h"
-#include "fox/ebb/local_table.h"
 #include "fox/log.h"
 #include "fox/panic.h"
 #include "paging.h"
@@ -47,6 +46,8 @@ uintptr_t PageTable() {
   std::memset(*p, 0, mem::kPageSize);
   return reinterpret_cast<uintptr_t>(*p);
 }
+
+void FreePageTable(uintptr_t page) { (void)g_pages.Free(reinterpret_cast<void*>(page)); }
 
 void OnOutOfMemory(size_t size, size_t align) {
   auto s = g_pages.GetStats();
@@ -109,11 +110,10 @@ Result<void> Init(const boot::BootInfo& info) {
       }
     }
   }
-  paging::SetTableAllocator(PageTable);
-  // The boot core's own PML4 and its Ebb table window (paging.h); the other
-  // cores do the same in smp::ApEntry.
+  paging::SetTableAllocator(PageTable, FreePageTable);
+  // The boot core's own PML4 with its per-core window (paging.h); smp.cc
+  // prepares the other cores' before starting them.
   FOX_TRY(paging::InitCore());
-  ebb::InitCore();
   FOX_TRY(g_heap.Init(&g_pages, core::Current, core::kMaxCores));
   g_heap.SetOomHandler(OnOutOfMemory);
   g_heap.SetErrorHandler(OnHeapError);

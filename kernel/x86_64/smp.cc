@@ -11,7 +11,6 @@
 #include "cpu_init.h"
 #include "fox/clock.h"
 #include "fox/core.h"
-#include "fox/ebb/local_table.h"
 #include "fox/log.h"
 #include "fox/panic.h"
 #include "gdt.h"
@@ -85,10 +84,9 @@ static_assert(offsetof(syscall::CloneArgs, new_sp) == 8 && offsetof(syscall::Clo
   bool kernel_core = core < core::KernelCores();
   percpu::CoreLocal* local = g_waiting[core].local;
   percpu::InitCore(local, core, kernel_core);  // first: the heap needs core::Current()
-  // Then this core's own PML4 (it started on the shared one) and its Ebb
-  // table window, before anything runs Ebb code.
+  // Then this core's own PML4 (it started on the shared one) with its
+  // per-core window.
   if (!paging::InitCore().ok()) Panic("smp: no memory for core %d's page tables", core);
-  ebb::InitCore();
   gdt::InitCore(core);
   interrupts::LoadIdt();
   cpu::InitFeatures();
