@@ -68,7 +68,7 @@ bool UsablePages(const boot::MemoryRegion& r, uint64_t lo, uint64_t hi, uint64_t
 
 }  // namespace
 
-Result<void> Init(const boot::BootInfo& info) {
+Result<void> Init(const boot::BootInfo& info, int max_cores) {
   uintptr_t image_start = reinterpret_cast<uintptr_t>(__image_start);
   uintptr_t image_end = reinterpret_cast<uintptr_t>(__image_end);
   // Span of usable RAM and the region holding the end of the image.
@@ -114,7 +114,7 @@ Result<void> Init(const boot::BootInfo& info) {
   // The boot core's own PML4 with its per-core window (paging.h); smp.cc
   // prepares the other cores' before starting them.
   FOX_TRY(paging::InitCore());
-  FOX_TRY(g_heap.Init(&g_pages, core::Current, core::kMaxCores));
+  FOX_TRY(g_heap.Init(&g_pages, core::Current, std::clamp(max_cores, 1, core::kMaxCores)));
   g_heap.SetOomHandler(OnOutOfMemory);
   g_heap.SetErrorHandler(OnHeapError);
   LOG_DEBUG("mem: usable %llu MiB in [%#llx, %#llx); kernel image %#lx-%#lx, early tables to %#lx",
