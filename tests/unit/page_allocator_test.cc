@@ -176,6 +176,18 @@ TEST_F(PageAllocatorTest, AddFreeCoalescesIntoLargestBlocks) {
   for (int k = 0; k < 16; k++) EXPECT_EQ(s.free_blocks[k], 0u) << k;
 }
 
+// Of two free blocks of one order, the lower is handed out first: a node
+// that uses little memory touches only the bottom of it.
+TEST_F(PageAllocatorTest, LowBlocksFirst) {
+  // Pages [3, kPages - 2): blocks of orders 0, 2, ... at the bottom and of
+  // orders 1, 2, ... at the top.
+  ASSERT_TRUE(pages_.AddFree(base() + 3 * kPageSize, kSpan - 5 * kPageSize).ok());
+  EXPECT_EQ(Addr(pages_.Alloc(0).value()), base() + 3 * kPageSize);
+  EXPECT_EQ(Addr(pages_.Alloc(2).value()), base() + 4 * kPageSize);
+  EXPECT_EQ(Addr(pages_.Alloc(3).value()), base() + 8 * kPageSize);
+  EXPECT_EQ(Addr(pages_.Alloc(1).value()), base() + kSpan - 4 * kPageSize);  // the only order-1 block
+}
+
 TEST_F(PageAllocatorTest, PiecewiseAddFreeMergesWithNeighbours) {
   // Odd-sized pieces in a scrambled order must still end up as one block.
   std::vector<std::pair<size_t, size_t>> pieces;  // (first page, pages)

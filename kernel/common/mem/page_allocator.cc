@@ -179,15 +179,18 @@ Result<void> PageAllocator::AddFree(uintptr_t start, size_t size) {
     if (state != kNotHead && (state & kOrderMask) >= k) return Error::kInvalidArgument;
   }
   // Greedy split into the largest naturally aligned blocks; InsertFree also
-  // merges with blocks added earlier.
-  uintptr_t pfn = start >> kPageShift;
+  // merges with blocks added earlier. Inserted from the top down, so that
+  // of two free blocks of one order the lower one heads its list: memory
+  // is handed out from the bottom of each range up, and a node that uses
+  // little memory touches little of it (on a VM, few of the host's pages).
+  uintptr_t end_pfn = (start >> kPageShift) + count;
   size_t left = count;
   while (left > 0) {
-    int order = std::min({static_cast<int>(std::countr_zero(pfn)),
+    int order = std::min({static_cast<int>(std::countr_zero(end_pfn)),
                           static_cast<int>(std::bit_width(left)) - 1, kMaxOrder});
-    InsertFree(PageIndex(pfn << kPageShift), order);
-    pfn += uintptr_t{1} << order;
+    end_pfn -= uintptr_t{1} << order;
     left -= size_t{1} << order;
+    InsertFree(PageIndex(end_pfn << kPageShift), order);
   }
   total_pages_ += count;
   free_pages_ += count;
