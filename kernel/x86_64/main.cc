@@ -116,7 +116,7 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   tsc::Init();
   cpu::InitFeatures();
   percpu::InitCore(&g_boot_core, 0, true);
-  gdt::InitCore(0);
+  gdt::InitBootCore();
   interrupts::Init();
   Mark("cpu");
   ParseBootInfo(magic, info);
