@@ -43,7 +43,8 @@ constexpr uint64_t kSetUpTimeoutNs = 2000000000;   // an answering core's own se
 // then the hand-over of its C library thread.
 struct Core {
   percpu::CoreLocal* local = nullptr;
-  uint64_t root = 0;  // its PML4 (paging::NewCoreRoot)
+  uint64_t root = 0;   // its PML4 (paging::NewCoreRoot)
+  uintptr_t stack = 0;  // top of its thread's stack (AttachThreads)
   std::atomic<bool> online{false};
   std::atomic<bool> has_thread{false};
   syscall::CloneArgs thread{};
@@ -86,18 +87,20 @@ static_assert(offsetof(syscall::CloneArgs, new_sp) == 8 && offsetof(syscall::Clo
   fox_enter_thread(&t);
 }
 
-// Core `core`'s CoreLocal, page tables and GDT/TSS with IST stacks. Boot
-// core. kNoMemory (nothing kept then).
+// Core `core`'s CoreLocal, page tables, GDT/TSS with IST stacks and its
+// thread's stack. Boot core. kNoMemory (nothing kept then).
 Result<void> Prepare(int core) {
   Core& c = g_cores[core];
   c.local = new (std::nothrow) percpu::CoreLocal{};
-  if (c.local == nullptr) return Error::kNoMemory;
+  c.stack = memory::AllocStack(kThreadStackBytes, "the guard page below a core's stack (stack overflow)");
   auto root = paging::NewCoreRoot();
   auto gdt = root.ok() ? gdt::PrepareCore(core) : Result<void>(Error::kNoMemory);
-  if (!gdt.ok()) {
+  if (c.local == nullptr || c.stack == 0 || !gdt.ok()) {
     if (root.ok()) paging::FreeCoreRoot(*root);
+    if (c.stack != 0) memory::FreeStack(c.stack, kThreadStackBytes);
     delete c.local;
     c.local = nullptr;
+    c.stack = 0;
     return Error::kNoMemory;
   }
   c.root = *root;
@@ -109,9 +112,11 @@ void Unprepare(int core) {
   Core& c = g_cores[core];
   paging::FreeCoreRoot(c.root);
   gdt::ReleaseCore(core);
+  memory::FreeStack(c.stack, kThreadStackBytes);
   delete c.local;
   c.local = nullptr;
   c.root = 0;
+  c.stack = 0;
 }
 
 [[noreturn]] void ApEntry(int core) {
@@ -128,11 +133,19 @@ void Unprepare(int core) {
   if (!kernel_core) lapic::DisableTimer();
   percpu::SetOnline(core, c.local);
   c.online.store(true, std::memory_order_release);
-  // Halted until Clone hands this core its thread and wakes it: spinning
-  // would take the machine (or, emulated, the host's processors) from the
-  // boot core for the rest of its boot. STI's one-instruction shadow keeps
-  // a wake-up that arrives before the HLT pending until the HLT.
-  while (!c.has_thread.load(std::memory_order_acquire)) asm volatile("sti; hlt; cli" ::: "memory");
+  // Halted until Clone hands this core its thread and wakes it with one
+  // kWakeVector IPI: spinning would take the machine (or, emulated, the
+  // host's processors) from the boot core for the rest of its boot. STI's
+  // one-instruction shadow keeps a wake-up that arrives before the HLT
+  // pending until the HLT. The core goes on only once it has taken that
+  // IPI, so none is left pending, and then forgets the interrupts of its
+  // start-up: an application core's count stays 0 while it runs.
+  while (__atomic_load_n(&c.local->vector_counts[lapic::kWakeVector], __ATOMIC_RELAXED) == 0 ||
+         !c.has_thread.load(std::memory_order_acquire)) {
+    asm volatile("sti; hlt; cli" ::: "memory");
+  }
+  __atomic_store_n(&c.local->interrupts, 0, __ATOMIC_RELAXED);
+  for (uint64_t& count : c.local->vector_counts) __atomic_store_n(&count, 0, __ATOMIC_RELAXED);
   EnterThread(c.thread);
 }
 
@@ -345,8 +358,7 @@ Result<void> StartCores(int kernel_cores) {
 
 void AttachThreads() {
   for (int core = 1; core < g_started; ++core) {
-    uintptr_t top = memory::AllocStack(kThreadStackBytes, "the guard page below a core's stack (stack overflow)");
-    if (top == 0) Panic("smp: no memory for core %d's stack", core);
+    uintptr_t top = g_cores[core].stack;  // prepared by StartAll
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstack(&attr, reinterpret_cast<void*>(top - kThreadStackBytes), kThreadStackBytes);
@@ -373,7 +385,7 @@ int64_t Clone(const syscall::CloneArgs& args) {
   if (args.flags & kChildSetTid) *reinterpret_cast<int*>(args.child_tid) = int(tid);
   c.thread = args;
   c.has_thread.store(true, std::memory_order_release);
-  lapic::SendIpi(c.local->apic_id, lapic::kWakeVector);  // it halts until then (ApEntry)
+  lapic::SendIpi(c.local->apic_id, lapic::kWakeVector);  // exactly one: ApEntry waits for it
   return tid;
 }
 

@@ -3,7 +3,7 @@
 // Boot (StartCores): every enabled processor the ACPI MADT lists is started
 // with INIT-SIPI-SIPI through a real-mode trampoline, all of them at once.
 // While they run it, the boot core prepares every core number's resources
-// (CoreLocal, page tables, GDT/TSS with IST stacks), so that a starting core
+// (CoreLocal, page tables, GDT/TSS with IST stacks, thread stack), so that a starting core
 // takes no lock and allocates nothing. Those that answer are numbered in
 // MADT order (one that does not is logged by APIC id and left out), each as
 // soon as the processors before it in that order have answered; each loads
