@@ -64,7 +64,7 @@ void StartCalibration() {
   g_calibration_apic_id = Id();
 }
 
-void FinishCalibration() {
+void FinishCalibrationNow() {
   if (Id() != g_calibration_apic_id) Panic("lapic: timer calibration finished on another core than it started");
   uint64_t wait = tsc::FrequencyHz() / 1000;  // 1 ms
   while (x86::Rdtsc() - g_calibration_start_tsc < wait) x86::Pause();
@@ -102,6 +102,10 @@ void InitCore() {
   }
 }
 
+void FinishCalibration() {
+  if (g_calibration_start_tsc != 0) FinishCalibrationNow();
+}
+
 uint32_t Id() { return g_x2apic ? Read(kId) : Read(kId) >> 24; }
 bool IsX2Apic() { return g_x2apic; }
 
@@ -114,7 +118,7 @@ void SendInit(uint32_t apic_id) { WriteIcr(apic_id, (5u << 8) | (1u << 14)); }
 void SendStartup(uint32_t apic_id, uint8_t page) { WriteIcr(apic_id, (6u << 8) | (1u << 14) | page); }
 
 void ArmTimer(uint64_t tsc_deadline) {
-  if (g_calibration_start_tsc != 0) [[unlikely]] FinishCalibration();
+  if (g_calibration_start_tsc != 0) [[unlikely]] FinishCalibrationNow();
   if (g_tsc_deadline) {
     Write(kLvtTimer, (2u << 17) | kTimerVector);
     x86::WriteMsr(kMsrTscDeadline, tsc_deadline);

@@ -36,6 +36,11 @@ void SendStartup(uint32_t apic_id, uint8_t page);
 // the APIC timer against the TSC (after tsc::FinishCalibration), waiting
 // for whatever is left of 1 ms since InitCore.
 void ArmTimer(uint64_t tsc_deadline);
+// Finishes timing the one-shot timer now if it is pending (see ArmTimer):
+// for callers that time the timer themselves and must not have the wait
+// fall inside their measurement. Boot core.
+void FinishCalibration();
+
 // Masks the timer for good (application cores).
 void DisableTimer();
 
