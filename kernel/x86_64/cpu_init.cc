@@ -91,6 +91,8 @@ void ChooseIdle() {
   // Processors MWAIT properly; only under a hypervisor or emulator
   // (CPUID.01H:ECX bit 31) is it worth the probe's half millisecond.
   bool hypervisor = (x86::Cpuid(1).ecx >> 31) & 1;
+  // The probes time the APIC timer: its calibration must not wait inside them.
+  lapic::FinishCalibration();
   bool waits = has_monitor && std::strcmp(want, "hlt") != 0 && (!hypervisor || MwaitWaits());
   bool use_mwait = false;
   if (std::strcmp(want, "mwait") == 0) {

@@ -29,7 +29,7 @@ alignas(16) uint8_t g_boot_ist[3][kIstStackSize];  // the boot core's IST stacks
 
 }  // namespace
 
-void InitCore(int core) {
+Result<void> PrepareCore(int core) {
   CoreTables& t = g_tables[core];
   std::memset(&t, 0, sizeof t);
   t.gdt[0] = 0;
@@ -41,11 +41,20 @@ void InitCore(int core) {
              (((limit >> 16) & 0xF) << 48) | (((tss >> 24) & 0xFF) << 56);
   t.gdt[4] = tss >> 32;
   t.tss.iomap_base = sizeof(Tss);
-  // The boot core's IST stacks are static (no heap yet); other cores take
-  // theirs from the heap (their CoreLocal is set, so the heap works).
+  // The boot core's IST stacks are static (no heap yet).
   uint8_t* ist = core == 0 ? &g_boot_ist[0][0] : static_cast<uint8_t*>(std::aligned_alloc(64, 3 * kIstStackSize));
-  if (ist == nullptr) Panic("gdt: no memory for core %d's interrupt stacks", core);
+  if (ist == nullptr) return Error::kNoMemory;
   for (int i = 0; i < 3; ++i) t.tss.ist[i] = reinterpret_cast<uintptr_t>(ist + (i + 1) * kIstStackSize);
+  return Ok();
+}
+
+void ReleaseCore(int core) {
+  if (core != 0) std::free(reinterpret_cast<void*>(g_tables[core].tss.ist[0] - kIstStackSize));
+  std::memset(&g_tables[core], 0, sizeof g_tables[core]);
+}
+
+void LoadCore(int core) {
+  CoreTables& t = g_tables[core];
   struct __attribute__((packed)) {
     uint16_t limit;
     uint64_t base;
@@ -64,6 +73,11 @@ void InitCore(int core) {
       "ltr %w3\n" ::"m"(gdtr),
       "i"(uint64_t(kKernelCode)), "i"(kKernelData), "r"(kTss)
       : "rax", "memory");
+}
+
+void InitBootCore() {
+  if (!PrepareCore(0).ok()) Panic("gdt: cannot set up the boot core");  // static: cannot fail
+  LoadCore(0);
 }
 
 }  // namespace fox::gdt

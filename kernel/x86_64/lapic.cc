@@ -2,6 +2,7 @@
 
 #include "cpu.h"
 #include "fox/log.h"
+#include "fox/panic.h"
 #include "tsc.h"
 
 namespace fox::lapic {
@@ -47,18 +48,31 @@ void WriteIcr(uint32_t apic_id, uint32_t low) {
   Write(kIcrLow, low);
 }
 
-// One-shot mode fallback: how fast the APIC timer counts, in TSC terms.
-void CalibrateOneShot() {
+// One-shot mode fallback: how fast the APIC timer counts, in TSC terms,
+// measured over at least 1 ms of the boot core's boot: StartCalibration lets
+// its timer count down (masked) from InitCore on, and the first ArmTimer
+// reads how far it got, waiting only for what is left of the 1 ms. So the
+// measurement overlaps the rest of the boot instead of stalling it.
+uint64_t g_calibration_start_tsc = 0;  // 0: no calibration pending
+uint32_t g_calibration_apic_id = 0;
+
+void StartCalibration() {
   Write(kTimerDivide, 0xB);  // divide by 1
   Write(kLvtTimer, kMasked);
   Write(kTimerInitial, 0xFFFFFFFF);
-  uint64_t start = x86::Rdtsc();
+  g_calibration_start_tsc = x86::Rdtsc();
+  g_calibration_apic_id = Id();
+}
+
+void FinishCalibrationNow() {
+  if (Id() != g_calibration_apic_id) Panic("lapic: timer calibration finished on another core than it started");
   uint64_t wait = tsc::FrequencyHz() / 1000;  // 1 ms
-  while (x86::Rdtsc() - start < wait) x86::Pause();
+  while (x86::Rdtsc() - g_calibration_start_tsc < wait) x86::Pause();
   uint64_t elapsed_apic = 0xFFFFFFFFull - Read(kTimerCurrent);
-  uint64_t elapsed_tsc = x86::Rdtsc() - start;
+  uint64_t elapsed_tsc = x86::Rdtsc() - g_calibration_start_tsc;
   Write(kTimerInitial, 0);
   g_apic_ticks_per_tsc_q32 = elapsed_tsc ? (elapsed_apic << 32) / elapsed_tsc : 0;
+  g_calibration_start_tsc = 0;
 }
 
 }  // namespace
@@ -82,10 +96,14 @@ void InitCore() {
   Write(kLvtTimer, kMasked);
   Write(kSvr, (1u << 8) | kSpuriousVector);  // software enable
   if (first) {
-    if (!g_tsc_deadline) CalibrateOneShot();
+    if (!g_tsc_deadline) StartCalibration();
     LOG_INFO("lapic: %s, timer in %s mode", g_x2apic ? "x2APIC" : "xAPIC", g_tsc_deadline ? "TSC-deadline" : "one-shot");
     first = false;
   }
+}
+
+void FinishCalibration() {
+  if (g_calibration_start_tsc != 0) FinishCalibrationNow();
 }
 
 uint32_t Id() { return g_x2apic ? Read(kId) : Read(kId) >> 24; }
@@ -100,6 +118,7 @@ void SendInit(uint32_t apic_id) { WriteIcr(apic_id, (5u << 8) | (1u << 14)); }
 void SendStartup(uint32_t apic_id, uint8_t page) { WriteIcr(apic_id, (6u << 8) | (1u << 14) | page); }
 
 void ArmTimer(uint64_t tsc_deadline) {
+  if (g_calibration_start_tsc != 0) [[unlikely]] FinishCalibrationNow();
   if (g_tsc_deadline) {
     Write(kLvtTimer, (2u << 17) | kTimerVector);
     x86::WriteMsr(kMsrTscDeadline, tsc_deadline);

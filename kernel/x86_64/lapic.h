@@ -31,8 +31,16 @@ void SendInit(uint32_t apic_id);
 void SendStartup(uint32_t apic_id, uint8_t page);
 
 // Arms this core's timer to interrupt at `tsc_deadline` (absolute TSC), or
-// disarms it with 0. Interrupts must be disabled while calling.
+// disarms it with 0. Interrupts must be disabled while calling. In one-shot
+// mode the first call, which must come from the boot core, finishes timing
+// the APIC timer against the TSC (after tsc::FinishCalibration), waiting
+// for whatever is left of 1 ms since InitCore.
 void ArmTimer(uint64_t tsc_deadline);
+// Finishes timing the one-shot timer now if it is pending (see ArmTimer):
+// for callers that time the timer themselves and must not have the wait
+// fall inside their measurement. Boot core.
+void FinishCalibration();
+
 // Masks the timer for good (application cores).
 void DisableTimer();
 

@@ -110,7 +110,7 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   tsc::Init();
   cpu::InitFeatures();
   percpu::InitCore(&g_boot_core, 0, true);
-  gdt::InitCore(0);
+  gdt::InitBootCore();
   interrupts::Init();
   Mark("cpu");
   ParseBootInfo(magic, info);
@@ -120,9 +120,11 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   acpi::Init(g_boot_info.has_rsdp_copy ? g_boot_info.rsdp_copy : nullptr);  // reads the BIOS data area in page 0
   Mark("acpi");
   ParseCommandLine();
-  Check(memory::Init(g_boot_info), "memory");
-  Mark("memory");
   percpu::SetPresent(acpi::CountProcessors());
+  // Cores are numbered among the MADT's processors; one more in case the
+  // boot processor is missing from the table.
+  Check(memory::Init(g_boot_info, core::Present() + 1), "memory");
+  Mark("memory");
   percpu::SetOnline(0, &g_boot_core);
   syscall::Init();
   tsc::FinishCalibration();

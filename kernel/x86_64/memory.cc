@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "fox/core.h"
-#include "fox/ebb/local_table.h"
 #include "fox/log.h"
 #include "fox/panic.h"
 #include "paging.h"
@@ -48,6 +47,8 @@ uintptr_t PageTable() {
   return reinterpret_cast<uintptr_t>(*p);
 }
 
+void FreePageTable(uintptr_t page) { (void)g_pages.Free(reinterpret_cast<void*>(page)); }
+
 void OnOutOfMemory(size_t size, size_t align) {
   auto s = g_pages.GetStats();
   LOG_ERROR("heap: out of memory allocating %zu bytes (alignment %zu); %llu of %llu pages free", size, align,
@@ -67,7 +68,7 @@ bool UsablePages(const boot::MemoryRegion& r, uint64_t lo, uint64_t hi, uint64_t
 
 }  // namespace
 
-Result<void> Init(const boot::BootInfo& info) {
+Result<void> Init(const boot::BootInfo& info, int max_cores) {
   uintptr_t image_start = reinterpret_cast<uintptr_t>(__image_start);
   uintptr_t image_end = reinterpret_cast<uintptr_t>(__image_end);
   // Span of usable RAM and the region holding the end of the image.
@@ -109,12 +110,11 @@ Result<void> Init(const boot::BootInfo& info) {
       }
     }
   }
-  paging::SetTableAllocator(PageTable);
-  // The boot core's own PML4 and its Ebb table window (paging.h); the other
-  // cores do the same in smp::ApEntry.
+  paging::SetTableAllocator(PageTable, FreePageTable);
+  // The boot core's own PML4 with its per-core window (paging.h); smp.cc
+  // prepares the other cores' before starting them.
   FOX_TRY(paging::InitCore());
-  ebb::InitCore();
-  FOX_TRY(g_heap.Init(&g_pages, core::Current, core::kMaxCores));
+  FOX_TRY(g_heap.Init(&g_pages, core::Current, std::clamp(max_cores, 1, core::kMaxCores)));
   g_heap.SetOomHandler(OnOutOfMemory);
   g_heap.SetErrorHandler(OnHeapError);
   LOG_DEBUG("mem: usable %llu MiB in [%#llx, %#llx); kernel image %#lx-%#lx, early tables to %#lx",

@@ -17,8 +17,10 @@
 
 namespace fox::memory {
 
-// Boot step. Fails only if there is not enough RAM to boot at all.
-Result<void> Init(const boot::BootInfo& info);
+// Boot step. `max_cores` bounds the core numbers that will ever run (the
+// heap keeps per-core caches for that many, not for core::kMaxCores). Fails
+// only if there is not enough RAM to boot at all.
+Result<void> Init(const boot::BootInfo& info, int max_cores);
 
 mem::PageAllocator& Pages();
 mem::Heap& Heap();

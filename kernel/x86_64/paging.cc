@@ -24,6 +24,7 @@ uint64_t* g_pml4 = nullptr;  // the shared PML4; each core runs on a copy (InitC
 SpinLock g_tables_lock;
 uint64_t* NewTable();
 TableAllocator g_alloc = nullptr;
+TableFree g_free = nullptr;
 bool g_giant = false;
 
 struct NamedRegion {
@@ -39,6 +40,10 @@ bool g_regions_full_warned = false;
 uint64_t* NewTable() {
   uintptr_t p = g_alloc ? g_alloc() : 0;
   return reinterpret_cast<uint64_t*>(p);
+}
+
+void FreeTable(uint64_t* table) {
+  if (g_free != nullptr) g_free(reinterpret_cast<uintptr_t>(table));
 }
 
 uint64_t* Next(uint64_t entry) { return reinterpret_cast<uint64_t*>(entry & kAddrMask); }
@@ -58,7 +63,10 @@ Result<void> Split(uint64_t* entry, uint64_t page_size) {
 }  // namespace
 
 bool HasGiantPages() { return g_giant; }
-void SetTableAllocator(TableAllocator alloc) { g_alloc = alloc; }
+void SetTableAllocator(TableAllocator alloc, TableFree free) {
+  g_alloc = alloc;
+  g_free = free;
+}
 
 Result<void> Init(uint64_t top, TableAllocator alloc) {
   g_alloc = alloc;
@@ -281,12 +289,24 @@ uint64_t* WindowTable() {
 }
 }  // namespace
 
-Result<void> InitCore() {
+// What an unmapped part of a window shows: zeros, read-only.
+alignas(4096) constinit const uint8_t g_zero_page[4096] = {};
+
+namespace {
+uint64_t ZeroPte() { return reinterpret_cast<uintptr_t>(g_zero_page) | kPresent; }
+}  // namespace
+
+Result<uint64_t> NewCoreRoot() {
   uint64_t* pml4 = NewTable();
   uint64_t* pdpt = NewTable();
   uint64_t* pd = NewTable();
   uint64_t* pt = NewTable();
-  if (pml4 == nullptr || pdpt == nullptr || pd == nullptr || pt == nullptr) return Error::kNoMemory;
+  if (pml4 == nullptr || pdpt == nullptr || pd == nullptr || pt == nullptr) {
+    for (uint64_t* t : {pml4, pdpt, pd, pt}) {
+      if (t != nullptr) FreeTable(t);
+    }
+    return Error::kNoMemory;
+  }
   {
     // The shared top-level entries do not change after Init; the lock only
     // documents that the copy reads the shared tables.
@@ -294,27 +314,43 @@ Result<void> InitCore() {
     for (int i = 0; i < 512; ++i) pml4[i] = g_pml4[i];
   }
   if (pml4[kWindowPml4] & kPresent) Panic("paging: the per-core window's PML4 entry is in use");
+  for (int i = 0; i < 512; ++i) pt[i] = ZeroPte();
   pd[kWindowPd] = reinterpret_cast<uint64_t>(pt) | kPresent | kWritable;
   pdpt[kWindowPdpt] = reinterpret_cast<uint64_t>(pd) | kPresent | kWritable;
   pml4[kWindowPml4] = reinterpret_cast<uint64_t>(pdpt) | kPresent | kWritable;
-  x86::WriteCr3(reinterpret_cast<uint64_t>(pml4));
+  return reinterpret_cast<uint64_t>(pml4);
+}
+
+void FreeCoreRoot(uint64_t root) {
+  auto* pml4 = reinterpret_cast<uint64_t*>(root);
+  uint64_t* pdpt = Next(pml4[kWindowPml4]);
+  uint64_t* pd = Next(pdpt[kWindowPdpt]);
+  for (uint64_t* t : {Next(pd[kWindowPd]), pd, pdpt, pml4}) FreeTable(t);
+}
+
+void LoadCoreRoot(uint64_t root) { x86::WriteCr3(root); }
+
+Result<void> InitCore() {
+  FOX_TRY_ASSIGN(uint64_t root, NewCoreRoot());
+  LoadCoreRoot(root);
   return Ok();
 }
 
 void MapCoreWindow(uintptr_t pa, size_t bytes, bool writable) {
   uint64_t* pt = WindowTable();
-  if (pt == nullptr) Panic("paging: core %d maps its window before paging::InitCore", core::Current());
+  if (pt == nullptr) Panic("paging: core %d maps its window without its own page tables", core::Current());
   if (((pa | bytes) & (k4KiB - 1)) != 0 || bytes > kCoreWindowBytes || pa == 0) {
     Panic("paging: bad per-core window mapping %#lx + %#lx", (unsigned long)pa, (unsigned long)bytes);
   }
   uint64_t flags = kPresent | (writable ? kWritable : 0);
-  for (size_t i = 0; i < kCoreWindowBytes / k4KiB; ++i) pt[i] = i * k4KiB < bytes ? (pa + i * k4KiB) | flags : 0;
+  for (size_t i = 0; i < kCoreWindowBytes / k4KiB; ++i) pt[i] = i * k4KiB < bytes ? (pa + i * k4KiB) | flags : ZeroPte();
   x86::WriteCr3(x86::ReadCr3());  // this core's TLB: no other core uses this table
 }
 
 uintptr_t CoreWindowTarget() {
   uint64_t* pt = WindowTable();
-  return pt != nullptr && (pt[0] & kPresent) ? pt[0] & kAddrMask : 0;
+  if (pt == nullptr || !(pt[0] & kPresent) || pt[0] == ZeroPte()) return 0;
+  return pt[0] & kAddrMask;
 }
 
 Result<void> MapPage(uintptr_t va) {

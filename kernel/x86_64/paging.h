@@ -8,22 +8,23 @@
 //   [512 GiB, 2.5 TiB)        PML4[1..4]  SAS segments (fox/sas.h)
 //   [-2 GiB, -2 GiB + 2 MiB)  PML4[511]   the per-core window (kCoreWindow)
 //   everything else                       unmapped, never used
-// Every core runs on its own PML4 (InitCore): a copy of the shared one plus
-// entry 511, whose lower tables are the core's own, so the same virtual
-// address shows different pages on each core (EbbRT's per-core translation
-// table: fox/ebb/local_table.h). The shared top-level entries are all
-// created at boot (Init) and never change, so the copies never go stale and
-// need no propagation or shootdown: later mappings (SAS segments, splits,
+// Every core runs on its own PML4 (NewCoreRoot): a copy of the shared one
+// plus entry 511, whose lower tables are the core's own, so the same virtual
+// address shows different pages on each core (fox/core_window.h; EbbRT's
+// per-core translation table lives there). The shared top-level entries are
+// all created at boot (Init) and never change, so the copies never go stale
+// and need no propagation or shootdown: later mappings (SAS segments, splits,
 // guard pages) change only lower-level tables, which every PML4 shares.
 // MapLarge refuses an address without a boot-time top-level entry rather
 // than create one that only the shared PML4 would have.
 // The window sits in the top 2 GiB so that its address is a sign-extended
-// 32-bit displacement: an EbbRef hit is one `mov -0x80000000(,%idx,8)`.
+// 32-bit displacement: a load from it is one `mov -0x80000000(,%idx,8)`.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "fox/core_window.h"
 #include "fox/result.h"
 
 namespace fox::paging {
@@ -35,8 +36,12 @@ using TableAllocator = uintptr_t (*)();
 // `alloc` for table pages (the early bump allocator at boot).
 Result<void> Init(uint64_t top, TableAllocator alloc);
 
-// Later table pages (splits) come from here.
-void SetTableAllocator(TableAllocator alloc);
+// Returns a page from a TableAllocator.
+using TableFree = void (*)(uintptr_t page);
+
+// Later table pages (splits, per-core roots) come from `alloc`; `free`
+// takes back the tables of a per-core root no core used (FreeCoreRoot).
+void SetTableAllocator(TableAllocator alloc, TableFree free);
 
 // Removes the 4 KiB page at `va` (splitting a large page if needed): a guard
 // page. Not from interrupt context.
@@ -78,29 +83,39 @@ void UnnameRegion(uintptr_t start);
 bool HasGiantPages();
 
 // ---- Per-core tables --------------------------------------------------------
-inline constexpr uintptr_t kCoreWindow = 0xFFFFFFFF80000000ull;
-inline constexpr size_t kCoreWindowBytes = size_t(2) << 20;  // one page table
-#if defined(FOX_EBB_TABLE_ADDRESS)
-static_assert(kCoreWindow == FOX_EBB_TABLE_ADDRESS, "the Ebb table lives in the per-core window");
-#endif
+inline constexpr uintptr_t kCoreWindow = core::kWindowAddress;
+inline constexpr size_t kCoreWindowBytes = core::kWindowBytes;  // one page table
+static_assert(kCoreWindowBytes == size_t{2} << 20, "the window is one page table");
 
 // The shared PML4 (physical address, below 4 GiB): what a starting
 // processor loads before it has its own.
 uint64_t SharedRoot();
 
-// Boot step for every core, after Init and SetTableAllocator, before the
-// core touches the window: gives the calling core its own PML4 (see the
-// address map above) with an empty window, and loads it. Thread context,
-// interrupts off; allocates four table pages. kNoMemory.
+// A new PML4 for one core (see the address map above), its window reading
+// as zeros: for the core itself or prepared for it by another (the boot
+// core prepares every processor's before starting them, so that they start
+// without taking the table lock). After Init and SetTableAllocator. Thread
+// context; allocates four table pages. Returns the root's physical address,
+// or kNoMemory.
+Result<uint64_t> NewCoreRoot();
+// Returns a root from NewCoreRoot that no core ever loaded (a processor
+// that did not start).
+void FreeCoreRoot(uint64_t root);
+// Switches the calling core to `root` from NewCoreRoot. Before the core
+// touches its window; interrupts off.
+void LoadCoreRoot(uint64_t root);
+// NewCoreRoot then LoadCoreRoot, on the calling core (the boot core).
 Result<void> InitCore();
 
 // Maps the calling core's window [kCoreWindow, kCoreWindow + bytes) to
 // [pa, pa + bytes) (4 KiB pages; pa page-aligned, bytes a multiple of 4 KiB
-// and at most kCoreWindowBytes), on this core only, and flushes this core's
-// TLB. Panics on a bad argument or a core without InitCore. No lock: only
-// the owning core ever changes its window. Thread context.
+// and at most kCoreWindowBytes), the rest to the zero page, on this core
+// only, and flushes this core's TLB. Panics on a bad argument or a core
+// without its own root. No lock: only the owning core ever changes its
+// window. Thread context.
 void MapCoreWindow(uintptr_t pa, size_t bytes, bool writable);
-// The physical address the calling core's window starts at, or 0.
+// The physical address the calling core's window starts at, or 0 while it
+// shows the zero page.
 uintptr_t CoreWindowTarget();
 
 // The physical address `va` maps to on the calling core, or 0 if unmapped.

@@ -23,7 +23,8 @@ uint8_t Read8(const Device& d, uint8_t offset);
 void Write32(const Device& d, uint8_t offset, uint32_t value);
 void Write16(const Device& d, uint8_t offset, uint16_t value);
 
-// Calls `visit` for every function present on every bus.
+// Calls `visit` for every function present on every bus reachable from the
+// host bridge (bus 0 and the buses behind PCI-to-PCI bridges).
 void Enumerate(const Function<void(const Device&)>& visit);
 
 // The address a memory BAR decodes (64-bit BARs included), or 0 for an I/O

@@ -4,7 +4,7 @@
 
 #include "cpu.h"
 #include "fox/core.h"
-#include "fox/ebb/local_table.h"
+#include "fox/core_window.h"
 #include "paging.h"
 
 namespace fox {
@@ -49,14 +49,10 @@ uint64_t core::InterruptCount(int core) {
 
 }  // namespace fox
 
-// The Ebb table hook (fox/ebb/local_table.h, fixed address): each core's
-// table is seen through its page-table window (paging.h). Identity-mapped
-// memory, so a table's address is its physical address.
-#if defined(FOX_EBB_TABLE_ADDRESS)
-void fox::ebb::SetThisCoreTable(LocalTable* table) {
-  paging::MapCoreWindow(reinterpret_cast<uintptr_t>(table), sizeof(LocalTable), table != EmptyTable());
+// The per-core window (fox/core_window.h) is this core's page tables'
+// window (paging.h). Identity-mapped memory: an address is its physical
+// address.
+void fox::core::MapWindow(const void* pages, size_t bytes, bool writable) {
+  paging::MapCoreWindow(reinterpret_cast<uintptr_t>(pages), bytes, writable);
 }
-fox::ebb::LocalTable* fox::ebb::ThisCoreBacking() {
-  return reinterpret_cast<LocalTable*>(paging::CoreWindowTarget());
-}
-#endif
+const void* fox::core::WindowPages() { return reinterpret_cast<const void*>(paging::CoreWindowTarget()); }

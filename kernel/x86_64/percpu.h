@@ -1,7 +1,7 @@
 // Per-core data (native), reached through the GS base. The FS base belongs to
 // the C library's thread pointer (TLS), so `thread_local` variables are
 // per-core too. The third per-core mechanism is the page-table window
-// (paging.h): the Ebb translation table, whose hook percpu.cc defines.
+// (fox/core_window.h, paging.h), which percpu.cc exposes.
 #pragma once
 
 #include <cstdint>

@@ -5,13 +5,13 @@
 #include <atomic>
 #include <cstddef>
 #include <cstring>
+#include <new>
 
 #include "acpi.h"
 #include "cpu.h"
 #include "cpu_init.h"
 #include "fox/clock.h"
 #include "fox/core.h"
-#include "fox/ebb/local_table.h"
 #include "fox/log.h"
 #include "fox/panic.h"
 #include "gdt.h"
@@ -36,35 +36,41 @@ constexpr uint64_t kSecondSipiNs = 1000000;        // 1 ms without an answer: SI
 constexpr uint64_t kAnswerTimeoutNs = 1000000000;  // then give up on a processor
 constexpr uint64_t kSetUpTimeoutNs = 2000000000;   // an answering core's own set-up
 
-// A core that has started and waits for its thread.
-struct Waiting {
-  percpu::CoreLocal* local = nullptr;  // allocated by the boot core
+// A core number's resources, prepared by the boot core while the processors
+// run the trampoline, so that a starting core takes no lock and allocates
+// nothing (on an emulator with fewer host processors than cores, a lock
+// holder descheduled by the host stalls every core waiting for the lock);
+// then the hand-over of its C library thread.
+struct Core {
+  percpu::CoreLocal* local = nullptr;
+  uint64_t root = 0;   // its PML4 (paging::NewCoreRoot)
+  uintptr_t stack = 0;  // top of its thread's stack (AttachThreads)
   std::atomic<bool> online{false};
   std::atomic<bool> has_thread{false};
-  syscall::CloneArgs thread;
-  uint64_t tid;
+  syscall::CloneArgs thread{};
 };
-Waiting g_waiting[core::kMaxCores];
+// constinit: the C library runs dynamic initialisers long after the cores
+// started, and one would wipe what they were given.
+constinit Core g_cores[core::kMaxCores];
 int g_started = 1;        // cores started, the boot core included
 int g_clone_target = -1;  // core the next clone() goes to (boot core only)
 
 // Parallel start. Every processor gets INIT-SIPI-SIPI at once and takes a
 // ticket in the trampoline; ticket t runs on boot stack g_stacks[t] and
 // reports through g_slots[t]: its APIC id, then kArrived. The boot core
-// waits for every processor it started (or the timeout), then numbers the
-// ones that answered in MADT order, so core numbers do not depend on which
-// processor was quicker, and writes each its core number; a slot that did
-// not answer in time is closed (kRefused), and a processor that answers
-// after that halts for good. The compare-and-swap on `state` decides each
-// race between a late answer and the close.
+// numbers the processors that answered in MADT order, so core numbers do not
+// depend on which processor was quicker, as soon as every processor before
+// them in that order has answered, and writes each its core number; a slot
+// that did not answer in time is closed (kRefused), and a processor that
+// answers after that halts for good. The compare-and-swap on `state` decides
+// each race between a late answer and the close.
 constexpr int kEmpty = -1, kArrived = -2, kRefused = -3;  // else: the core number
 struct Slot {
   std::atomic<uint32_t> apic_id{0};
   std::atomic<int> state{kEmpty};
 };
-Slot g_slots[core::kMaxCores];
+constinit Slot g_slots[core::kMaxCores];
 uint64_t g_stacks[core::kMaxCores];
-std::atomic<int> g_arrived{0};
 
 template <typename T>
 T* TrampolineField(char* symbol) {
@@ -81,27 +87,66 @@ static_assert(offsetof(syscall::CloneArgs, new_sp) == 8 && offsetof(syscall::Clo
   fox_enter_thread(&t);
 }
 
+// Core `core`'s CoreLocal, page tables, GDT/TSS with IST stacks and its
+// thread's stack. Boot core. kNoMemory (nothing kept then).
+Result<void> Prepare(int core) {
+  Core& c = g_cores[core];
+  c.local = new (std::nothrow) percpu::CoreLocal{};
+  c.stack = memory::AllocStack(kThreadStackBytes, "the guard page below a core's stack (stack overflow)");
+  auto root = paging::NewCoreRoot();
+  auto gdt = root.ok() ? gdt::PrepareCore(core) : Result<void>(Error::kNoMemory);
+  if (c.local == nullptr || c.stack == 0 || !gdt.ok()) {
+    if (root.ok()) paging::FreeCoreRoot(*root);
+    if (c.stack != 0) memory::FreeStack(c.stack, kThreadStackBytes);
+    delete c.local;
+    c.local = nullptr;
+    c.stack = 0;
+    return Error::kNoMemory;
+  }
+  c.root = *root;
+  return Ok();
+}
+
+// Gives back what Prepare took for a core number no processor took.
+void Unprepare(int core) {
+  Core& c = g_cores[core];
+  paging::FreeCoreRoot(c.root);
+  gdt::ReleaseCore(core);
+  memory::FreeStack(c.stack, kThreadStackBytes);
+  delete c.local;
+  c.local = nullptr;
+  c.root = 0;
+  c.stack = 0;
+}
+
 [[noreturn]] void ApEntry(int core) {
   bool kernel_core = core < core::KernelCores();
-  percpu::CoreLocal* local = g_waiting[core].local;
-  percpu::InitCore(local, core, kernel_core);  // first: the heap needs core::Current()
-  // Then this core's own PML4 (it started on the shared one) and its Ebb
-  // table window, before anything runs Ebb code.
-  if (!paging::InitCore().ok()) Panic("smp: no memory for core %d's page tables", core);
-  ebb::InitCore();
-  gdt::InitCore(core);
+  Core& c = g_cores[core];
+  percpu::InitCore(c.local, core, kernel_core);  // first: the heap needs core::Current()
+  paging::LoadCoreRoot(c.root);  // it started on the shared PML4
+  gdt::LoadCore(core);
   interrupts::LoadIdt();
   cpu::InitFeatures();
   syscall::Init();
   lapic::InitCore();
-  local->apic_id = lapic::Id();  // the APIC's own view (x2APIC ids exceed CPUID's 8 bits)
+  c.local->apic_id = lapic::Id();  // the APIC's own view (x2APIC ids exceed CPUID's 8 bits)
   if (!kernel_core) lapic::DisableTimer();
-  event::CreateLoop(core);
-  percpu::SetOnline(core, local);
-  Waiting& w = g_waiting[core];
-  w.online.store(true, std::memory_order_release);
-  while (!w.has_thread.load(std::memory_order_acquire)) x86::Pause();
-  EnterThread(w.thread);
+  percpu::SetOnline(core, c.local);
+  c.online.store(true, std::memory_order_release);
+  // Halted until Clone hands this core its thread and wakes it with one
+  // kWakeVector IPI: spinning would take the machine (or, emulated, the
+  // host's processors) from the boot core for the rest of its boot. STI's
+  // one-instruction shadow keeps a wake-up that arrives before the HLT
+  // pending until the HLT. The core goes on only once it has taken that
+  // IPI, so none is left pending, and then forgets the interrupts of its
+  // start-up: an application core's count stays 0 while it runs.
+  while (__atomic_load_n(&c.local->vector_counts[lapic::kWakeVector], __ATOMIC_RELAXED) == 0 ||
+         !c.has_thread.load(std::memory_order_acquire)) {
+    asm volatile("sti; hlt; cli" ::: "memory");
+  }
+  __atomic_store_n(&c.local->interrupts, 0, __ATOMIC_RELAXED);
+  for (uint64_t& count : c.local->vector_counts) __atomic_store_n(&count, 0, __ATOMIC_RELAXED);
+  EnterThread(c.thread);
 }
 
 // The trampoline's call, on the boot stack of `ticket`. Touches nothing
@@ -111,7 +156,6 @@ extern "C" [[noreturn]] void ApStart(int ticket) {
   slot.apic_id.store(x86::InitialApicId(), std::memory_order_relaxed);
   int expected = kEmpty;
   if (!slot.state.compare_exchange_strong(expected, kArrived, std::memory_order_acq_rel)) x86::HaltForever();
-  g_arrived.fetch_add(1, std::memory_order_release);
   int core;
   while ((core = slot.state.load(std::memory_order_acquire)) == kArrived) x86::Pause();
   if (core == kRefused) x86::HaltForever();
@@ -145,9 +189,46 @@ void Nap() {
   lapic::ArmTimer(0);
 }
 
-// Waits until `want` processors answered or `deadline` (NowNs) passed.
-void WaitForAnswers(int want, uint64_t deadline) {
-  while (g_arrived.load(std::memory_order_acquire) < want && fox::clock::NowNs() < deadline) Nap();
+// Numbering, in MADT order (targets[i]): the first `numbered` targets are
+// dealt with; `next` is the next core number, `prepared` the last core
+// number with resources.
+struct Numbering {
+  const uint32_t* targets;
+  int n;
+  int prepared;
+  int numbered = 0;
+  int next = 1;
+};
+
+// Core number `core` for the processor in `slot`, which is waiting for it.
+void Release(Numbering& num, int slot) {
+  if (num.next > num.prepared) {
+    LOG_ERROR("smp: no memory to set up a core for the processor with APIC id %u; left halted",
+              g_slots[slot].apic_id.load(std::memory_order_relaxed));
+    g_slots[slot].state.store(kRefused, std::memory_order_release);
+    return;
+  }
+  event::CreateLoop(num.next);
+  g_slots[slot].state.store(num.next++, std::memory_order_release);
+}
+
+// Numbers the answered processors up to the first, in MADT order, that has
+// not answered yet.
+void NumberAnswered(Numbering& num) {
+  for (; num.numbered < num.n; ++num.numbered) {
+    int slot = AnsweredSlot(num.targets[num.numbered], num.n);
+    if (slot < 0) return;
+    Release(num, slot);
+  }
+}
+
+// Numbers processors as they answer until all have or `deadline` (NowNs).
+void NumberUntil(Numbering& num, uint64_t deadline) {
+  for (;;) {
+    NumberAnswered(num);
+    if (num.numbered == num.n || fox::clock::NowNs() >= deadline) return;
+    Nap();
+  }
 }
 
 // Starts the processors `apic_ids` together. Returns the number of cores
@@ -175,57 +256,69 @@ int StartAll(const uint32_t* apic_ids, int n) {
   tsc::SpinNs(10000);  // modern processors need no 10 ms wait after INIT
   for (int i = 0; i < n; ++i) lapic::SendStartup(apic_ids[i], uint8_t(kTrampoline >> 12));
   uint64_t start = fox::clock::NowNs();
-  cpu::ChooseIdle();  // its probes take a little while: while the others start
-  WaitForAnswers(n, start + kSecondSipiNs);
+  // While the processors run the trampoline: every core number's resources
+  // (in the usual case all answer), then the idle mode, whose probes take a
+  // little while.
+  Numbering num{apic_ids, n, 0};
+  for (int core = 1; core <= n; ++core) {
+    if (!Prepare(core).ok()) {
+      LOG_ERROR("smp: no memory to set up cores %d and above", core);
+      break;
+    }
+    num.prepared = core;
+  }
+  cpu::ChooseIdle();
+  NumberUntil(num, start + kSecondSipiNs);
   // The second SIPI, to the processors that have not answered yet. One
   // that is already running the trampoline ignores it (a SIPI only starts
   // a processor waiting for one).
-  if (g_arrived.load(std::memory_order_acquire) < n) {
-    for (int i = 0; i < n; ++i) {
+  if (num.numbered < n) {
+    for (int i = num.numbered; i < n; ++i) {
       if (AnsweredSlot(apic_ids[i], n) < 0) lapic::SendStartup(apic_ids[i], uint8_t(kTrampoline >> 12));
     }
-    WaitForAnswers(n, start + kAnswerTimeoutNs);
+    NumberUntil(num, start + kAnswerTimeoutNs);
   }
 
   uint64_t answered = fox::clock::NowNs();
-  // Close the slots nobody took or finished answering in; from here on
-  // the slot states change only here.
-  for (int t = 0; t < n; ++t) {
-    int expected = kEmpty;
-    g_slots[t].state.compare_exchange_strong(expected, kRefused, std::memory_order_acq_rel);
-  }
-  int next = 1;
-  for (int i = 0; i < n; ++i) {
-    int slot = AnsweredSlot(apic_ids[i], n);
-    if (slot < 0) {
+  if (num.numbered < n) {
+    // Close the slots nobody took or finished answering in; from here on
+    // the slot states change only here. Then number the rest, leaving out
+    // those that did not answer.
+    for (int t = 0; t < n; ++t) {
+      int expected = kEmpty;
+      g_slots[t].state.compare_exchange_strong(expected, kRefused, std::memory_order_acq_rel);
+    }
+    for (; num.numbered < n; ++num.numbered) {
+      int slot = AnsweredSlot(apic_ids[num.numbered], n);
+      if (slot >= 0) {
+        Release(num, slot);
+        continue;
+      }
       LOG_ERROR("smp: processor with APIC id %u did not answer INIT-SIPI-SIPI within %llu ms; continuing without it",
-                apic_ids[i], (unsigned long long)(kAnswerTimeoutNs / 1000000));
-      continue;
+                apic_ids[num.numbered], (unsigned long long)(kAnswerTimeoutNs / 1000000));
     }
-    if (g_waiting[next].local == nullptr) g_waiting[next].local = new percpu::CoreLocal{};
-    g_slots[slot].state.store(next, std::memory_order_release);
-    ++next;
-  }
-  // A processor that answered with an APIC id we did not start (a firmware
-  // table out of step with the hardware) is not used.
-  for (int t = 0; t < n; ++t) {
-    if (g_slots[t].state.load(std::memory_order_acquire) == kArrived) {
-      LOG_ERROR("smp: a processor answered with unexpected APIC id %u; left halted",
-                g_slots[t].apic_id.load(std::memory_order_relaxed));
-      g_slots[t].state.store(kRefused, std::memory_order_release);
+    // A processor that answered with an APIC id we did not start (a
+    // firmware table out of step with the hardware) is not used.
+    for (int t = 0; t < n; ++t) {
+      if (g_slots[t].state.load(std::memory_order_acquire) == kArrived) {
+        LOG_ERROR("smp: a processor answered with unexpected APIC id %u; left halted",
+                  g_slots[t].apic_id.load(std::memory_order_relaxed));
+        g_slots[t].state.store(kRefused, std::memory_order_release);
+      }
     }
   }
+  for (int core = num.next; core <= num.prepared; ++core) Unprepare(core);
   // The numbered cores set themselves up in parallel.
   uint64_t set_up = fox::clock::NowNs();
-  for (int core = 1; core < next; ++core) {
-    while (!g_waiting[core].online.load(std::memory_order_acquire)) {
+  for (int core = 1; core < num.next; ++core) {
+    while (!g_cores[core].online.load(std::memory_order_acquire)) {
       if (fox::clock::NowNs() - set_up > kSetUpTimeoutNs) Panic("smp: core %d answered but did not finish its set-up", core);
       Nap();
     }
   }
-  LOG_DEBUG("smp: %d of %d processors answered in %llu us, set up in %llu us", next - 1, n,
+  LOG_DEBUG("smp: %d of %d processors answered in %llu us, set up in %llu us", num.next - 1, n,
             (unsigned long long)((answered - start) / 1000), (unsigned long long)((fox::clock::NowNs() - set_up) / 1000));
-  return next;
+  return num.next;
 }
 
 }  // namespace
@@ -265,8 +358,7 @@ Result<void> StartCores(int kernel_cores) {
 
 void AttachThreads() {
   for (int core = 1; core < g_started; ++core) {
-    uintptr_t top = memory::AllocStack(kThreadStackBytes, "the guard page below a core's stack (stack overflow)");
-    if (top == 0) Panic("smp: no memory for core %d's stack", core);
+    uintptr_t top = g_cores[core].stack;  // prepared by StartAll
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstack(&attr, reinterpret_cast<void*>(top - kThreadStackBytes), kThreadStackBytes);
@@ -286,13 +378,14 @@ int64_t Clone(const syscall::CloneArgs& args) {
   if (core < 1 || !(args.flags & kCloneVm) || !(args.flags & kCloneSetTls)) {
     return -11;  // EAGAIN: threads are created by the runtime, one per core
   }
-  Waiting& w = g_waiting[core];
-  if (w.has_thread.load(std::memory_order_acquire)) return -11;
+  Core& c = g_cores[core];
+  if (c.has_thread.load(std::memory_order_acquire)) return -11;
   int64_t tid = core + 1;
   if (args.flags & kParentSetTid) *reinterpret_cast<int*>(args.parent_tid) = int(tid);
   if (args.flags & kChildSetTid) *reinterpret_cast<int*>(args.child_tid) = int(tid);
-  w.thread = args;
-  w.has_thread.store(true, std::memory_order_release);
+  c.thread = args;
+  c.has_thread.store(true, std::memory_order_release);
+  lapic::SendIpi(c.local->apic_id, lapic::kWakeVector);  // exactly one: ApEntry waits for it
   return tid;
 }
 

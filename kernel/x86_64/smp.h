@@ -1,10 +1,15 @@
 // Bringing up the other processors (native).
 //
 // Boot (StartCores): every enabled processor the ACPI MADT lists is started
-// with INIT-SIPI-SIPI through a real-mode trampoline, all of them at once;
-// those that answer are numbered in MADT order (one that does not is logged
-// by APIC id and left out), and each sets up its own GDT, TSS and IST
-// stacks, IDT and local APIC, in parallel, and waits. Once the C library runs
+// with INIT-SIPI-SIPI through a real-mode trampoline, all of them at once.
+// While they run it, the boot core prepares every core number's resources
+// (CoreLocal, page tables, GDT/TSS with IST stacks, thread stack), so that a starting core
+// takes no lock and allocates nothing. Those that answer are numbered in
+// MADT order (one that does not is logged by APIC id and left out), each as
+// soon as the processors before it in that order have answered; each loads
+// what was prepared for it, its IDT and local APIC, in parallel, and halts
+// until it is given its thread (no spinning: on an emulator the spinning
+// cores would take the host's processors from the boot core). Once the C library runs
 // (AttachThreads, before main), each waiting core becomes a C library
 // thread — pthread_create on the boot core, its clone() system call handed
 // to the waiting core — so TLS, errno and stdio locking work on every core,

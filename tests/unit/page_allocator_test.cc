@@ -1,7 +1,9 @@
 // Host tests for the buddy page allocator (kernel/common/mem/page_allocator.cc).
 //
-// The allocator manages real memory from mmap (it writes free-list links into
-// free blocks), aligned by over-mapping so block alignment is meaningful.
+// The allocator manages real memory from mmap, aligned by over-mapping so
+// block alignment is meaningful. It must never touch that memory itself
+// (NeverTouchesTheSpan), nor rely on the metadata storage being zeroed: the
+// fixture hands it garbage.
 #include "fox/mem/page_allocator.h"
 
 #include <gtest/gtest.h>
@@ -48,7 +50,7 @@ class PageAllocatorTest : public ::testing::Test {
 
   void SetUp() override {
     ASSERT_TRUE(region_.ok());
-    meta_.resize(PageAllocator::MetaBytes(base(), kSpan));
+    meta_.assign(PageAllocator::MetaBytes(base(), kSpan), 0xA5);
     ASSERT_TRUE(pages_.Init(base(), kSpan, meta_.data()).ok());
   }
   uintptr_t base() const { return region_.base(); }
@@ -73,9 +75,13 @@ class PageAllocatorTest : public ::testing::Test {
   PageAllocator pages_;
 };
 
-TEST(PageAllocatorStatic, MetaBytesIsTwoPerPage) {
-  EXPECT_EQ(PageAllocator::MetaBytes(0, 256 * kMiB), 2 * 65536u);
-  EXPECT_EQ(PageAllocator::MetaBytes(kGiB, kPageSize), 2u);
+// Ten bytes per page (state, tag, two links) and a bit per 512 pages, plus
+// a few bytes of alignment slack.
+TEST(PageAllocatorStatic, MetaBytesIsTenPerPage) {
+  EXPECT_GE(PageAllocator::MetaBytes(0, 256 * kMiB), 10 * 65536u + 128 / 8);
+  EXPECT_LE(PageAllocator::MetaBytes(0, 256 * kMiB), 10 * 65536u + 128 / 8 + 16);
+  EXPECT_GE(PageAllocator::MetaBytes(kGiB, kPageSize), 10u);
+  EXPECT_LE(PageAllocator::MetaBytes(kGiB, kPageSize), 10u + 16);
 }
 
 TEST(PageAllocatorStatic, OrderForBytes) {
@@ -104,19 +110,29 @@ TEST(PageAllocatorStatic, InitRejectsBadArguments) {
   EXPECT_EQ(a.Init(0x100000, 4 * kPageSize, meta.data()).error(), Error::kInvalidArgument);
 }
 
-// Init must not touch the span: a PROT_NONE span would fault. Also exercises
-// order-18 (1 GiB) blocks, which never merge further.
-TEST(PageAllocatorStatic, InitTouchesOnlyMetadataAndMaxOrderBlocks) {
+// The allocator never reads or writes the span: with the span PROT_NONE,
+// any access would fault. Also exercises order-18 (1 GiB) blocks, which never
+// merge further, and splits down to single pages.
+TEST(PageAllocatorStatic, NeverTouchesTheSpan) {
   constexpr size_t kSpan = 2 * kGiB;
   AlignedRegion region(kSpan, kGiB, PROT_NONE);
   ASSERT_TRUE(region.ok());
-  std::vector<uint8_t> meta(PageAllocator::MetaBytes(region.base(), kSpan));
+  std::vector<uint8_t> meta(PageAllocator::MetaBytes(region.base(), kSpan), 0x5A);
   PageAllocator a;
   ASSERT_TRUE(a.Init(region.base(), kSpan, meta.data()).ok());
   EXPECT_EQ(a.GetStats().span_pages, kSpan / kPageSize);
   EXPECT_EQ(a.GetStats().free_pages, 0u);
-  ASSERT_EQ(mprotect(reinterpret_cast<void*>(region.base()), kSpan, PROT_READ | PROT_WRITE), 0);
   ASSERT_TRUE(a.AddFree(region.base(), kSpan).ok());
+  {
+    std::vector<void*> small;
+    for (int order : {0, 3, 0, 9, 12, 0}) {
+      Result<void*> r = a.Alloc(order);
+      ASSERT_TRUE(r.ok());
+      EXPECT_EQ(a.Tag(r.value()), 0);
+      small.push_back(r.value());
+    }
+    for (void* p : small) ASSERT_TRUE(a.Free(p).ok());
+  }
   PageAllocator::Stats s = a.GetStats();
   EXPECT_EQ(s.free_blocks[kMaxOrder], 2u);
   EXPECT_EQ(s.largest_free_order, kMaxOrder);
@@ -158,6 +174,18 @@ TEST_F(PageAllocatorTest, AddFreeCoalescesIntoLargestBlocks) {
   EXPECT_EQ(s.free_blocks[16], 1u);
   EXPECT_EQ(s.largest_free_order, 16);
   for (int k = 0; k < 16; k++) EXPECT_EQ(s.free_blocks[k], 0u) << k;
+}
+
+// Of two free blocks of one order, the lower is handed out first: a node
+// that uses little memory touches only the bottom of it.
+TEST_F(PageAllocatorTest, LowBlocksFirst) {
+  // Pages [3, kPages - 2): blocks of orders 0, 2, ... at the bottom and of
+  // orders 1, 2, ... at the top.
+  ASSERT_TRUE(pages_.AddFree(base() + 3 * kPageSize, kSpan - 5 * kPageSize).ok());
+  EXPECT_EQ(Addr(pages_.Alloc(0).value()), base() + 3 * kPageSize);
+  EXPECT_EQ(Addr(pages_.Alloc(2).value()), base() + 4 * kPageSize);
+  EXPECT_EQ(Addr(pages_.Alloc(3).value()), base() + 8 * kPageSize);
+  EXPECT_EQ(Addr(pages_.Alloc(1).value()), base() + kSpan - 4 * kPageSize);  // the only order-1 block
 }
 
 TEST_F(PageAllocatorTest, PiecewiseAddFreeMergesWithNeighbours) {
@@ -285,6 +313,7 @@ TEST_F(PageAllocatorTest, AddFreeRejectsBadRanges) {
   bad(base() + 8 * kPageSize, 9 * kPageSize);          // overlaps free pages
   bad(base() + 20 * kPageSize, kPageSize);             // inside free pages
   bad(Addr(held.value()), 4 * kPageSize);              // allocated pages
+  bad(Addr(held.value()) + kPageSize, kPageSize);      // inside allocated pages
   bad(base() + 100 * kPageSize + 1, kPageSize);        // misaligned start
   bad(base() + 100 * kPageSize, kPageSize + 1);        // misaligned size
   bad(base() + 100 * kPageSize, 0);                    // empty
@@ -355,6 +384,17 @@ TEST_F(PageAllocatorTest, OrderOfAndTags) {
   EXPECT_EQ(pages_.Tag(reinterpret_cast<void*>(base() + kSpan)), 0);
   ASSERT_TRUE(pages_.Free(p).ok());
   for (int i = 0; i < 16; i++) EXPECT_EQ(pages_.Tag(p + i * kPageSize), 0) << i;
+
+  // A block over several lazily set-up metadata chunks (512 pages each):
+  // every page's tag works, and reads 0 again after the block is freed.
+  Result<void*> big = pages_.Alloc(11);
+  ASSERT_TRUE(big.ok());
+  char* q = static_cast<char*>(big.value());
+  for (int i = 0; i < 2048; i += 511) EXPECT_EQ(pages_.Tag(q + i * kPageSize), 0) << i;
+  for (int i = 0; i < 2048; i += 511) pages_.SetTag(q + i * kPageSize, static_cast<uint8_t>(1 + i % 200));
+  for (int i = 0; i < 2048; i += 511) EXPECT_EQ(pages_.Tag(q + i * kPageSize), 1 + i % 200) << i;
+  ASSERT_TRUE(pages_.Free(q).ok());
+  for (int i = 0; i < 2048; i += 511) EXPECT_EQ(pages_.Tag(q + i * kPageSize), 0) << i;
 }
 
 TEST_F(PageAllocatorTest, UnalignedSpanStillGivesNaturallyAlignedBlocks) {

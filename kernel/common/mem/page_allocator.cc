@@ -1,17 +1,28 @@
 // Buddy allocator core (see fox/mem/page_allocator.h for the contract).
 //
 // Invariants, all under lock_:
-//  - every page of a block except its head has state kTail; the head has
-//    kFreeHead|order or kAllocHead|order; pages never added are kReserved.
-//    So splitting or merging rewrites only head bytes, and Free can validate
-//    a pointer with one byte.
-//  - free_[k] lists exactly the blocks whose head is kFreeHead|k; bit k of
+//  - the head page of a block has state kFreeHead|order or kAllocHead|order;
+//    every other page (inside a block, or never added) is kNotHead. So
+//    splitting or merging rewrites only head bytes, and Free can validate a
+//    pointer with one byte.
+//  - free_[k] lists exactly the blocks whose head is kFreeHead|k, linked
+//    through next_/prev_ (page indices) at the head's index; bit k of
 //    nonempty_orders_ is set iff free_[k] is non-empty, so Alloc finds the
 //    smallest usable order with one count-trailing-zeros.
 //  - buddies are found on absolute page frame numbers (pfn ^ 2^k), so blocks
 //    are naturally aligned in the address space whatever base_ is. A buddy
 //    outside the span, reserved or of another order is never merged, which is
 //    what keeps holes out of the free lists.
+//  - a chunk (kChunkPages pages) whose ready_ bit is clear has no head and
+//    all tags 0; its state and tag bytes are garbage until MakeReady. Every
+//    page of an allocated block lies in ready chunks (Alloc makes them so),
+//    which is what lets SetTag and Free write tags without checking.
+//
+// Why the links are not in the free blocks, as in xv6: a free block would be
+// written at boot (AddFree) and on every split, so a node would touch memory
+// spread over all of RAM before using it; with the links in the metadata the
+// allocator never touches the span, and a stray write into freed memory
+// cannot corrupt the free lists.
 #include "fox/mem/page_allocator.h"
 
 #include <algorithm>
@@ -19,9 +30,19 @@
 #include <cstring>
 
 namespace fox::mem {
+namespace {
+
+constexpr size_t kChunkShiftPages = 9;
+
+size_t Chunks(size_t pages) { return (pages + (size_t{1} << kChunkShiftPages) - 1) >> kChunkShiftPages; }
+size_t ReadyWords(size_t pages) { return (Chunks(pages) + 63) / 64; }
+
+}  // namespace
 
 size_t PageAllocator::MetaBytes(uintptr_t /*base*/, size_t size) {
-  return 2 * (size >> kPageShift);
+  size_t pages = size >> kPageShift;
+  // Alignment slack, the ready bitmap, next_ and prev_, state_ and tag_.
+  return alignof(uint64_t) + 8 * ReadyWords(pages) + 2 * sizeof(uint32_t) * pages + 2 * pages;
 }
 
 int PageAllocator::OrderForBytes(size_t bytes) {
@@ -32,18 +53,24 @@ int PageAllocator::OrderForBytes(size_t bytes) {
 }
 
 Result<void> PageAllocator::Init(uintptr_t base, size_t size, void* meta) {
+  static_assert(kChunkShift == kChunkShiftPages);
   if (meta == nullptr || size == 0 || (base & (kPageSize - 1)) != 0 ||
-      (size & (kPageSize - 1)) != 0 || base + size < base || base + size == 0) {
+      (size & (kPageSize - 1)) != 0 || base + size < base || base + size == 0 ||
+      (size >> kPageShift) >= kNoPage) {
     return Error::kInvalidArgument;
   }
   SpinGuard guard(lock_);
   if (state_ != nullptr) return Error::kInvalidArgument;
   base_ = base;
   span_pages_ = size >> kPageShift;
-  state_ = static_cast<uint8_t*>(meta);
+  uintptr_t p = (reinterpret_cast<uintptr_t>(meta) + alignof(uint64_t) - 1) & ~(alignof(uint64_t) - 1);
+  ready_ = reinterpret_cast<uint64_t*>(p);
+  next_ = reinterpret_cast<uint32_t*>(ready_ + ReadyWords(span_pages_));
+  prev_ = next_ + span_pages_;
+  state_ = reinterpret_cast<uint8_t*>(prev_ + span_pages_);
   tag_ = state_ + span_pages_;
-  memset(state_, kReserved, span_pages_);
-  memset(tag_, 0, span_pages_);
+  memset(ready_, 0, 8 * ReadyWords(span_pages_));
+  for (uint32_t& head : free_) head = kNoPage;
   return Ok();
 }
 
@@ -52,28 +79,68 @@ bool PageAllocator::Contains(const void* p) const {
   return addr >= base_ && addr - base_ < (span_pages_ << kPageShift);
 }
 
+bool PageAllocator::Ready(size_t chunk) const {
+  return (__atomic_load_n(&ready_[chunk / 64], __ATOMIC_ACQUIRE) >> (chunk % 64)) & 1;
+}
+
+void PageAllocator::MakeReady(size_t first, size_t pages) {
+  for (size_t c = first >> kChunkShift; c <= (first + pages - 1) >> kChunkShift; c++) {
+    if (Ready(c)) continue;
+    size_t start = c << kChunkShift;
+    size_t n = std::min(kChunkPages, span_pages_ - start);
+    memset(state_ + start, kNotHead, n);
+    memset(tag_ + start, 0, n);
+    // Tag reads the bit without the lock: the bytes before the bit.
+    __atomic_fetch_or(&ready_[c / 64], uint64_t{1} << (c % 64), __ATOMIC_RELEASE);
+  }
+}
+
+uint8_t PageAllocator::StateOf(size_t index) const {
+  return Ready(index >> kChunkShift) ? state_[index] : kNotHead;
+}
+
+void PageAllocator::SetState(size_t index, uint8_t state) {
+  if (state == kNotHead && !Ready(index >> kChunkShift)) return;  // reads so already
+  MakeReady(index, 1);
+  state_[index] = state;
+}
+
+bool PageAllocator::HasHead(size_t first, size_t pages) const {
+  size_t end = first + pages;
+  for (size_t i = first; i < end;) {
+    size_t chunk_end = std::min(end, ((i >> kChunkShift) + 1) << kChunkShift);
+    if (Ready(i >> kChunkShift)) {
+      for (; i < chunk_end; i++) {
+        if (state_[i] != kNotHead) return true;
+      }
+    }
+    i = chunk_end;
+  }
+  return false;
+}
+
 void PageAllocator::PushFree(size_t index, int order) {
-  auto* block = reinterpret_cast<FreeBlock*>(PageAddr(index));
-  block->prev = nullptr;
-  block->next = free_[order];
-  if (free_[order] != nullptr) free_[order]->prev = block;
-  free_[order] = block;
-  state_[index] = static_cast<uint8_t>(kFreeHead | order);
+  uint32_t head = free_[order];
+  next_[index] = head;
+  prev_[index] = kNoPage;
+  if (head != kNoPage) prev_[head] = static_cast<uint32_t>(index);
+  free_[order] = static_cast<uint32_t>(index);
+  SetState(index, static_cast<uint8_t>(kFreeHead | order));
   free_blocks_[order]++;
   nonempty_orders_ |= 1u << order;
 }
 
 void PageAllocator::RemoveFree(size_t index, int order) {
-  auto* block = reinterpret_cast<FreeBlock*>(PageAddr(index));
-  if (block->prev != nullptr) {
-    block->prev->next = block->next;
+  uint32_t next = next_[index], prev = prev_[index];
+  if (prev != kNoPage) {
+    next_[prev] = next;
   } else {
-    free_[order] = block->next;
+    free_[order] = next;
   }
-  if (block->next != nullptr) block->next->prev = block->prev;
-  state_[index] = kTail;
+  if (next != kNoPage) prev_[next] = prev;
+  SetState(index, kNotHead);
   free_blocks_[order]--;
-  if (free_[order] == nullptr) nonempty_orders_ &= ~(1u << order);
+  if (free_[order] == kNoPage) nonempty_orders_ &= ~(1u << order);
 }
 
 void PageAllocator::InsertFree(size_t index, int order) {
@@ -83,7 +150,7 @@ void PageAllocator::InsertFree(size_t index, int order) {
     uintptr_t buddy_pfn = pfn ^ (uintptr_t{1} << order);
     if (buddy_pfn < first_pfn || buddy_pfn - first_pfn >= span_pages_) break;
     size_t buddy = buddy_pfn - first_pfn;
-    if (state_[buddy] != (kFreeHead | order)) break;
+    if (StateOf(buddy) != (kFreeHead | order)) break;
     RemoveFree(buddy, order);
     pfn = std::min(pfn, buddy_pfn);
     order++;
@@ -99,21 +166,31 @@ Result<void> PageAllocator::AddFree(uintptr_t start, size_t size) {
   }
   size_t first = PageIndex(start);
   size_t count = size >> kPageShift;
+  uintptr_t first_pfn = base_ / kPageSize;
   SpinGuard guard(lock_);
-  for (size_t i = first; i < first + count; i++) {
-    if (state_[i] != kReserved) return Error::kInvalidArgument;
+  // Overlap with a block added before: a head inside the range, or a block
+  // of order k >= 1 starting below it, whose head is then the range's start
+  // rounded down to 2^k pages.
+  if (HasHead(first, count)) return Error::kInvalidArgument;
+  for (int k = 1; k <= kMaxOrder; k++) {
+    uintptr_t head_pfn = (start >> kPageShift) & ~((uintptr_t{1} << k) - 1);
+    if (head_pfn < first_pfn) break;
+    uint8_t state = StateOf(head_pfn - first_pfn);
+    if (state != kNotHead && (state & kOrderMask) >= k) return Error::kInvalidArgument;
   }
-  memset(state_ + first, kTail, count);
   // Greedy split into the largest naturally aligned blocks; InsertFree also
-  // merges with blocks added earlier.
-  uintptr_t pfn = start >> kPageShift;
+  // merges with blocks added earlier. Inserted from the top down, so that
+  // of two free blocks of one order the lower one heads its list: memory
+  // is handed out from the bottom of each range up, and a node that uses
+  // little memory touches little of it (on a VM, few of the host's pages).
+  uintptr_t end_pfn = (start >> kPageShift) + count;
   size_t left = count;
   while (left > 0) {
-    int order = std::min({static_cast<int>(std::countr_zero(pfn)),
+    int order = std::min({static_cast<int>(std::countr_zero(end_pfn)),
                           static_cast<int>(std::bit_width(left)) - 1, kMaxOrder});
-    InsertFree(PageIndex(pfn << kPageShift), order);
-    pfn += uintptr_t{1} << order;
+    end_pfn -= uintptr_t{1} << order;
     left -= size_t{1} << order;
+    InsertFree(PageIndex(end_pfn << kPageShift), order);
   }
   total_pages_ += count;
   free_pages_ += count;
@@ -129,12 +206,14 @@ Result<void*> PageAllocator::Alloc(int order) {
     return Error::kNoMemory;
   }
   int k = std::countr_zero(usable);
-  size_t index = PageIndex(reinterpret_cast<uintptr_t>(free_[k]));
+  size_t index = free_[k];
   RemoveFree(index, k);
   while (k > order) {  // keep the lower half, free the upper half
     k--;
     PushFree(index + (size_t{1} << k), k);
   }
+  // The block's tags are its owner's from now on (SetTag, Free): set up.
+  MakeReady(index, size_t{1} << order);
   state_[index] = static_cast<uint8_t>(kAllocHead | order);
   free_pages_ -= size_t{1} << order;
   allocs_++;
@@ -146,14 +225,14 @@ Result<void> PageAllocator::Free(void* block) {
   if (!Contains(block) || (addr & (kPageSize - 1)) != 0) return Error::kInvalidArgument;
   size_t index = PageIndex(addr);
   SpinGuard guard(lock_);
-  uint8_t state = state_[index];
+  uint8_t state = StateOf(index);
   if ((state & kHeadMask) != kAllocHead) return Error::kInvalidArgument;
   int order = state & kOrderMask;
   size_t pages = size_t{1} << order;
   for (size_t i = index; i < index + pages; i++) {
     __atomic_store_n(&tag_[i], 0, __ATOMIC_RELAXED);
   }
-  state_[index] = kTail;
+  state_[index] = kNotHead;
   InsertFree(index, order);
   free_pages_ += pages;
   frees_++;
@@ -164,19 +243,23 @@ Result<int> PageAllocator::OrderOf(const void* p) const {
   uintptr_t addr = reinterpret_cast<uintptr_t>(p);
   if (!Contains(p) || (addr & (kPageSize - 1)) != 0) return Error::kInvalidArgument;
   SpinGuard guard(lock_);
-  uint8_t state = state_[PageIndex(addr)];
+  uint8_t state = StateOf(PageIndex(addr));
   if ((state & kHeadMask) != kAllocHead) return Error::kInvalidArgument;
   return static_cast<int>(state & kOrderMask);
 }
 
 uint8_t PageAllocator::Tag(const void* p) const {
   if (!Contains(p)) return 0;
-  return __atomic_load_n(&tag_[PageIndex(reinterpret_cast<uintptr_t>(p))], __ATOMIC_RELAXED);
+  size_t index = PageIndex(reinterpret_cast<uintptr_t>(p));
+  if (!Ready(index >> kChunkShift)) return 0;
+  return __atomic_load_n(&tag_[index], __ATOMIC_RELAXED);
 }
 
 void PageAllocator::SetTag(const void* p, uint8_t tag) {
   if (!Contains(p)) return;
-  __atomic_store_n(&tag_[PageIndex(reinterpret_cast<uintptr_t>(p))], tag, __ATOMIC_RELAXED);
+  size_t index = PageIndex(reinterpret_cast<uintptr_t>(p));
+  if (!Ready(index >> kChunkShift)) return;  // not allocated: nobody owns it
+  __atomic_store_n(&tag_[index], tag, __ATOMIC_RELAXED);
 }
 
 PageAllocator::Stats PageAllocator::GetStats() const {

@@ -20,7 +20,9 @@ int Present();
 int KernelCores();
 bool IsKernelCore(int core);
 
-// Interrupts (all vectors) core `core` has taken since it came online.
+// Interrupts (all vectors) core `core` has taken since it started running
+// fox code (natively: its thread; the wake-up that hands a core its thread
+// at boot is not counted).
 uint64_t InterruptCount(int core);
 
 }  // namespace fox::core

@@ -23,20 +23,20 @@
 // table, and SetThisCoreTable() (miss path, once per core) bind it. Three
 // implementations:
 //
-//  * Fixed address (native; the kernel defines FOX_EBB_TABLE_ADDRESS): as
-//    EbbRT does, the table lives at the same virtual address on every core,
-//    and each core's page tables map that address to its own pages
-//    (kernel/x86_64/paging.h, "the per-core window"). ThisCoreTable() is a
-//    constant, so a hit is one load from FOX_EBB_TABLE_ADDRESS + id * 8 (the
-//    address is chosen to fit a sign-extended 32-bit displacement) and never
-//    touches FS or GS. SetThisCoreTable(table) maps the window onto `table`'s
-//    pages, which stay reachable at their own (identity) address: the
-//    window is an alias that only the owning core's hot path reads; every
-//    write (install, Destroy's clear from another core) goes through the
-//    identity address in CoreState::table. The kernel calls InitCore() on
-//    every core before it runs Ebb code, which maps the window read-only onto
-//    EmptyTable(); defined in kernel/x86_64/percpu.cc. Leave
-//    local_table_hosted.cc out.
+//  * Fixed address (native; the build defines FOX_EBB_TABLE_ADDRESS as the
+//    kernel's core::kWindowAddress): as EbbRT does, the table lives at the
+//    same virtual address on every core, and each core's page tables map
+//    that address to its own pages (fox/core_window.h, "the per-core
+//    window"). ThisCoreTable() is a constant, so a hit is one load from
+//    FOX_EBB_TABLE_ADDRESS + id * 8 (the address fits a sign-extended 32-bit
+//    displacement) and never touches FS or GS. SetThisCoreTable(table) maps
+//    the window onto `table`'s pages, which stay reachable at their own
+//    (identity) address: the window is an alias that only the owning core's
+//    hot path reads; every write (install, Destroy's clear from another
+//    core) goes through the identity address in CoreState::table. A window
+//    nothing is mapped into reads as zeros, like EmptyTable(), so the kernel
+//    calls nothing in ebb/ when a core starts (InitCore() is harmless).
+//    Defined in ebb/local_table_window.cc; leave local_table_hosted.cc out.
 //
 //  * thread_local (hosted, where each "core" is a thread):
 //    ebb/local_table_hosted.cc defines `tls_core_table`, initialised to
@@ -49,8 +49,9 @@
 //    are inline below; link nothing else (leave local_table_hosted.cc out).
 //
 // ThisCoreBacking() names the table the hook shows by its own address (for
-// the fixed-address hook, not the window's), so that the miss path can
-// tell whether the calling thread is bound to its core's table.
+// the fixed-address hook, not the window's; nullptr while the window shows
+// zeros), so that the miss path can tell whether the calling thread is bound
+// to its core's table.
 //
 // Either way the platform must guarantee what EbbRT's event model gives:
 //  - a context never migrates between cores while it runs Ebb code (the
@@ -133,8 +134,9 @@ inline LocalTable* ThisCoreBacking() { return ThisCoreTable(); }
 #endif
 
 // Boot step for each core before it runs Ebb code: points the hook at
-// EmptyTable() (required with FOX_EBB_TABLE_ADDRESS and
-// FOX_EBB_TABLE_GS_OFFSET; harmless with thread_local).
+// EmptyTable() (required with FOX_EBB_TABLE_GS_OFFSET; harmless with
+// thread_local and with FOX_EBB_TABLE_ADDRESS, whose window reads as zeros
+// until bound).
 // Thread context; no locks, no allocation.
 void InitCore();
 

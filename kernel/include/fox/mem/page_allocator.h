@@ -1,12 +1,19 @@
 // Physical page allocator: a binary buddy allocator over one contiguous span.
 //
-// The span [base, base + size) is described by two bytes of metadata per page,
-// held in storage the caller provides (no allocation, so it can run before any
-// heap exists): a state byte (reserved / tail / head of a free or allocated
-// block plus its order) and a user tag byte. Free blocks are kept on one
-// intrusive doubly linked list per order whose links live in the first 16
-// bytes of the free block itself, so the span must be mapped and writable at
-// its own addresses (identity map or direct map) once pages are added.
+// The span [base, base + size) is described by per-page metadata held in
+// storage the caller provides (no allocation, so it can run before any heap
+// exists): a state byte (head of a free or allocated block plus its order, or
+// not a head), a user tag byte, and the free-list links of free block heads
+// (page indices, one doubly linked list per order). The allocator never reads
+// or writes the span itself: a free block is not touched until its owner
+// touches it, so memory the node never uses is never written (a VM's host
+// never has to back it, firmware-cleared memory stays cold).
+//
+// Setting up is proportional to use, not to the span: the per-page bytes are
+// initialised a chunk of 512 pages at a time, when a block head in the chunk
+// is first written or a block covering it is first allocated; a chunk never
+// initialised reads as "no heads, tags 0". So Init costs one bit per chunk
+// and AddFree a handful of writes per range, whatever their size.
 //
 // Blocks are naturally aligned on absolute addresses: a block of order k
 // starts at a multiple of kPageSize << k, whatever the span's base. Every page
@@ -43,33 +50,33 @@ class PageAllocator {
   PageAllocator(const PageAllocator&) = delete;
   PageAllocator& operator=(const PageAllocator&) = delete;
 
-  // Bytes of metadata Init needs for the span [base, base + size): two per
-  // page. Any context; pure.
+  // Bytes of metadata Init needs for the span [base, base + size): ten per
+  // page and one bit per 512 pages, plus alignment slack. Any context; pure.
   static size_t MetaBytes(uintptr_t base, size_t size);
 
   // Smallest order whose block holds `bytes` (0 for 0 bytes), or -1 when no
   // block is large enough. Any context; pure.
   static int OrderForBytes(size_t bytes);
 
-  // Takes the span [base, base + size) (both page-aligned, size > 0) with
-  // `meta` as metadata storage: MetaBytes(base, size) bytes, any alignment,
-  // owned by the allocator from now on. Every page starts out reserved. Writes
-  // only the metadata, never the span. Boot context, once, before any other
-  // call and before other cores can reach the allocator. Errors:
-  // kInvalidArgument (misaligned, empty, wrapping, null meta, already set up).
+  // Takes the span [base, base + size) (both page-aligned, size > 0, at most
+  // 2^32 - 1 pages) with `meta` as metadata storage: MetaBytes(base, size)
+  // bytes, any alignment, any contents, owned by the allocator from now on.
+  // Every page starts out reserved. Writes only the chunk bitmap (one bit per
+  // 512 pages), never the span. Boot context, once, before any other call and
+  // before other cores can reach the allocator. Errors: kInvalidArgument
+  // (misaligned, empty, wrapping, too large, null meta, already set up).
   Result<void> Init(uintptr_t base, size_t size, void* meta);
 
   // Makes the page-aligned range [start, start + size) allocatable, coalescing
   // it (and any free neighbours) into the largest naturally aligned blocks.
-  // Writes the free-list links into the first 16 bytes of each resulting
-  // block. Errors: kInvalidArgument when the range is misaligned, empty,
+  // Costs O(log size) metadata writes, never touches the range. Errors: kInvalidArgument when the range is misaligned, empty,
   // outside the span, or contains a page that is not reserved (already free or
   // allocated); nothing changes then. Takes the allocator lock; thread
   // context, never interrupt context; does not block beyond the spinlock.
   Result<void> AddFree(uintptr_t start, size_t size);
 
-  // A naturally aligned block of 2^order pages; contents undefined; the caller
-  // owns it until Free. Errors: kInvalidArgument (order outside
+  // A naturally aligned block of 2^order pages; contents undefined (never
+  // written by the allocator); the caller owns it until Free. Errors: kInvalidArgument (order outside
   // [0, kMaxOrder]), kNoMemory. Takes the allocator lock; thread context,
   // never interrupt context.
   Result<void*> Alloc(int order);
@@ -101,26 +108,35 @@ class PageAllocator {
   Stats GetStats() const;
 
  private:
-  struct FreeBlock {
-    FreeBlock* next;
-    FreeBlock* prev;
-  };
-
-  // State byte of a page.
-  static constexpr uint8_t kReserved = 0xFF;   // never added: not allocatable
-  static constexpr uint8_t kTail = 0xFE;       // inside a block, not its head
+  // State byte of a page. Reserved pages and the pages of a block other than
+  // its head are alike (kNotHead): the free lists and block heads say which
+  // pages were added, and AddFree checks overlaps against the heads.
+  static constexpr uint8_t kNotHead = 0;
   static constexpr uint8_t kFreeHead = 0x40;   // | order: head of a free block
   static constexpr uint8_t kAllocHead = 0x80;  // | order: head of an allocated block
   static constexpr uint8_t kHeadMask = 0xC0;
   static constexpr uint8_t kOrderMask = 0x1F;
+  static constexpr uint32_t kNoPage = UINT32_MAX;  // end of a free list
+  static constexpr size_t kChunkShift = 9;        // pages per lazily set-up chunk: 512
+  static constexpr size_t kChunkPages = size_t{1} << kChunkShift;
 
   uintptr_t PageAddr(size_t index) const { return base_ + (index << kPageShift); }
   size_t PageIndex(uintptr_t addr) const { return (addr - base_) >> kPageShift; }
 
+  // Whether chunk `c`'s per-page bytes are set up (else they read as
+  // kNotHead and tag 0). Lock-free: Tag reads it.
+  bool Ready(size_t chunk) const;
+  // Sets up every chunk meeting [first, first + pages) that is not yet.
+  void MakeReady(size_t first, size_t pages) REQUIRES(lock_);
+  uint8_t StateOf(size_t index) const REQUIRES(lock_);
+  void SetState(size_t index, uint8_t state) REQUIRES(lock_);
+  // Whether a block head lies in [first, first + pages).
+  bool HasHead(size_t first, size_t pages) const REQUIRES(lock_);
+
   void PushFree(size_t index, int order) REQUIRES(lock_);
   void RemoveFree(size_t index, int order) REQUIRES(lock_);
   // Inserts the block [index, index + 2^order) into the free lists after
-  // merging it with free buddies. Its pages must all be kTail.
+  // merging it with free buddies. None of its pages may be a head.
   void InsertFree(size_t index, int order) REQUIRES(lock_);
 
   mutable SpinLock lock_;
@@ -128,11 +144,17 @@ class PageAllocator {
   uintptr_t base_ = 0;
   size_t span_pages_ = 0;
   uint8_t* tag_ = nullptr;  // span_pages_ bytes, atomically accessed
+  // One bit per chunk; set (release) under lock_, read lock-free (acquire).
+  uint64_t* ready_ = nullptr;
 
   uint8_t* state_ PT_GUARDED_BY(lock_) = nullptr;  // span_pages_ bytes
-  FreeBlock* free_[kMaxOrder + 1] GUARDED_BY(lock_) = {};
+  // Links of free block heads (page indices or kNoPage); other entries are
+  // meaningless and never read.
+  uint32_t* next_ PT_GUARDED_BY(lock_) = nullptr;
+  uint32_t* prev_ PT_GUARDED_BY(lock_) = nullptr;
+  uint32_t free_[kMaxOrder + 1] GUARDED_BY(lock_) = {};  // list heads (Init: kNoPage)
   size_t free_blocks_[kMaxOrder + 1] GUARDED_BY(lock_) = {};
-  uint32_t nonempty_orders_ GUARDED_BY(lock_) = 0;  // bit k: free_[k] != null
+  uint32_t nonempty_orders_ GUARDED_BY(lock_) = 0;  // bit k: free_[k] != kNoPage
   size_t total_pages_ GUARDED_BY(lock_) = 0;
   size_t free_pages_ GUARDED_BY(lock_) = 0;
   uint64_t allocs_ GUARDED_BY(lock_) = 0;
