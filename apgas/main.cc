@@ -11,6 +11,7 @@
 #include "fox/ebb/rpc.h"
 #include "fox/net/am.h"
 #include "runtime.h"
+#include "team_service.h"
 #ifdef FOX_NATIVE
 #include "fox/net/ip.h"
 #endif
@@ -43,6 +44,7 @@ int Main(int, char**, Function<void()> body) {
   (void)ebb::Messenger::Get()->Self();
   auto runtime = detail::Runtime::Get();
   runtime->SetPlaces(all);
+  (void)detail::TeamService::Get()->waiting();  // Team's receiver, before the transport
   if (auto r = am::Start(*config); !r.ok()) {
     std::printf("apgas: place %u: cannot start the transport: %s\n", config->self, ErrorName(r.error()));
     return 1;

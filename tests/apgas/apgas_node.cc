@@ -4,6 +4,13 @@
 //   basic      nested finish, local and remote asyncs, fan-out with a message
 //              back, tree fan-out, at returning values (numbers, strings) and
 //              rethrowing exceptions, exception aggregation by finish
+//   global     GlobalRef (remote updates of a place-0 object; dereferenced
+//              elsewhere: an error) and PlaceLocal (one object per place)
+//   team       Team over every place: barrier, allreduce (a number and an
+//              array), broadcast of a string, agree
+//   team_kill,K  place K dies between barriers: the survivors' next barrier
+//              throws DeadPlaceException naming K (no hang), and agree then
+//              gives every survivor the same answer
 //   orphans,K  place K sends an activity to every other place and dies at
 //              once: those orphans (each sleeps 3 s, longer than the
 //              detector takes, then sends one back to place 0) must all have
@@ -17,10 +24,13 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "fox/apgas/apgas.h"
+#include "fox/apgas/global.h"
+#include "fox/apgas/team.h"
 #include "fox/clock.h"
 #include "fox/event.h"
 #include "fox/timer.h"
@@ -134,6 +144,117 @@ void Basic() {
   std::printf("apgas: basic: PASS\n");
 }
 
+std::atomic<uint64_t> g_counter{0};
+
+void Global() {
+  auto places = fox::apgas::places();
+  fox::apgas::GlobalRef<std::atomic<uint64_t>> ref(&g_counter);
+  g_counter = 0;
+  fox::apgas::finish([&] {
+    for (Place p : places) {
+      fox::apgas::asyncAt(p, [](fox::apgas::GlobalRef<std::atomic<uint64_t>> r) {
+        fox::apgas::at(r.home(), [](fox::apgas::GlobalRef<std::atomic<uint64_t>> r2) { r2()->fetch_add(1); }, r);
+      }, ref);
+    }
+  });
+  CHECK(g_counter.load() == places.size());
+  bool refused = false;
+  try {
+    fox::apgas::at(places.back(), [](fox::apgas::GlobalRef<std::atomic<uint64_t>> r) { return r()->load(); }, ref);
+  } catch (const fox::apgas::RemoteException& e) {
+    refused = e.type() == "std::logic_error";
+  } catch (const std::logic_error&) {
+    refused = false;
+  }
+  CHECK(refused || places.back().id == 0);
+  auto names = fox::apgas::PlaceLocal<std::string>::Make(places, [] {
+    return "object of place " + std::to_string(fox::apgas::here().id);
+  });
+  for (Place p : places) {
+    std::string got = fox::apgas::at(p, [](fox::apgas::PlaceLocal<std::string> h) { return *h(); }, names);
+    CHECK(got == "object of place " + std::to_string(p.id));
+  }
+  names.Destroy(places);
+  std::printf("apgas: global: %zu remote updates through a GlobalRef, %zu PlaceLocal objects: PASS\n",
+              places.size(), places.size());
+}
+
+std::mutex g_results_lock;
+std::vector<std::string> g_results;
+
+void Record(std::string line) {
+  std::lock_guard<std::mutex> g(g_results_lock);
+  g_results.push_back(std::move(line));
+}
+
+void TeamOps() {
+  auto places = fox::apgas::places();
+  g_results.clear();
+  fox::apgas::finish([&] {
+    for (Place p : places) {
+      fox::apgas::asyncAt(p, [](std::vector<Place> group) {
+        fox::apgas::Team team(group);
+        team.barrier();
+        long n = long(group.size());
+        long sum = team.allreduce(long(fox::apgas::here().id) + 1, fox::apgas::Team::Sum<long>());
+        auto arr = team.allreduce(std::vector<double>{double(fox::apgas::here().id), 1.0},
+                                  fox::apgas::Team::Sum<double>());
+        long top = team.allreduce(long(fox::apgas::here().id), fox::apgas::Team::Max<long>());
+        std::string word = team.broadcast(group.front(), std::string("from the first member"));
+        int agreed = team.agree(fox::apgas::here().id == group.back().id ? 0x6 : 0x7);
+        team.barrier();
+        bool ok = sum == n * (n + 1) / 2 && arr.size() == 2 && arr[1] == double(n) &&
+                  arr[0] == double(n * (n - 1) / 2) && top == long(group.back().id) && word == "from the first member" &&
+                  agreed == 0x6;
+        std::string line = "place " + std::to_string(fox::apgas::here().id) + (ok ? " ok" : " WRONG");
+        fox::apgas::at(Place{0}, [](std::string l) { Record(l); }, line);
+      }, places);
+    }
+  });
+  size_t ok = 0;
+  for (auto& r : g_results) ok += r.find(" ok") != std::string::npos;
+  std::printf("apgas: team of %zu places: barrier, allreduce, broadcast, agree: %zu of %zu right\n", places.size(), ok,
+              places.size());
+  CHECK(ok == places.size());
+}
+
+void TeamKill(uint32_t victim) {
+  auto places = fox::apgas::places();
+  g_results.clear();
+  try {
+    fox::apgas::finish([&] {
+      for (Place p : places) {
+        fox::apgas::asyncAt(p, [](std::vector<Place> group, uint32_t dies) {
+          fox::apgas::Team team(group);
+          team.barrier();
+          team.barrier();
+          if (fox::apgas::here().id == dies) std::_Exit(9);
+          std::string seen = "no exception";
+          try {
+            team.barrier();
+          } catch (const fox::apgas::DeadPlaceException& e) {
+            seen = "DeadPlaceException " + std::to_string(e.place().id);
+          }
+          int agreed = team.agree(0x3);
+          fox::apgas::at(Place{0}, [](std::string l) { Record(l); },
+                         std::string("place ") + std::to_string(fox::apgas::here().id) + ": " + seen + ", agreed " +
+                             std::to_string(agreed));
+        }, places, victim);
+      }
+    });
+  } catch (const fox::apgas::MultipleExceptions& m) {
+    std::printf("apgas: team_kill: the finish threw: %s\n", m.what());
+  }
+  size_t right = 0;
+  for (auto& r : g_results) {
+    std::printf("apgas: team_kill: %s\n", r.c_str());
+    right += r.find(": DeadPlaceException " + std::to_string(victim) + ", agreed 3") != std::string::npos;
+  }
+  std::printf("apgas: team member %u died: %zu of %zu survivors saw DeadPlaceException and agreed alike\n", victim,
+              right, places.size() - 1);
+  CHECK(right == places.size() - 1);
+}
+
 void Kill(uint32_t victim) {
   auto places = fox::apgas::places();
   g_arrived = 0;
@@ -228,6 +349,12 @@ int main(int argc, char** argv) {
       std::string step = argv[i];
       if (step == "basic") {
         Basic();
+      } else if (step == "team") {
+        TeamOps();
+      } else if (step.rfind("team_kill,", 0) == 0) {
+        TeamKill(uint32_t(std::strtoul(step.c_str() + 10, nullptr, 10)));
+      } else if (step == "global") {
+        Global();
       } else if (step.rfind("orphans,", 0) == 0) {
         Orphans(uint32_t(std::strtoul(step.c_str() + 8, nullptr, 10)));
       } else if (step.rfind("kill,", 0) == 0) {

@@ -7,7 +7,9 @@ add_test(NAME hosted.apgas_basic COMMAND ${apgas_hosted} --nodes 4 --timeout 120
   --expect "0:apgas: fan-out to 4 places, 4 messages back before the finish returned"
   --expect "0:apgas: fan-out fan-out: 16 activities back at place 0"
   --expect "0:apgas: finish gathered 4 exceptions" --expect "0:apgas: basic: PASS"
-  $<TARGET_FILE:apgas_node> basic)
+  --expect "0:apgas: global: 4 remote updates through a GlobalRef, 4 PlaceLocal objects: PASS"
+  --expect "0:apgas: team of 4 places: barrier, allreduce, broadcast, agree: 4 of 4 right"
+  $<TARGET_FILE:apgas_node> basic global team)
 set_tests_properties(hosted.apgas_basic PROPERTIES LABELS hosted TIMEOUT 180)
 
 # A place dies (exits) inside a fan-out: the finish names it, and only it,
@@ -25,9 +27,18 @@ add_test(NAME hosted.apgas_orphans COMMAND ${apgas_hosted} --nodes 4 --timeout 1
   $<TARGET_FILE:apgas_node> orphans,3)
 set_tests_properties(hosted.apgas_orphans PROPERTIES LABELS hosted TIMEOUT 180)
 
-fox_cluster_test(apgas_basic NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- basic" TIMEOUT 120
+# A Team member dies: the survivors' collectives throw instead of hanging,
+# and agree gives them all the same answer.
+add_test(NAME hosted.apgas_team_kill COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 2
+  --expect "0:apgas: team member 2 died: 3 of 3 survivors saw DeadPlaceException and agreed alike"
+  $<TARGET_FILE:apgas_node> team_kill,2)
+set_tests_properties(hosted.apgas_team_kill PROPERTIES LABELS hosted TIMEOUT 180)
+
+fox_cluster_test(apgas_basic NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- basic global team" TIMEOUT 120
   EXPECT "0:apgas: fan-out to 3 places, 3 messages back before the finish returned"
-         "0:apgas: fan-out fan-out: 9 activities back at place 0" "0:apgas: basic: PASS")
+         "0:apgas: fan-out fan-out: 9 activities back at place 0" "0:apgas: basic: PASS"
+         "0:apgas: global: 3 remote updates through a GlobalRef, 3 PlaceLocal objects: PASS"
+         "0:apgas: team of 3 places: barrier, allreduce, broadcast, agree: 3 of 3 right")
 fox_cluster_test(apgas_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- kill,1" TIMEOUT 120 KILLED 1
   EXPECT "0:apgas: place 1 died inside a fan-out: DeadPlaceException named it, 0 other exceptions, 2 of 2 activities back"
          "0:apgas: at\\(dead place 1\\) threw DeadPlaceException")

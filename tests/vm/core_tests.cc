@@ -147,16 +147,20 @@ int Futures(int, char**) {
   fox::event::SpawnRemote(other, [shared] {
     fox::timer::Start(2000000, [shared] { shared->SetValue(42); });
   });
+  CHECK(f.Block() == 42);
   // event::Local belongs to the event: kept across its blocking while other
   // events on the core set their own, null at the start of every event.
   int mine = 0, theirs = 0;
   fox::event::Local() = &mine;
   bool other_started_null = false;
-  fox::event::Spawn([&] {
-    other_started_null = fox::event::Local() == nullptr;
-    fox::event::Local() = &theirs;
+  fox::event::Block([&](fox::event::Continuation k) {
+    auto resume = std::make_shared<fox::event::Continuation>(std::move(k));
+    fox::event::Spawn([&, resume] {
+      other_started_null = fox::event::Local() == nullptr;
+      fox::event::Local() = &theirs;
+      resume->Resume();
+    });
   });
-  CHECK(f.Block() == 42);
   CHECK(other_started_null && fox::event::Local() == &mine);
   // Then: the continuation runs on this core.
   auto chained = fox::MakeReadyFuture(20).Then([](fox::Future<int> v) { return v.Get() + 1; }).Then(

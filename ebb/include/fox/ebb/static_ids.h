@@ -17,11 +17,12 @@ inline constexpr EbbId kFailureDetectorId = StaticId("fox.FailureDetector");
 inline constexpr EbbId kApgasRuntimeId = StaticId("fox.apgas.Runtime");
 inline constexpr EbbId kPlaceManagerId = StaticId("fox.apgas.PlaceManager");
 inline constexpr EbbId kResilientFinishId = StaticId("fox.apgas.ResilientFinish");
+inline constexpr EbbId kTeamId = StaticId("fox.apgas.Team");
 
 static_assert(StaticIdsDistinct({"fox.GlobalIdMap", "fox.Messenger", "fox.Rpc", "fox.NodeAllocator",
                                  "fox.FileSystem", "fox.Dht", "fox.FailureDetector",
                                  "fox.apgas.Runtime", "fox.apgas.PlaceManager",
-                                 "fox.apgas.ResilientFinish"}),
+                                 "fox.apgas.ResilientFinish", "fox.apgas.Team"}),
               "two system Ebb names share a static id: rename one");
 
 }  // namespace fox::ebb

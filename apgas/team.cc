@@ -1,0 +1,280 @@
+// Team (team.h): an allgather at the lowest live member, by a shared Ebb at
+// kTeamId on every place.
+//
+// Messages: kContribute (member -> gatherer): team id, op number, the
+// members, this member's index, its bytes; kResult (gatherer -> members):
+// team id, op number, one optional byte string per member. The gatherer
+// answers once every member has contributed or died; it keeps the answer so
+// that a member whose first gatherer died and who asks again gets the same.
+#include "fox/apgas/team.h"
+
+#include <map>
+
+#include "fox/ebb/messenger.h"
+#include "fox/ebb/shared_ebb.h"
+#include "fox/ebb/static_ids.h"
+#include "fox/future.h"
+#include "fox/log.h"
+#include "fox/net/am.h"
+#include "fox/spinlock.h"
+#include "team_service.h"
+
+namespace fox::apgas {
+namespace detail {
+namespace {
+enum : uint16_t { kContribute = 1, kResult = 2 };
+using Slots = std::vector<std::optional<std::vector<uint8_t>>>;
+
+void Send(uint32_t place, uint16_t handler, const std::vector<uint8_t>& bytes) {
+  Result<void> r = bytes.size() <= net::kMaxMessageBytes
+                       ? am::SendWait(place, ebb::kTeamId, handler, bytes.data(), bytes.size())
+                       : ebb::Messenger::Get()->SendLarge(place, ebb::kTeamId, handler, bytes.data(), bytes.size());
+  if (r.ok()) am::Flush(place);
+}
+}  // namespace
+
+struct Contribution {
+  uint64_t team = 0, op = 0;
+  std::vector<uint32_t> members;
+  uint32_t index = 0;
+  std::vector<uint8_t> bytes;
+  template <class A>
+  void serialize(A& ar) {
+    ar(team, op, members, index, bytes);
+  }
+};
+struct Answer {
+  uint64_t team = 0, op = 0;
+  std::vector<uint8_t> present;  // 1 per member that contributed
+  std::vector<std::vector<uint8_t>> bytes;
+  template <class A>
+  void serialize(A& ar) {
+    ar(team, op, present, bytes);
+  }
+};
+
+struct TeamService::Waiting {
+  Contribution mine;
+  uint32_t gatherer;
+  Promise<Slots> promise;
+};
+struct TeamService::Gathering {
+  std::vector<uint32_t> members;
+  std::map<uint32_t, std::vector<uint8_t>> got;  // by member index
+  std::optional<Answer> answer;                   // once given
+};
+
+TeamService::TeamService() : core_(core::Current()) {
+  auto on_message = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+    OnMessage(from, handler, data, length);
+  };
+  if (auto r = ebb::Messenger::Get()->Listen(ebb::kTeamId, on_message, core_); !r.ok()) {
+    LOG_ERROR("apgas: Team cannot receive messages: %s", ErrorName(r.error()));
+  }
+  auto on_large = [this](NodeId from, uint16_t handler, std::vector<uint8_t> data) {
+    OnMessage(from, handler, data.data(), data.size());
+  };
+  (void)ebb::Messenger::Get()->ListenLarge(ebb::kTeamId, on_large, core_);
+  subscription_ = am::OnPeerState(
+      [this](NodeId node, am::PeerState state) {
+        if (state == am::PeerState::kDead) OnDeath(node);
+      },
+      core_);
+}
+
+TeamService::~TeamService() {
+  am::StopPeerState(subscription_);
+  ebb::Messenger::Get()->StopListening(ebb::kTeamId);
+  ebb::Messenger::Get()->StopListeningLarge(ebb::kTeamId);
+}
+
+uint32_t TeamService::GathererLocked(const std::vector<uint32_t>& members) const {
+  for (uint32_t m : members) {
+    if (dead_.count(m) == 0) return m;
+  }
+  return members.empty() ? 0 : members.front();
+}
+
+Future<Slots> TeamService::Contribute(uint64_t team, uint64_t op, std::vector<uint32_t> members, uint32_t index,
+                                      std::vector<uint8_t> bytes) {
+  auto w = std::make_shared<Waiting>();
+  w->mine = Contribution{team, op, std::move(members), index, std::move(bytes)};
+  auto future = w->promise.GetFuture();
+  {
+    SpinGuard g(lock_);
+    w->gatherer = GathererLocked(w->mine.members);
+    waiting_[{team, op}] = w;
+  }
+  std::vector<uint8_t> message;
+  OutArchive out(message);
+  out(w->mine);
+  Send(w->gatherer, kContribute, message);
+  return future;
+}
+
+void TeamService::OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+  try {
+    InArchive in(data, length);
+    if (handler == kContribute) {
+      Contribution c;
+      in(c);
+      OnContribution(std::move(c));
+    } else if (handler == kResult) {
+      Answer a;
+      in(a);
+      OnAnswer(std::move(a));
+    }
+  } catch (const std::exception& e) {
+    LOG_WARN("apgas: malformed Team message from place %u: %s", from, e.what());
+  }
+}
+
+void TeamService::OnContribution(Contribution c) {
+  std::optional<Answer> reply;
+  std::vector<uint32_t> to;
+  {
+    SpinGuard g(lock_);
+    if (c.index >= c.members.size()) return;
+    Gathering& gather = gathering_[{c.team, c.op}];
+    if (gather.members.empty()) gather.members = c.members;
+    if (gather.answer) {  // asked again (its first gatherer died): the same answer
+      reply = gather.answer;
+      to.push_back(c.members[c.index]);
+    } else {
+      gather.got[c.index] = std::move(c.bytes);
+      reply = CompleteLocked(c.team, c.op, gather, &to);
+    }
+  }
+  Deliver(reply, to);
+}
+
+// The answer, if every member has contributed or died.
+std::optional<Answer> TeamService::CompleteLocked(uint64_t team, uint64_t op, Gathering& gather,
+                                                               std::vector<uint32_t>* to) {
+  for (size_t i = 0; i < gather.members.size(); ++i) {
+    if (gather.got.count(uint32_t(i)) == 0 && dead_.count(gather.members[i]) == 0) return std::nullopt;
+  }
+  Answer a{team, op, {}, {}};
+  for (size_t i = 0; i < gather.members.size(); ++i) {
+    auto it = gather.got.find(uint32_t(i));
+    a.present.push_back(it != gather.got.end() ? 1 : 0);
+    a.bytes.push_back(it != gather.got.end() ? it->second : std::vector<uint8_t>{});
+    if (dead_.count(gather.members[i]) == 0) to->push_back(gather.members[i]);
+  }
+  gather.answer = a;
+  gather.got.clear();
+  return a;
+}
+
+void TeamService::Deliver(const std::optional<Answer>& answer, const std::vector<uint32_t>& to) {
+  if (!answer) return;
+  std::vector<uint8_t> message;
+  OutArchive out(message);
+  out(*answer);
+  for (uint32_t m : to) Send(m, kResult, message);
+}
+
+void TeamService::OnAnswer(Answer a) {
+  std::shared_ptr<Waiting> w;
+  {
+    SpinGuard g(lock_);
+    auto it = waiting_.find({a.team, a.op});
+    if (it == waiting_.end()) return;  // answered already
+    w = it->second;
+    waiting_.erase(it);
+  }
+  Slots slots(a.present.size());
+  for (size_t i = 0; i < a.present.size() && i < a.bytes.size(); ++i) {
+    if (a.present[i]) slots[i] = std::move(a.bytes[i]);
+  }
+  w->promise.SetValue(std::move(slots));
+}
+
+void TeamService::OnDeath(uint32_t place) {
+  std::vector<std::pair<std::optional<Answer>, std::vector<uint32_t>>> answers;
+  std::vector<std::shared_ptr<Waiting>> resend;
+  {
+    SpinGuard g(lock_);
+    if (!dead_.insert(place).second) return;
+    for (auto& [key, gather] : gathering_) {
+      if (gather.answer) continue;
+      std::vector<uint32_t> to;
+      auto a = CompleteLocked(key.first, key.second, gather, &to);
+      if (a) answers.emplace_back(a, to);
+    }
+    for (auto& [key, w] : waiting_) {
+      if (w->gatherer != place) continue;
+      w->gatherer = GathererLocked(w->mine.members);
+      resend.push_back(w);
+    }
+  }
+  for (auto& [a, to] : answers) Deliver(a, to);
+  for (auto& w : resend) {
+    std::vector<uint8_t> message;
+    OutArchive out(message);
+    out(w->mine);
+    Send(w->gatherer, kContribute, message);
+  }
+}
+
+}  // namespace detail
+
+namespace {
+uint64_t Fnv(uint64_t h, uint64_t v) {
+  for (int b = 0; b < 8; ++b) h = (h ^ uint8_t(v >> (8 * b))) * 0x100000001b3ull;
+  return h;
+}
+}  // namespace
+
+Team::Team(std::vector<Place> places) : places_(std::move(places)) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (Place p : places_) h = Fnv(h, p.id);
+  // Members make their teams over the same places in the same order.
+  id_ = Fnv(h, detail::TeamService::Get()->NextTeamOver(h));
+}
+
+long Team::IndexOf(Place p) const {
+  for (size_t i = 0; i < places_.size(); ++i) {
+    if (places_[i] == p) return long(i);
+  }
+  return -1;
+}
+
+std::vector<std::optional<std::vector<uint8_t>>> Team::Gather(std::vector<uint8_t> mine) {
+  long index = IndexOf(here());
+  if (index < 0) throw std::logic_error("Team: this place is not a member");
+  std::vector<uint32_t> members;
+  for (Place p : places_) members.push_back(p.id);
+  auto future = detail::TeamService::Get()->Contribute(id_, next_op_++, std::move(members), uint32_t(index),
+                                                        std::move(mine));
+  auto* activity = event::Local();
+  auto slots = future.Block();
+  event::Local() = activity;
+  return slots;
+}
+
+void Team::ThrowIfDead(const std::vector<std::optional<std::vector<uint8_t>>>& all) const {
+  for (size_t i = 0; i < all.size() && i < places_.size(); ++i) {
+    if (!all[i]) throw DeadPlaceException(places_[i]);
+  }
+}
+
+void Team::barrier() { ThrowIfDead(Gather({})); }
+
+int Team::agree(int value) {
+  std::vector<uint8_t> mine;
+  OutArchive out(mine);
+  out(value);
+  auto all = Gather(std::move(mine));
+  int result = ~0;
+  for (auto& bytes : all) {
+    if (!bytes) continue;
+    InArchive in(bytes->data(), bytes->size());
+    int v = 0;
+    in(v);
+    result &= v;
+  }
+  return result;
+}
+
+}  // namespace fox::apgas

@@ -1,0 +1,68 @@
+// Internal: Team's messages and state at one place (team.cc), a shared Ebb
+// at kTeamId (the gatherer's side and the members' side).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "fox/apgas/team.h"
+#include "fox/ebb/ebb_ref.h"
+#include "fox/ebb/shared_ebb.h"
+#include "fox/ebb/static_ids.h"
+#include "fox/future.h"
+#include "fox/net/node_id.h"
+#include "fox/spinlock.h"
+
+namespace fox::apgas::detail {
+
+struct Contribution;
+struct Answer;
+
+class TeamService : public ebb::SharedEbb<TeamService> {
+ public:
+  static ebb::EbbRef<TeamService> Get() { return ebb::EbbRef<TeamService>(ebb::kTeamId); }
+  TeamService();  // listens on the calling core; before am::Start
+  ~TeamService();
+
+  // This member's contribution to operation `op` of `team`; the future
+  // holds every member's (nullopt: died first). Event context.
+  Future<std::vector<std::optional<std::vector<uint8_t>>>> Contribute(uint64_t team, uint64_t op,
+                                                                      std::vector<uint32_t> members, uint32_t index,
+                                                                      std::vector<uint8_t> bytes);
+  // Members waiting for an answer here.
+  size_t waiting() const {
+    SpinGuard g(lock_);
+    return waiting_.size();
+  }
+  // How many teams over places hashing to `group` this place made before.
+  uint64_t NextTeamOver(uint64_t group) {
+    SpinGuard g(lock_);
+    return made_[group]++;
+  }
+
+ private:
+  struct Waiting;
+  struct Gathering;
+  void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
+  void OnContribution(Contribution c);
+  void OnAnswer(Answer a);
+  void OnDeath(uint32_t place);
+  std::optional<Answer> CompleteLocked(uint64_t team, uint64_t op, Gathering& gather, std::vector<uint32_t>* to)
+      REQUIRES(lock_);
+  void Deliver(const std::optional<Answer>& answer, const std::vector<uint32_t>& to);
+  uint32_t GathererLocked(const std::vector<uint32_t>& members) const REQUIRES(lock_);
+
+  int core_;
+  uint64_t subscription_ = 0;
+  mutable SpinLock lock_;
+  std::set<uint32_t> dead_ GUARDED_BY(lock_);
+  std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<Waiting>> waiting_ GUARDED_BY(lock_);
+  std::map<std::pair<uint64_t, uint64_t>, Gathering> gathering_ GUARDED_BY(lock_);
+  std::map<uint64_t, uint64_t> made_ GUARDED_BY(lock_);
+};
+
+}  // namespace fox::apgas::detail
