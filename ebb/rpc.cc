@@ -62,7 +62,8 @@ Future<Result<Rpc::Bytes>> Rpc::Call(NodeId node, uint32_t ebb, uint16_t handler
   {
     SpinGuard g(lock_);
     id = next_id_++;
-    pending_.emplace(id, Pending{node, clock::NowNs() + timeout_ms * 1'000'000, std::move(promise)});
+    uint64_t deadline = timeout_ms == 0 ? UINT64_MAX : clock::NowNs() + timeout_ms * 1'000'000;
+    pending_.emplace(id, Pending{node, deadline, std::move(promise)});
     ++stats_.calls;
     start_sweep = !sweeping_;
     sweeping_ = true;

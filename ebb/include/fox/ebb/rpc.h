@@ -59,7 +59,8 @@ class Rpc : public SharedEbb<Rpc> {
 
   // Sends `body` to Ebb `ebb` on `node` under `handler`, prefixed by a fresh
   // request id, and returns the reply. kNotFound: `node` is unknown or dead,
-  // or dies before replying; kTimedOut after `timeout_ms`; kOutOfRange: the
+  // or dies before replying; kTimedOut after `timeout_ms` (0: never; death
+  // still ends the wait); kOutOfRange: the
   // request is longer than Messenger::kMaxLargeBytes; otherwise the error
   // the server failed the request with. To this node: the same, through
   // the local mailbox. Event context; blocks while the peer's window is full.
