@@ -14,11 +14,7 @@ void Deliver(uint32_t home, FinishKey f, const Report& report) {
   std::vector<uint8_t> bytes;
   OutArchive out(bytes);
   out(f, report);
-  Result<void> r = bytes.size() <= net::kMaxMessageBytes
-                       ? am::SendWait(home, ebb::kApgasRuntimeId, kReport, bytes.data(), bytes.size())
-                       : ebb::Messenger::Get()->SendLarge(home, ebb::kApgasRuntimeId, kReport, bytes.data(),
-                                                          bytes.size());
-  if (r.ok()) am::Flush(home);
+  (void)SendTo(home, kReport, bytes);
   // Otherwise the home is dead: nobody waits for this finish any more.
 }
 

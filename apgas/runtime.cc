@@ -39,17 +39,14 @@ std::vector<uint8_t> Header(FinishKey f) {
 
 ebb::EbbRef<ebb::Messenger> Messenger() { return ebb::Messenger::Get(); }
 
-// Sends a message to the runtime at `place`, as a large message when it
-// does not fit in one. Event context (may block for the window).
+}  // namespace
+
+// A message to the runtime at `place`, large if it must be. Event context.
 Result<void> SendTo(uint32_t place, uint16_t handler, const std::vector<uint8_t>& bytes) {
-  if (bytes.size() <= net::kMaxMessageBytes) {
-    auto r = am::SendWait(place, ebb::kApgasRuntimeId, handler, bytes.data(), bytes.size());
-    if (r.ok()) am::Flush(place);
-    return r;
-  }
-  return Messenger()->SendLarge(place, ebb::kApgasRuntimeId, handler, bytes.data(), bytes.size());
+  return Messenger()->SendAny(place, ebb::kApgasRuntimeId, handler, bytes.data(), bytes.size());
 }
 
+namespace {
 }  // namespace
 
 std::vector<ExceptionInfo> Describe(std::exception_ptr e, Place where) {
@@ -85,14 +82,8 @@ Runtime::Runtime() : core_(core::Current()) {
   auto on_message = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
     OnMessage(from, handler, data, length);
   };
-  if (auto r = Messenger()->Listen(ebb::kApgasRuntimeId, on_message, core_); !r.ok()) {
+  if (auto r = Messenger()->ListenAny(ebb::kApgasRuntimeId, on_message, core_); !r.ok()) {
     LOG_ERROR("apgas: cannot receive messages: %s", ErrorName(r.error()));
-  }
-  auto on_large = [this](NodeId from, uint16_t handler, std::vector<uint8_t> data) {
-    OnMessage(from, handler, data.data(), data.size());
-  };
-  if (auto r = Messenger()->ListenLarge(ebb::kApgasRuntimeId, on_large, core_); !r.ok()) {
-    LOG_ERROR("apgas: cannot receive large messages: %s", ErrorName(r.error()));
   }
   subscription_ = am::OnPeerState(
       [this](NodeId node, am::PeerState state) {
@@ -103,8 +94,7 @@ Runtime::Runtime() : core_(core::Current()) {
 
 Runtime::~Runtime() {
   am::StopPeerState(subscription_);
-  Messenger()->StopListening(ebb::kApgasRuntimeId);
-  Messenger()->StopListeningLarge(ebb::kApgasRuntimeId);
+  Messenger()->StopListeningAny(ebb::kApgasRuntimeId);
 }
 
 void Runtime::SetPlaces(std::vector<Place> places) {

@@ -82,6 +82,8 @@ struct ExceptionInfo {
   }
 };
 std::vector<ExceptionInfo> Describe(std::exception_ptr e, Place where);
+// A message to the runtime at `place`, large if it must be. Event context.
+Result<void> SendTo(uint32_t place, uint16_t handler, const std::vector<uint8_t>& bytes);
 std::exception_ptr Rebuild(const ExceptionInfo& info);
 
 struct Report {

@@ -26,10 +26,7 @@ enum : uint16_t { kContribute = 1, kResult = 2 };
 using Slots = std::vector<std::optional<std::vector<uint8_t>>>;
 
 void Send(uint32_t place, uint16_t handler, const std::vector<uint8_t>& bytes) {
-  Result<void> r = bytes.size() <= net::kMaxMessageBytes
-                       ? am::SendWait(place, ebb::kTeamId, handler, bytes.data(), bytes.size())
-                       : ebb::Messenger::Get()->SendLarge(place, ebb::kTeamId, handler, bytes.data(), bytes.size());
-  if (r.ok()) am::Flush(place);
+  (void)ebb::Messenger::Get()->SendAny(place, ebb::kTeamId, handler, bytes.data(), bytes.size());
 }
 }  // namespace
 
@@ -68,13 +65,9 @@ TeamService::TeamService() : core_(core::Current()) {
   auto on_message = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
     OnMessage(from, handler, data, length);
   };
-  if (auto r = ebb::Messenger::Get()->Listen(ebb::kTeamId, on_message, core_); !r.ok()) {
+  if (auto r = ebb::Messenger::Get()->ListenAny(ebb::kTeamId, on_message, core_); !r.ok()) {
     LOG_ERROR("apgas: Team cannot receive messages: %s", ErrorName(r.error()));
   }
-  auto on_large = [this](NodeId from, uint16_t handler, std::vector<uint8_t> data) {
-    OnMessage(from, handler, data.data(), data.size());
-  };
-  (void)ebb::Messenger::Get()->ListenLarge(ebb::kTeamId, on_large, core_);
   subscription_ = am::OnPeerState(
       [this](NodeId node, am::PeerState state) {
         if (state == am::PeerState::kDead) OnDeath(node);
@@ -84,8 +77,7 @@ TeamService::TeamService() : core_(core::Current()) {
 
 TeamService::~TeamService() {
   am::StopPeerState(subscription_);
-  ebb::Messenger::Get()->StopListening(ebb::kTeamId);
-  ebb::Messenger::Get()->StopListeningLarge(ebb::kTeamId);
+  ebb::Messenger::Get()->StopListeningAny(ebb::kTeamId);
 }
 
 uint32_t TeamService::GathererLocked(const std::vector<uint32_t>& members) const {

@@ -78,6 +78,26 @@ void Messenger::StopListeningLarge(EbbId id) {
   handlers_.erase(it);
 }
 
+Result<void> Messenger::ListenAny(EbbId id, am::Handler handler, int core) {
+  if (core < 0) core = core::Current();
+  auto shared = std::make_shared<am::Handler>(std::move(handler));
+  FOX_TRY(Listen(
+      id, [shared](NodeId from, uint16_t h, const uint8_t* data, size_t length) { (*shared)(from, h, data, length); },
+      core));
+  auto r = ListenLarge(
+      id, [shared](NodeId from, uint16_t h, std::vector<uint8_t> data) { (*shared)(from, h, data.data(), data.size()); },
+      core);
+  if (!r.ok()) StopListening(id);
+  return r;
+}
+
+Result<void> Messenger::SendAny(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length) {
+  if (length > net::kMaxMessageBytes) return SendLarge(node, id, handler, data, length);
+  FOX_TRY(am::SendWait(node, id, handler, data, length));
+  am::Flush(node);
+  return {};
+}
+
 Messenger::LargeStats Messenger::large_stats() const {
   SpinGuard g(lock_);
   return stats_;

@@ -22,14 +22,8 @@ Rpc::Rpc() : core_(core::Current()) {
   auto on_reply = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
     if (handler == kReplyHandler) OnReply(from, data, length);
   };
-  if (auto r = am::Listen(kRpcId, core_, on_reply); !r.ok()) {
+  if (auto r = Messenger::Get()->ListenAny(kRpcId, on_reply, core_); !r.ok()) {
     LOG_ERROR("Rpc: cannot receive replies: %s", ErrorName(r.error()));
-  }
-  auto large = [this](NodeId from, uint16_t handler, std::vector<uint8_t> data) {
-    if (handler == kReplyHandler) OnReply(from, data.data(), data.size());
-  };
-  if (auto r = Messenger::Get()->ListenLarge(kRpcId, large, core_); !r.ok()) {
-    LOG_ERROR("Rpc: cannot receive large replies: %s", ErrorName(r.error()));
   }
   subscription_ = am::OnPeerState(
       [this](NodeId node, am::PeerState state) {
@@ -40,8 +34,7 @@ Rpc::Rpc() : core_(core::Current()) {
 
 Rpc::~Rpc() {
   am::StopPeerState(subscription_);
-  am::Unregister(kRpcId);
-  Messenger::Get()->StopListeningLarge(kRpcId);
+  Messenger::Get()->StopListeningAny(kRpcId);
 }
 
 Future<Result<Rpc::Bytes>> Rpc::Call(NodeId node, uint32_t ebb, uint16_t handler, const void* body, size_t length,
@@ -74,14 +67,8 @@ Future<Result<Rpc::Bytes>> Rpc::Call(NodeId node, uint32_t ebb, uint16_t handler
   std::vector<uint8_t> message(8 + length);
   net::wire::Store64(message.data(), id);
   if (length != 0) std::memcpy(message.data() + 8, body, length);
-  Result<void> sent = message.size() <= kMaxSmallRequest
-                          ? am::SendWait(node, ebb, handler, message.data(), message.size())
-                          : Messenger::Get()->SendLarge(node, ebb, handler, message.data(), message.size());
-  if (!sent.ok()) {
-    Complete(id, node, sent.error());
-  } else {
-    am::Flush(node);
-  }
+  Result<void> sent = Messenger::Get()->SendAny(node, ebb, handler, message.data(), message.size());
+  if (!sent.ok()) Complete(id, node, sent.error());
   return future;
 }
 
@@ -95,11 +82,7 @@ Result<void> Rpc::Send(NodeId client, uint64_t id, Error status, const void* dat
   net::wire::Store64(reply.data(), id);
   net::wire::Store32(reply.data() + 8, uint32_t(status));
   if (length != 0) std::memcpy(reply.data() + kReplyHeader, data, length);
-  Result<void> r = reply.size() <= net::kMaxMessageBytes
-                       ? am::SendWait(client, kRpcId, kReplyHandler, reply.data(), reply.size())
-                       : Messenger::Get()->SendLarge(client, kRpcId, kReplyHandler, reply.data(), reply.size());
-  if (r.ok()) am::Flush(client);
-  return r;
+  return Messenger::Get()->SendAny(client, kRpcId, kReplyHandler, reply.data(), reply.size());
 }
 
 Result<void> Rpc::Reply(NodeId client, uint64_t id, const void* data, size_t length) {

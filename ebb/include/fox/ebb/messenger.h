@@ -102,6 +102,16 @@ class Messenger : public SharedEbb<Messenger> {
   // Any context but delivery.
   Result<void> ListenLarge(EbbId id, LargeHandler handler, int core = -1);
   void StopListeningLarge(EbbId id);
+  // Listen and ListenLarge with one handler, for protocols whose messages
+  // may be either (a large one reaches it as data and length too).
+  Result<void> ListenAny(EbbId id, am::Handler handler, int core = -1);
+  void StopListeningAny(EbbId id) {
+    StopListening(id);
+    StopListeningLarge(id);
+  }
+  // SendWait and Flush when the message fits in one, else SendLarge. Event
+  // context; blocks while the peer's window is full.
+  Result<void> SendAny(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length);
   // Sends `length` (<= kMaxLargeBytes) bytes to Ebb `id` on `node`, blocking
   // the calling event while the peer's window is full. kOutOfRange (too
   // long), kNotFound (unknown or dead node), kInvalidArgument (null id). To
