@@ -7,6 +7,7 @@
 #   make iso     build/fox.iso, bootable through GRUB
 #   make bench [B=NAME]   run tests/bench programs; figures as `NAME.metric value unit`
 #   make debug   boot a node paused under QEMU's gdb stub and attach gdb
+#   make format  apply .clang-format to the tree (format-check: list what differs)
 SHELL := /bin/bash
 BUILD := build
 NATIVE := $(BUILD)/native
@@ -21,7 +22,7 @@ DEB_PACKAGES := dpkg-dev clang lld llvm cmake ninja-build g++ libstdc++-12-dev m
   libclang-rt-14-dev qemu-system-x86 grub-pc-bin grub-common xorriso mtools gdb python3 cpio iproute2
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps native host test run boot iso bench debug clean
+.PHONY: all deps native host test run boot iso bench debug clean format format-check
 all: native host
 
 deps:
@@ -68,6 +69,14 @@ debug: native
 	sleep 1; gdb -q $(NATIVE)/$(APP).elf -ex 'set architecture i386:x86-64' \
 	  -ex 'target remote localhost:1234' -ex 'hbreak KernelMain' -ex 'continue'; \
 	kill %1 2>/dev/null || true
+
+# .clang-format (Google, 120 columns) over every C++ file git tracks.
+FORMAT_FILES = $$(git ls-files '*.cc' '*.h')
+format:
+	clang-format -i $(FORMAT_FILES)
+format-check:
+	@bad=$$(for f in $(FORMAT_FILES); do clang-format "$$f" | cmp -s - "$$f" || echo "$$f"; done); \
+	if [ -n "$$bad" ]; then echo "format-check: not formatted (make format):"; echo "$$bad"; exit 1; fi; echo "format-check: ok"
 
 clean:
 	rm -rf $(BUILD)
