@@ -6,6 +6,8 @@ For 2, 4 and 8 hosted places (Linux processes of tests/bench/apgas_bench.cc
 on 127.0.0.1, one core each, on this machine's cores) prints, per pattern,
   finish.PATTERN_none_Np_us       microseconds per round (the finish included)
   finish.PATTERN_none_Np_rate     activities per second
+  finish.PATTERN_none_Np_msgs_per_remote  AM messages per remote activity
+                                  (every place's transport, during the rounds)
 and, with the same number of Ray worker processes in the same run, the
 fan-out pattern (N tasks with a result back, ray.get of all):
   finish.ray_fanout_Np_rate       tasks per second
@@ -25,7 +27,8 @@ sys.path.insert(0, os.path.join(ROOT, "boot"))
 from cluster import free_port_range  # noqa: E402
 
 PROGRAM = os.path.join(ROOT, "build", "host", "tests", "bench", "apgas_bench")
-LINE = re.compile(r"bench: (\w+) (\d+) places: ([0-9.]+) us per round, ([0-9.]+) activities per second")
+LINE = re.compile(r"bench: (\w+) (\d+) places: ([0-9.]+) us per round, ([0-9.]+) activities per second, "
+                  r"([0-9.]+) messages per remote activity")
 PLACES = (2, 4, 8)
 
 
@@ -42,7 +45,7 @@ def run_fox(n, rounds):
         p.communicate(timeout=60)
     if procs[0].returncode != 0:
         sys.exit("bench finish: %d places failed:\n%s" % (n, out))
-    return {m.group(1): (float(m.group(3)), float(m.group(4))) for m in LINE.finditer(out)}
+    return {m.group(1): (float(m.group(3)), float(m.group(4)), float(m.group(5))) for m in LINE.finditer(out)}
 
 
 def ensure_ray():
@@ -83,9 +86,11 @@ def main():
     fox_fanout = {}
     for n in PLACES:
         figures = run_fox(n, 200)
-        for pattern, (us, rate) in sorted(figures.items()):
+        for pattern, (us, rate, msgs) in sorted(figures.items()):
             print("finish.%s_none_%dp_us %.1f us" % (pattern, n, us))
             print("finish.%s_none_%dp_rate %.0f activities/s" % (pattern, n, rate))
+            if pattern != "local":
+                print("finish.%s_none_%dp_msgs_per_remote %.2f messages" % (pattern, n, msgs))
         fox_fanout[n] = figures["fanout"][1]
     if not ensure_ray():
         return
