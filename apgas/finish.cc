@@ -9,13 +9,9 @@
 namespace fox::apgas::detail {
 namespace {
 
-// Sends (or, at home, hands over) a report. Event context.
-void Deliver(uint32_t home, FinishKey f, const Report& report) {
-  std::vector<uint8_t> bytes;
-  OutArchive out(bytes);
-  out(f, report);
-  (void)SendTo(home, kReport, bytes);
-  // Otherwise the home is dead: nobody waits for this finish any more.
+uint64_t CountOf(const std::map<uint32_t, uint64_t>& m, uint32_t key) {
+  auto it = m.find(key);
+  return it == m.end() ? 0 : it->second;
 }
 
 }  // namespace
@@ -63,11 +59,13 @@ void Runtime::Received(FinishKey f, uint32_t from) {
 }
 
 void Runtime::Done(FinishKey f, std::exception_ptr error) {
-  Report report;
-  bool send = false;
+  Resolve resolve;
+  std::vector<uint8_t> message;
   {
     SpinGuard g(lock_);
-    Local& l = local_[f];
+    auto it = local_.find(f);
+    if (it == local_.end()) return;  // cannot happen: the activity counted itself
+    Local& l = it->second;
     if (error) {
       if (f.home == here().id) {
         l.raised.push_back(error);
@@ -76,83 +74,144 @@ void Runtime::Done(FinishKey f, std::exception_ptr error) {
       }
     }
     if (--l.live > 0) return;
-    report.seq = ++l.seq;
-    report.sent = l.sent;
-    report.recv = l.recv;
-    report.errors = std::move(l.errors);
-    l.errors.clear();
-    send = true;
+    Report report{std::move(l.sent), std::move(l.recv), std::move(l.errors)};
+    std::vector<std::exception_ptr> raised = std::move(l.raised);
+    local_.erase(it);  // nothing of f left here: forget it
+    ++stats_.reports_sent;
     if (f.home == here().id) {
-      // At home: the raised exceptions go straight to the finish.
       auto h = home_.find(f.id);
       if (h != home_.end()) {
-        for (auto& e : l.raised) h->second.errors.push_back(std::move(e));
+        for (auto& e : raised) h->second.errors.push_back(std::move(e));
       }
-      l.raised.clear();
+      ApplyReportLocked(f.home, f, std::move(report), &resolve);
+    } else {
+      OutArchive out(message);
+      out(++sequence_[f.home], f, report);
     }
-    ++stats_.reports_sent;
   }
-  if (!send) return;
-  if (f.home == here().id) {
-    OnReport(f.home, f, std::move(report));
-  } else {
-    Deliver(f.home, f, report);
-  }
+  for (auto& p : resolve) p.SetValue();
+  if (!message.empty()) (void)SendTo(f.home, kReport, message);  // fails only if the home died
 }
 
-void Runtime::OnReport(uint32_t from, FinishKey f, Report report) {
-  std::vector<Promise<void>> resolve;
+void Runtime::OnOrdered(uint32_t from, uint16_t handler, const uint8_t* data, size_t length) {
+  uint64_t seq = 0;
+  if (length < 8) {
+    SpinGuard g(lock_);
+    ++stats_.malformed;
+    return;
+  }
+  std::memcpy(&seq, data, 8);
+  Resolve resolve;
   {
     SpinGuard g(lock_);
     ++stats_.reports_received;
-    if (f.home != here().id) {
-      ++stats_.malformed;
+    Ordered& o = ordered_[from];
+    if (seq <= o.applied) return;
+    if (seq != o.applied + 1) {  // overtook an earlier one: wait for it
+      o.held.emplace(seq, std::make_pair(handler, std::vector<uint8_t>(data, data + length)));
       return;
     }
-    auto it = home_.find(f.id);
-    if (it == home_.end() || it->second.finished) return;  // late: released already
-    Home& h = it->second;
-    Report& latest = h.latest[from];
-    if (report.seq <= latest.seq) return;  // an older one overtaken (large and small messages)
-    for (auto& e : report.errors) {
-      if (e.dead != 0 && !h.dead_counted.insert(e.place).second) continue;
-      h.errors.push_back(Rebuild(e));
+    ApplyLocked(from, handler, data, length, &resolve);
+    o.applied = seq;
+    for (auto it = o.held.find(o.applied + 1); it != o.held.end(); it = o.held.find(o.applied + 1)) {
+      ApplyLocked(from, it->second.first, it->second.second.data(), it->second.second.size(), &resolve);
+      o.applied = it->first;
+      o.held.erase(it);
     }
-    report.errors.clear();
-    latest = std::move(report);
-    for (uint32_t d : dead_) NoteDeathLocked(f, h, d);  // sent to a place that has died since
-    CheckLocked(f, h, &resolve);
   }
   for (auto& p : resolve) p.SetValue();
 }
 
-void Runtime::CheckLocked(FinishKey f, Home& h, std::vector<Promise<void>>* resolve) {
-  if (h.finished || h.latest.count(f.home) == 0) return;  // the body (or its local children) still runs
-  auto count = [&](uint32_t place, bool sent, uint32_t peer) -> uint64_t {
-    auto it = h.latest.find(place);
-    if (it == h.latest.end()) return 0;
-    const auto& m = sent ? it->second.sent : it->second.recv;
-    auto c = m.find(peer);
-    return c == m.end() ? 0 : c->second;
-  };
-  for (auto& [p, rep] : h.latest) {
-    if (dead_.count(p) != 0) continue;
-    for (auto& [q, n] : rep.sent) {
-      if (dead_.count(q) == 0 && count(q, false, p) != n) return;  // lost with q if it died
+void Runtime::ApplyLocked(uint32_t from, uint16_t handler, const uint8_t* data, size_t length, Resolve* resolve) {
+  try {
+    InArchive in(data, length);
+    uint64_t seq;
+    in(seq);
+    if (handler == kReport) {
+      FinishKey f;
+      Report report;
+      in(f, report);
+      ApplyReportLocked(from, f, std::move(report), resolve);
+    } else {
+      uint32_t dead;
+      std::vector<std::pair<uint64_t, uint64_t>> counts;
+      in(dead, counts);
+      ApplyFlushedLocked(from, dead, counts, resolve);
     }
-    for (auto& [q, n] : rep.recv) {
-      if (dead_.count(q) == 0 && count(q, true, p) != n) return;
+  } catch (const std::exception&) {
+    ++stats_.malformed;
+  }
+}
+
+void Runtime::ApplyReportLocked(uint32_t from, FinishKey f, Report report, Resolve* resolve) {
+  if (f.home != here().id) {
+    ++stats_.malformed;
+    return;
+  }
+  auto it = home_.find(f.id);
+  if (it == home_.end() || it->second.finished) return;  // late: it ended (a place that died meanwhile)
+  Home& h = it->second;
+  Counts& c = h.total[from];
+  for (auto& [q, n] : report.sent) c.sent[q] += n;
+  for (auto& [q, n] : report.recv) c.recv[q] += n;
+  for (auto& e : report.errors) {
+    if (e.dead != 0 && !h.dead_counted.insert(e.place).second) continue;
+    h.errors.push_back(Rebuild(e));
+  }
+  for (uint32_t d : dead_) NoteDeathLocked(f, h, d);  // sent to a place that has died since
+  CheckLocked(f, h, resolve);
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> Runtime::UnreportedFromLocked(uint32_t home, uint32_t dead) {
+  std::vector<std::pair<uint64_t, uint64_t>> counts;
+  for (auto& [f, l] : local_) {
+    uint64_t n = f.home == home ? CountOf(l.recv, dead) : 0;
+    if (n != 0) counts.emplace_back(f.id, n);
+  }
+  return counts;
+}
+
+void Runtime::ApplyFlushedLocked(uint32_t from, uint32_t dead, const std::vector<std::pair<uint64_t, uint64_t>>& counts,
+                                 Resolve* resolve) {
+  // Every report `from` sent before its answer is in: these sums are final.
+  for (auto& [id, unreported] : counts) {
+    auto h = home_.find(id);
+    if (h == home_.end()) continue;
+    h->second.from_dead[dead][from] = CountOf(h->second.total[from].recv, dead) + unreported;
+  }
+  flush_pending_[dead].erase(from);
+  CheckAllLocked(resolve);
+}
+
+void Runtime::CheckAllLocked(Resolve* resolve) {
+  for (auto& [id, h] : home_) CheckLocked(FinishKey{here().id, id}, h, resolve);
+}
+
+void Runtime::CheckLocked(FinishKey f, Home& h, Resolve* resolve) {
+  if (h.finished || local_.count(f) != 0) return;  // the body or other activities of f still run here
+  auto total = [&](uint32_t place, bool sent, uint32_t peer) -> uint64_t {
+    auto it = h.total.find(place);
+    if (it == h.total.end()) return 0;
+    return CountOf(sent ? it->second.sent : it->second.recv, peer);
+  };
+  for (auto& [p, c] : h.total) {
+    if (dead_.count(p) != 0) continue;
+    for (auto& [q, n] : c.sent) {
+      if (dead_.count(q) == 0 && total(q, false, p) != n) return;  // lost with q if it died
+    }
+    for (auto& [q, n] : c.recv) {
+      if (dead_.count(q) == 0 && total(q, true, p) != n) return;
     }
   }
   // Orphans: what each live place received from a dead one, by the final
-  // counts of the flush, must be in its latest report.
+  // counts of the flush, must be in its reports.
   for (uint32_t d : dead_) {
     auto pending = flush_pending_.find(d);
     if (pending != flush_pending_.end() && !pending->second.empty()) return;
     auto final = h.from_dead.find(d);
     if (final == h.from_dead.end()) continue;
     for (auto& [p, n] : final->second) {
-      if (dead_.count(p) == 0 && count(p, false, d) != n) return;
+      if (dead_.count(p) == 0 && total(p, false, d) != n) return;
     }
   }
   h.finished = true;
@@ -162,20 +221,21 @@ void Runtime::CheckLocked(FinishKey f, Home& h, std::vector<Promise<void>>* reso
 void Runtime::NoteDeathLocked(FinishKey f, Home& h, uint32_t d) {
   if (h.finished || h.dead_counted.count(d) != 0) return;
   auto received = [&](uint32_t from) -> uint64_t {
-    auto it = h.latest.find(d);
-    if (it == h.latest.end()) return 0;
-    auto c = it->second.recv.find(from);
-    return c == it->second.recv.end() ? 0 : c->second;
+    auto it = h.total.find(d);
+    return it == h.total.end() ? 0 : CountOf(it->second.recv, from);
   };
   bool lost = false;
-  for (auto& [p, rep] : h.latest) {
-    auto c = rep.sent.find(d);
-    if (c != rep.sent.end() && c->second > received(p)) lost = true;
+  for (auto& [p, c] : h.total) {
+    uint64_t sent = CountOf(c.sent, d);
+    if (p == f.home) {
+      auto mine = local_.find(f);  // the home's own sends, not reported yet
+      if (mine != local_.end()) sent += CountOf(mine->second.sent, d);
+    }
+    if (sent > received(p)) lost = true;
   }
-  auto mine = local_.find(f);  // the home's own sends, not reported yet
-  if (mine != local_.end()) {
-    auto c = mine->second.sent.find(d);
-    if (c != mine->second.sent.end() && c->second > received(f.home)) lost = true;
+  if (h.total.count(f.home) == 0) {
+    auto mine = local_.find(f);
+    if (mine != local_.end() && CountOf(mine->second.sent, d) > received(f.home)) lost = true;
   }
   if (!lost) return;
   h.dead_counted.insert(d);
@@ -190,25 +250,11 @@ void Runtime::Wait(FinishKey f) {
   }
   done.Block();
   std::vector<std::exception_ptr> errors;
-  std::set<uint32_t> involved;
   {
     SpinGuard g(lock_);
     auto it = home_.find(f.id);
     errors = std::move(it->second.errors);
-    for (auto& [p, rep] : it->second.latest) {
-      if (p != f.home && dead_.count(p) == 0) involved.insert(p);
-    }
     home_.erase(it);
-    local_.erase(f);
-  }
-  std::vector<uint8_t> release;
-  {
-    OutArchive out(release);
-    out(f);
-  }
-  for (uint32_t p : involved) {
-    (void)am::SendWait(p, ebb::kApgasRuntimeId, kRelease, release.data(), release.size());
-    am::Flush(p);
   }
   if (!errors.empty()) throw MultipleExceptions(std::move(errors));
 }

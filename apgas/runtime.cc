@@ -146,23 +146,7 @@ void Runtime::OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size
     case kSpawn: return OnSpawn(from, data, length);
     case kAt: return OnAt(from, data, length);
     case kReport:
-    case kRelease: {
-      FinishKey f;
-      Report report;
-      try {
-        InArchive in(data, length);
-        in(f);
-        if (handler == kReport) in(report);
-      } catch (const std::exception&) {
-        SpinGuard g(lock_);
-        ++stats_.malformed;
-        return;
-      }
-      if (handler == kReport) return OnReport(from, f, std::move(report));
-      SpinGuard g(lock_);
-      local_.erase(f);
-      return;
-    }
+    case kFlushed: return OnOrdered(from, handler, data, length);
     case kJoin: return OnJoin(from, data, length);
     case kFlush: return OnFlush(from, data, length);
     case kShutdown: {
@@ -312,6 +296,7 @@ void Runtime::Shutdown() {
 
 void Runtime::OnDeath(uint32_t place) {
   std::vector<uint32_t> ask;
+  Resolve resolve;
   {
     SpinGuard g(lock_);
     if (!dead_.insert(place).second) return;
@@ -319,62 +304,39 @@ void Runtime::OnDeath(uint32_t place) {
       if (dead_.count(p.id) == 0) ask.push_back(p.id);
     }
     flush_pending_[place] = std::set<uint32_t>(ask.begin(), ask.end());
+    for (auto& [d, waiting] : flush_pending_) waiting.erase(place);  // it answers nothing any more
     for (auto& [id, h] : home_) NoteDeathLocked(FinishKey{here().id, id}, h, place);
+    CheckAllLocked(&resolve);
   }
+  for (auto& p : resolve) p.SetValue();
   if (place == 0 && here().id != 0 && !over_set_.exchange(true)) over_.SetValue(false);
-  // Ask every live place (this one too, through its own mailbox, so that
-  // what d sent here before is counted first) for its final counts.
-  for (uint32_t q : ask) {
-    uint32_t dead = place;
-    ebb::Rpc::Get()->Call(q, ebb::kApgasRuntimeId, kFlush, &dead, sizeof dead, 60'000).Then([this, dead, q](auto f) {
-      Result<ebb::Rpc::Bytes> r = f.Get();
-      std::vector<std::pair<uint64_t, uint64_t>> counts;
-      if (r.ok()) {
-        try {
-          InArchive in(r->data(), r->size());
-          in(counts);
-        } catch (const std::exception&) {
-          counts.clear();
-        }
-      }
-      Flushed(dead, q, counts);  // failed (q died too): nothing came from d there that counts
-    });
-  }
+  // Every live place (this one too, through its own mailbox, so that what
+  // the dead place sent here before is counted first) answers with its
+  // unreported counts, in its report sequence (runtime.h).
+  std::vector<uint8_t> request(4);
+  std::memcpy(request.data(), &place, 4);
+  for (uint32_t q : ask) (void)SendTo(q, kFlush, request);
 }
 
 void Runtime::OnFlush(NodeId from, const uint8_t* data, size_t length) {
-  auto request = ebb::Rpc::ParseRequest(data, length);
-  if (!request || request->length != 4) return;
+  if (length != 4) return;
   uint32_t dead;
-  std::memcpy(&dead, request->body, 4);
+  std::memcpy(&dead, data, 4);
   if (dead != here().id) am::DeclareDead(dead);  // nothing more from it
-  std::vector<std::pair<uint64_t, uint64_t>> counts;
+  Resolve resolve;
+  std::vector<uint8_t> answer;
   {
     SpinGuard g(lock_);
-    for (auto& [f, l] : local_) {
-      if (f.home != from) continue;
-      auto c = l.recv.find(dead);
-      if (c != l.recv.end() && c->second != 0) counts.emplace_back(f.id, c->second);
+    auto counts = UnreportedFromLocked(from, dead);
+    if (from == here().id) {
+      ApplyFlushedLocked(from, dead, counts, &resolve);
+    } else {
+      OutArchive out(answer);
+      out(++sequence_[from], dead, counts);
     }
-  }
-  std::vector<uint8_t> reply;
-  OutArchive out(reply);
-  out(counts);
-  (void)ebb::Rpc::Reply(from, request->id, reply.data(), reply.size());
-}
-
-void Runtime::Flushed(uint32_t dead, uint32_t place, const std::vector<std::pair<uint64_t, uint64_t>>& counts) {
-  std::vector<Promise<void>> resolve;
-  {
-    SpinGuard g(lock_);
-    for (auto& [id, n] : counts) {
-      auto h = home_.find(id);
-      if (h != home_.end()) h->second.from_dead[dead][place] = n;
-    }
-    flush_pending_[dead].erase(place);
-    for (auto& [id, h] : home_) CheckLocked(FinishKey{here().id, id}, h, &resolve);
   }
   for (auto& p : resolve) p.SetValue();
+  if (!answer.empty()) (void)SendTo(from, kFlushed, answer);
 }
 
 // ---- the API's entry points ----

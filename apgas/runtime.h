@@ -3,39 +3,47 @@
 // the activities that arrive, and serves `at`.
 //
 // Finish by counting (apgas.h "finish"). For a finish F, every place keeps
-// Local{live, sent[q], recv[p]}: activities of F alive here, remote
-// activities of F sent to each place and received from each. An activity
-// ending with live reaching 0 sends a Report (cumulative counts, sequence
-// number, the exceptions since the last report) to F's home. The home keeps
-// each place's latest report and declares F terminated when every place it
-// heard of has reported since it last received, and every count of a message
-// from p to q matches at both ends (pairs with a dead place excepted): the
-// first activation after a report is a receive that no report of the
-// receiver counts yet, so a mismatch shows as long as anything runs.
+// Local{live, sent[q], recv[p]}: activities of F alive here, and the remote
+// activities of F sent to each place and received from each since this
+// place last reported. When an activity ends with live reaching 0, the place
+// sends those counts to F's home as a Report and forgets F (it keeps no
+// state for finishes it has nothing of). The home sums the reports per
+// place and declares F terminated when its own activities of F are done and,
+// for every pair of places, the activities one reported sending to the other
+// equal those the other reported receiving (pairs with a dead place
+// excepted). Why that is enough: an activity that still runs was started by
+// a receive its place has not reported (it reports only when idle); follow
+// the sends back and either some sender reported the send (a mismatch) or
+// the chain reaches the home's own running activity. Two messages per remote
+// activity in fan-out: the activity and its place's report.
+//
+// A place numbers everything it sends to one home (reports, flush answers)
+// with one sequence; the home applies them in that order (holding any that
+// overtook another: small and large messages take different paths).
 //
 // Messages (handler ids of kApgasRuntimeId; bodies written with OutArchive):
 //   kSpawn    FinishKey, closure          an activity (large if it must)
 //   kAt       Rpc request: FinishKey, closure; reply u8 status (0 value,
 //             1 exceptions), then the value or vector<ExceptionInfo>
-//   kReport   FinishKey, Report           to F's home
-//   kRelease  FinishKey                   F terminated: forget it
+//   kReport   u64 seq, FinishKey, Report  to F's home
 //   kJoin     Rpc request: u64 closure digest; reply u8 (1 welcome, 0 refused)
 //   kShutdown Rpc request: empty; the job is over
-//   kFlush    Rpc request: u32 dead place d; reply vector<pair<u64, u64>>:
-//             for each finish homed at the asker, how many activities this
-//             place received from d
+//   kFlush    u32 dead place d            from a home to every live place
+//   kFlushed  u64 seq, u32 d, vector<pair<u64, u64>>: for each finish homed
+//             at the asker, the activities received from d not reported yet
 //
 // Orphans of a dead place. When d dies, activities it sent may be on their
 // way: delivered and acknowledged (in a receive mailbox) but not counted
-// yet. A finish cannot tell those from none, so the home of every finish
-// asks every live place to flush d: the place declares d dead (its later
-// frames are dropped) and answers in its runtime's mailbox order, after
-// every message from d that arrived before (the Messenger and the runtime
-// share that core and its mailbox, large messages included). The answers
-// are final counts; a finish then also waits until each place's report
-// accounts for every activity it received from d (happens-before
-// invariance for orphans). Activities of a finish whose *home* died are
-// not adopted yet (their parent finish may return before they end).
+// yet. A finish cannot tell those from none, so the home asks every live
+// place to flush d: the place declares d dead (its later frames are
+// dropped) and answers in its runtime's mailbox order, after every message
+// from d that arrived before (the Messenger and the runtime share that core
+// and its mailbox, large messages included), in its report sequence. So at
+// the home the answer lands after exactly the reports sent before it: their
+// sums plus the unreported counts are final, and the finish waits until each
+// place's reports add up to them (happens-before invariance for orphans).
+// Activities of a finish whose *home* died are not adopted yet (their
+// parent finish may return before they end).
 #pragma once
 
 #include <atomic>
@@ -57,7 +65,7 @@
 
 namespace fox::apgas::detail {
 
-enum Handler : uint16_t { kSpawn = 1, kAt, kReport, kRelease, kJoin, kShutdown, kFlush };
+enum Handler : uint16_t { kSpawn = 1, kAt, kReport, kJoin = 5, kShutdown, kFlush, kFlushed };
 
 struct FinishKey {
   uint32_t home = 0;
@@ -87,12 +95,11 @@ Result<void> SendTo(uint32_t place, uint16_t handler, const std::vector<uint8_t>
 std::exception_ptr Rebuild(const ExceptionInfo& info);
 
 struct Report {
-  uint64_t seq = 0;
-  std::map<uint32_t, uint64_t> sent, recv;
+  std::map<uint32_t, uint64_t> sent, recv;  // since the place's last report
   std::vector<ExceptionInfo> errors;
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(seq, sent, recv, errors);
+    ar(sent, recv, errors);
   }
 };
 
@@ -143,13 +150,20 @@ class Runtime : public ebb::SharedEbb<Runtime> {
  private:
   struct Local {
     int64_t live = 0;
-    std::map<uint32_t, uint64_t> sent, recv;
+    std::map<uint32_t, uint64_t> sent, recv;  // not reported yet
     std::vector<ExceptionInfo> errors;        // for a remote home
     std::vector<std::exception_ptr> raised;   // at home: kept as thrown
-    uint64_t seq = 0;
+  };
+  struct Counts {
+    std::map<uint32_t, uint64_t> sent, recv;
+  };
+  // What one place sent to this home, applied in its sequence.
+  struct Ordered {
+    uint64_t applied = 0;
+    std::map<uint64_t, std::pair<uint16_t, std::vector<uint8_t>>> held;
   };
   struct Home {
-    std::map<uint32_t, Report> latest;
+    std::map<uint32_t, Counts> total;  // every place's reports, summed
     std::vector<std::exception_ptr> errors;
     std::set<uint32_t> dead_counted;
     // Per dead place d: how many activities each live place received from
@@ -163,11 +177,19 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
   void OnSpawn(NodeId from, const uint8_t* data, size_t length);
   void OnAt(NodeId from, const uint8_t* data, size_t length);
-  void OnReport(uint32_t from, FinishKey f, Report report);
+  // A report or flush answer from `from` (its sequence number first).
+  void OnOrdered(uint32_t from, uint16_t handler, const uint8_t* data, size_t length);
+  using Resolve = std::vector<Promise<void>>;  // finishes to fulfil once the lock is let go
+  void ApplyLocked(uint32_t from, uint16_t handler, const uint8_t* data, size_t length, Resolve* resolve)
+      REQUIRES(lock_);
+  void ApplyReportLocked(uint32_t from, FinishKey f, Report report, Resolve* resolve) REQUIRES(lock_);
+  void ApplyFlushedLocked(uint32_t from, uint32_t dead, const std::vector<std::pair<uint64_t, uint64_t>>& counts,
+                          Resolve* resolve) REQUIRES(lock_);
+  std::vector<std::pair<uint64_t, uint64_t>> UnreportedFromLocked(uint32_t home, uint32_t dead) REQUIRES(lock_);
   void OnJoin(NodeId from, const uint8_t* data, size_t length);
   void OnDeath(uint32_t place);
   void OnFlush(NodeId from, const uint8_t* data, size_t length);
-  void Flushed(uint32_t dead, uint32_t place, const std::vector<std::pair<uint64_t, uint64_t>>& counts);
+  void CheckAllLocked(Resolve* resolve) REQUIRES(lock_);
   void Received(FinishKey f, uint32_t from);
   // At home, lock held: whether f has terminated; if so, resolves it.
   void CheckLocked(FinishKey f, Home& h, std::vector<Promise<void>>* resolve) REQUIRES(lock_);
@@ -182,8 +204,10 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   mutable SpinLock lock_;
   std::vector<Place> places_ GUARDED_BY(lock_);
   std::set<uint32_t> dead_ GUARDED_BY(lock_);
-  // Per dead place: the live places whose kFlush answer is awaited.
+  // Per dead place: the live places whose kFlushed answer is awaited.
   std::map<uint32_t, std::set<uint32_t>> flush_pending_ GUARDED_BY(lock_);
+  std::map<uint32_t, uint64_t> sequence_ GUARDED_BY(lock_);  // last number sent to each home
+  std::map<uint32_t, Ordered> ordered_ GUARDED_BY(lock_);    // from each place, as a home
   std::map<FinishKey, Local> local_ GUARDED_BY(lock_);
   std::map<uint64_t, Home> home_ GUARDED_BY(lock_);
   uint64_t next_finish_ GUARDED_BY(lock_) = 1;
