@@ -11,6 +11,11 @@
 //   team_kill,K  place K dies between barriers: the survivors' next barrier
 //              throws DeadPlaceException naming K (no hang), and agree then
 //              gives every survivor the same answer
+//   random_kill,K,MS  place K dies MS ms into repeated fan-out-fan-out rounds
+//              (each leaf sleeps 2 ms and sends one back to place 0): every
+//              round before completes whole; the round that sees the death
+//              throws only DeadPlaceException(K), and nothing of it arrives
+//              after its finish returned
 //   orphans,K  place K sends an activity to every other place and dies at
 //              once: those orphans (each sleeps 3 s, longer than the
 //              detector takes, then sends one back to place 0) must all have
@@ -53,6 +58,17 @@ std::atomic<uint64_t> g_arrived{0};
 std::atomic<uint64_t> g_local{0};
 
 void Arrive() { g_arrived.fetch_add(1); }
+
+void SleepMs(uint64_t ms) {
+  fox::event::Block([ms](fox::event::Continuation c) {
+    auto* k = new fox::event::Continuation(std::move(c));
+    fox::timer::Start(ms * 1'000'000, [k] {
+      k->Resume();
+      delete k;
+    });
+  });
+}
+
 
 void Basic() {
   auto places = fox::apgas::places();
@@ -255,6 +271,58 @@ void TeamKill(uint32_t victim) {
   CHECK(right == places.size() - 1);
 }
 
+void RandomKill(uint32_t victim, uint64_t ms) {
+  auto places = fox::apgas::places();
+  size_t n = places.size();
+  fox::apgas::finish([&] {
+    fox::apgas::asyncAt(Place{victim}, [](uint64_t delay) {
+      fox::timer::Start(delay * 1'000'000, [] {
+        std::printf("apgas_node: place %u dies now\n", fox::apgas::here().id);
+        std::fflush(stdout);
+        std::_Exit(9);
+      });
+    }, ms);
+  });
+  int round = 0;
+  for (; round < 2000; ++round) {
+    g_arrived = 0;
+    bool died = false;
+    size_t others = 0;
+    try {
+      fox::apgas::finish([&] {
+        for (Place p : places) {
+          fox::apgas::asyncAt(p, [](std::vector<Place> all) {
+            for (Place q : all) {
+              fox::apgas::asyncAt(q, [] {
+                SleepMs(2);
+                fox::apgas::asyncAt(Place{0}, [] { Arrive(); });
+              });
+            }
+          }, places);
+        }
+      });
+    } catch (const fox::apgas::MultipleExceptions& m) {
+      died = m.HasDeadPlace(Place{victim});
+      others = m.exceptions().size() - m.DeadPlaces() + (m.DeadPlaces() - (died ? 1 : 0));
+    }
+    uint64_t at_return = g_arrived.load();
+    if (!died) {
+      CHECK(others == 0 && at_return == n * n);  // a whole round
+      continue;
+    }
+    SleepMs(1500);  // anything still running of that round would arrive meanwhile
+    uint64_t later = g_arrived.load() - at_return;
+    std::printf("apgas: random kill of place %u after %llu ms: %d whole rounds, then a round with %llu of %zu "
+                "leaves back, %llu after its finish returned, %zu other exceptions\n",
+                victim, (unsigned long long)ms, round, (unsigned long long)at_return, n * n, (unsigned long long)later,
+                others);
+    CHECK(later == 0 && others == 0);
+    return;
+  }
+  std::printf("apgas: place %u never died\n", victim);
+  CHECK(false);
+}
+
 void Kill(uint32_t victim) {
   auto places = fox::apgas::places();
   g_arrived = 0;
@@ -295,16 +363,6 @@ void Kill(uint32_t victim) {
   }
   CHECK(threw);
   std::printf("apgas: at(dead place %u) threw DeadPlaceException\n", victim);
-}
-
-void SleepMs(uint64_t ms) {
-  fox::event::Block([ms](fox::event::Continuation c) {
-    auto* k = new fox::event::Continuation(std::move(c));
-    fox::timer::Start(ms * 1'000'000, [k] {
-      k->Resume();
-      delete k;
-    });
-  });
 }
 
 void Orphans(uint32_t victim) {
@@ -355,6 +413,10 @@ int main(int argc, char** argv) {
         TeamKill(uint32_t(std::strtoul(step.c_str() + 10, nullptr, 10)));
       } else if (step == "global") {
         Global();
+      } else if (step.rfind("random_kill,", 0) == 0) {
+        char* end = nullptr;
+        uint32_t victim = uint32_t(std::strtoul(step.c_str() + 12, &end, 10));
+        RandomKill(victim, *end == ',' ? std::strtoull(end + 1, nullptr, 10) : 300);
       } else if (step.rfind("orphans,", 0) == 0) {
         Orphans(uint32_t(std::strtoul(step.c_str() + 8, nullptr, 10)));
       } else if (step.rfind("kill,", 0) == 0) {

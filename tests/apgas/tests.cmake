@@ -34,11 +34,21 @@ add_test(NAME hosted.apgas_team_kill COMMAND ${apgas_hosted} --nodes 4 --timeout
   $<TARGET_FILE:apgas_node> team_kill,2)
 set_tests_properties(hosted.apgas_team_kill PROPERTIES LABELS hosted TIMEOUT 180)
 
+# A place dies at a moment it does not choose, inside fan-out-fan-out rounds.
+foreach(ms 150 400)
+  add_test(NAME hosted.apgas_random_kill_${ms} COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 3
+    --expect "0:apgas: random kill of place 3 after ${ms} ms: [0-9]+ whole rounds, then a round with [0-9]+ of 16 leaves back, 0 after its finish returned, 0 other exceptions"
+    $<TARGET_FILE:apgas_node> random_kill,3,${ms})
+  set_tests_properties(hosted.apgas_random_kill_${ms} PROPERTIES LABELS hosted TIMEOUT 180)
+endforeach()
+
 fox_cluster_test(apgas_basic NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- basic global team" TIMEOUT 120
   EXPECT "0:apgas: fan-out to 3 places, 3 messages back before the finish returned"
          "0:apgas: fan-out fan-out: 9 activities back at place 0" "0:apgas: basic: PASS"
          "0:apgas: global: 3 remote updates through a GlobalRef, 3 PlaceLocal objects: PASS"
          "0:apgas: team of 3 places: barrier, allreduce, broadcast, agree: 3 of 3 right")
+fox_cluster_test(apgas_random_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- random_kill,2,250" TIMEOUT 120 KILLED 2
+  EXPECT "0:apgas: random kill of place 2 after 250 ms: [0-9]+ whole rounds, then a round with [0-9]+ of 9 leaves back, 0 after its finish returned, 0 other exceptions")
 fox_cluster_test(apgas_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- kill,1" TIMEOUT 120 KILLED 1
   EXPECT "0:apgas: place 1 died inside a fan-out: DeadPlaceException named it, 0 other exceptions, 2 of 2 activities back"
          "0:apgas: at\\(dead place 1\\) threw DeadPlaceException")
