@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data + 2), size - 2);
   size_t count = 0;
   const char* why = nullptr;
-  auto r = fox::am::ParsePeers(text, default_port, [&](fox::am::NodeId node, uint32_t, uint16_t) {
+  auto r = fox::am::ParsePeers(text, default_port, [&](fox::NodeId node, uint32_t, uint16_t) {
     if (node > 0x7FFFFFFF) __builtin_trap();
     ++count;
   }, &why);
