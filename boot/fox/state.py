@@ -22,7 +22,7 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 
 def state_root():
     if os.environ.get("FOX_STATE_DIR"):
-        return os.environ["FOX_STATE_DIR"]
+        return os.path.abspath(os.environ["FOX_STATE_DIR"])
     if os.environ.get("XDG_RUNTIME_DIR"):
         return os.path.join(os.environ["XDG_RUNTIME_DIR"], "fox")
     return "/tmp/fox-%d" % os.getuid()
@@ -65,14 +65,18 @@ def supervisor_pid(name):
 
 
 def node_processes(name):
-    """Pids of QEMUs whose -name says they belong to cluster `name` (from /proc,
-    so that a crashed supervisor's nodes are found even without pid files)."""
+    """Pids of QEMUs whose -name says they belong to cluster `name` and whose
+    console is in its state directory (another state root may have a cluster
+    of the same name), from /proc, so that a crashed supervisor's nodes are
+    found even without pid files."""
     tag = ("fox:%s:node" % name).encode()
+    where = ("path=%s/" % cluster_dir(name)).encode()
     pids = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             args = cmdline(int(entry))
-            if any(a.startswith(tag) for a in args) and args and b"qemu" in args[0]:
+            if args and b"qemu" in args[0] and any(a.startswith(tag) for a in args) and \
+                    any(where in a for a in args):
                 pids.append(int(entry))
     return pids
 

@@ -13,6 +13,7 @@ is left before exiting (and fails if it had to).
 
 Scenarios:
     lifecycle          up 2 / status / run ring / kill one / status shows it dead / down
+    kill_during_job    kill a node mid-job: every place told at once (am::NotifyDead), the job fails
     supervisor_killed  up, SIGKILL of the supervisor, then down cleans up
     run_interrupted    Ctrl-C (SIGINT) of run mid-job: status 130, the nodes return to the pool
     two_clusters       two clusters side by side, a job on each at the same time
@@ -186,6 +187,37 @@ def lifecycle(e):
     e.expect_nothing_left("after down")
 
 
+def kill_during_job(e):
+    """fox kill of a node mid-job: place 0 hears it from the frontend (NotifyDead) and tells the
+    other nodes, which fail the job at once, before any failure detector could (~2.7 s)."""
+    name = e.name("killjob")
+    e.fox_cmd("cluster", "up", "--nodes", "3", "--name", name, check=0)
+    run = e.start("run", "ring", "--name", name, "--timeout", "200", "--", "laps=1000000")
+    wait_for(lambda: any("nodes joined" in line for line in run.lines), 180, "the job to start")
+    e.fox_cmd("kill", "2", "--name", name, check=0)
+    killed_at = time.monotonic()
+    rc = run.wait(timeout=120)
+    run.reader.join(timeout=5)
+    out = "\n".join(run.lines)
+    print("\n".join("  | " + line for line in run.lines if "am stats" not in line))
+    if rc != 1:
+        raise Failure("the job with a killed node exited %d, expected 1" % rc)
+    expect(out, r"^fox run: node 2 died: telling the job", "run")
+    expect(out, r"^place0\| .*am: the frontend says node 2 died", "place 0")
+    expect(out, r"^place0\| ring: node 0: node 2 died: the job fails", "place 0")
+    for p in (1, 3):
+        expect(out, r"^place%d\| .*am: node 2 declared dead$" % p, "a surviving node")
+        # (or the token it was passing to node 2 found it dead)
+        expect(out, r"^place%d\| ring: node \d: (node 2 died: the job fails|sending to node 2 failed)" % p,
+               "a surviving node")
+    took = time.monotonic() - killed_at
+    print("the job ended %.2f s after the kill" % took)
+    if states(e.status(name))[2] != "dead":
+        raise Failure("node 2 is not dead in the status")
+    e.fox_cmd("cluster", "down", "--name", name, check=0)
+    e.expect_nothing_left("after down")
+
+
 def supervisor_killed(e):
     name = e.name("crash")
     e.fox_cmd("cluster", "up", "--nodes", "1", "--name", name, check=0)
@@ -336,7 +368,7 @@ def bad_arguments(e):
     e.expect_nothing_left("after bad arguments")
 
 
-SCENARIOS = {f.__name__: f for f in (lifecycle, supervisor_killed, run_interrupted, two_clusters, consecutive_jobs,
+SCENARIOS = {f.__name__: f for f in (lifecycle, kill_during_job, supervisor_killed, run_interrupted, two_clusters, consecutive_jobs,
                                      run_temporary, wrong_key, bad_arguments)}
 
 
