@@ -16,7 +16,7 @@
 #include "fox/net/ip.h"
 #endif
 
-int main() {
+int main(int, char**) {
   auto config = fox::am::ConfigFromBootArgs();
   if (!config.ok()) return 2;
 #ifdef FOX_NATIVE

@@ -180,9 +180,8 @@ def cluster_up(name, count, cores, mem, timeout, quiet=False):
     if state.supervisor_pid(name) is not None:
         return fail("cluster %s is up already (fox cluster down --name %s first)" % (name, name))
     state.clean_up(name, log=lambda s: print(s, file=sys.stderr))
-    for app in ("agent",):
-        if not os.path.exists(nodes.node_image(app)):
-            return fail("%s does not exist: build fox first (make)" % nodes.node_image(app))
+    if not os.path.exists(nodes.node_image()):
+        return fail("%s does not exist: build fox first (make)" % nodes.node_image())
     d = state.cluster_dir(name)
     os.makedirs(d, mode=0o700)
     fd = os.open(os.path.join(d, "fox.key"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -21,6 +21,7 @@ import sys
 import time
 
 from fox import nodes, state
+import build_id  # noqa: E402 (boot/, on the path through fox.nodes)
 
 NODE_GRACE_S = 15  # how long nodes may run on after place 0 exited
 
@@ -67,7 +68,8 @@ def run(name, app, places, app_args, timeout, out=sys.stdout):
         return 1
     place0_port = free_udp_port()
     conn = state.Connection(name)
-    conn.send(op="job", app=app, places=places, args=list(app_args), place0_port=place0_port)
+    conn.send(op="job", app=app, places=places, args=list(app_args), place0_port=place0_port,
+              build_id=build_id.read(program))
     interrupted = {"now": False}
 
     def on_sigint(signum, frame):

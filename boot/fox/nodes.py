@@ -8,6 +8,7 @@ Node ids start at 1 (0 is place 0 on the frontend) and are never reused
 within a cluster.
 """
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -25,8 +26,19 @@ def build_dir():
     return os.environ.get("FOX_BUILD", os.path.join(ROOT, "build"))
 
 
-def node_image(app):
+POOL_IMAGE = "fox"  # build/native/fox.elf: every app (cmake/apps.cmake, fox_add_pool_image)
+
+
+def node_image(app=POOL_IMAGE):
     return os.path.join(build_dir(), "native", "%s.elf" % app)
+
+
+def image_apps(path):
+    """The apps a pool image holds (its "FOXAPPS:a,b;" marker), or None."""
+    with open(path, "rb") as f:
+        data = f.read()
+    m = re.search(rb"FOXAPPS:([A-Za-z0-9_,]+);", data)
+    return m.group(1).decode().split(",") if m else None
 
 
 def host_program(app):
@@ -55,8 +67,8 @@ def qemu_tag(cluster, k):
     return "fox:%s:node%d" % (cluster, k)
 
 
-def boot_args(k, key, job, peers, app_args=()):
-    words = ["fox.node=%d" % k, "fox.ip=%s/%d" % (node_ip(k), PREFIX), "fox.gw=%s" % FRONTEND_IP,
+def boot_args(k, app, key, job, peers, app_args=()):
+    words = ["fox.app=%s" % app, "fox.node=%d" % k, "fox.ip=%s/%d" % (node_ip(k), PREFIX), "fox.gw=%s" % FRONTEND_IP,
              "fox.key=%s" % key, "fox.job=%d" % job, "fox.peers=%s" % peers]
     if app_args:
         words += ["--"] + list(app_args)

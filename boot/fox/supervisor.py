@@ -42,6 +42,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from fox import nodes, state, switch  # noqa: E402
+import build_id  # noqa: E402
 import qemu_run  # noqa: E402
 
 
@@ -137,11 +138,11 @@ class Supervisor:
 
     def boot_agent(self, n):
         key = self.key if not n.wrong_key else "%032x" % (int(self.key, 16) ^ 1)
-        append = nodes.boot_args(n.k, key, nodes.POOL_JOB, "0@%s" % nodes.FRONTEND_IP)
+        append = nodes.boot_args(n.k, "agent", key, nodes.POOL_JOB, "0@%s" % nodes.FRONTEND_IP)
         n.job = n.place = None
         n.app = "agent"
         n.port.route = None
-        self.boot(n, nodes.node_image("agent"), append, "booting")
+        self.boot(n, nodes.node_image(), append, "booting")
         log("node %d: booting into the pool (agent) at %s", n.k, nodes.node_ip(n.k))
 
     def stop_qemu(self, n):
@@ -171,6 +172,9 @@ class Supervisor:
             self.declare_dead(n, "its QEMU exited with %d and no exit status" % rc)
             return
         log("node %d: %s exited with status %d", n.k, n.app, status)
+        if n.app == "agent" and not self.stopping:  # an agent never ends by itself: no reboot loop
+            self.declare_dead(n, "the agent exited with status %d (fox logs %d)" % (status, n.k))
+            return
         if job is not None:
             self.tell(job.conn, event="exit", node=n.k, status=status)
         if self.stopping:
@@ -248,10 +252,12 @@ class Supervisor:
             return
         if len(idle) < want_nodes:
             return  # nodes still booting: started when enough have joined
-        image = nodes.node_image(r["app"])
-        if not os.path.exists(image):
+        image = nodes.node_image()
+        problem = self.check_image(image, r["app"], r.get("build_id"))
+        if problem:
             self.queue.pop(0)
-            self.tell(job.conn, event="error", error="no node image for %s (%s): build it with make" % (r["app"], image))
+            log("job refused: %s", problem)
+            self.tell(job.conn, event="error", error=problem)
             self.maybe_start_job()
             return
         self.queue.pop(0)
@@ -268,13 +274,29 @@ class Supervisor:
             offset = os.path.getsize(console) if os.path.exists(console) else 0
             n.job, n.place, n.app = job.id, place, r["app"]
             n.port.route = ("127.0.0.1", int(r["place0_port"]))
-            self.boot(n, image, nodes.boot_args(k, self.key, job.id, peers, r.get("args", [])), "starting")
+            self.boot(n, image, nodes.boot_args(k, r["app"], self.key, job.id, peers, r.get("args", [])), "starting")
             out.append({"node": k, "place": place, "ip": nodes.node_ip(k), "bridge_port": n.port.bridge_port,
                         "console": console, "offset": offset})
         job.started = True
         job.started_at = time.time()
         log("job %d: %s on place 0 and nodes %s", job.id, r["app"], ",".join(map(str, job.nodes)) or "(none)")
         self.tell(job.conn, event="start", job=job.id, key=self.key, nodes=out)
+
+    def check_image(self, image, app, place0_build_id):
+        """Why a job of `app` whose place 0 carries `place0_build_id` cannot run on `image`, or None."""
+        try:
+            apps = nodes.image_apps(image)
+            image_id = build_id.read(image)
+        except OSError as e:
+            return "cannot read the node image %s: %s (make builds it)" % (image, e.strerror)
+        if apps is None or image_id is None:
+            return "%s is not a pool image (no app list or build id): rebuild with make" % image
+        if app not in apps:
+            return "the node image %s holds no app %s (it holds %s)" % (image, app, ", ".join(apps))
+        if place0_build_id != image_id:
+            return ("place 0's program (build id %s) and the node image %s (build id %s) were built from "
+                    "different sources: run make" % (place0_build_id or "none", image, image_id))
+        return None
 
     def end_job(self, job, why):
         if job in self.queue:

@@ -20,6 +20,7 @@ Scenarios:
     consecutive_jobs   three jobs one after another on one pool, `add` during the second
     run_temporary      run --nodes 2 with no cluster up: made for the job, removed after
     wrong_key          a node with another key is refused, the refusal logged with its address
+    build_id           place 0 and node image from different sources: refused; an app not in the image too
     bad_arguments      clear messages and status 2
 """
 import argparse
@@ -333,6 +334,41 @@ def wrong_key(e):
     e.expect_nothing_left("after down")
 
 
+def build_id(e):
+    """A place-0 program built from other sources than the node image is refused (build id);
+    so is an app the image does not hold."""
+    name = e.name("bid")
+    build = os.path.join(e.dir, "build")
+    real = e.env.get("FOX_BUILD", os.path.join(ROOT, "build"))
+    os.makedirs(os.path.join(build, "host", "apps", "ring"))
+    os.makedirs(os.path.join(build, "host", "apps", "hello"))
+    os.symlink(os.path.join(real, "native"), os.path.join(build, "native"))
+    os.symlink(os.path.join(real, "host", "apps", "hello", "hello"), os.path.join(build, "host", "apps", "hello", "hello"))
+    with open(os.path.join(real, "host", "apps", "ring", "ring"), "rb") as f:
+        data = f.read()
+    m = re.search(rb"FOXBUILDID:([0-9a-f]{32})", data)
+    if not m:
+        raise Failure("the hosted ring carries no build id")
+    other = data.replace(m.group(0), b"FOXBUILDID:" + b"0" * 32)
+    path = os.path.join(build, "host", "apps", "ring", "ring")
+    with open(path, "wb") as f:
+        f.write(other)
+    os.chmod(path, 0o755)
+    e.env["FOX_BUILD"] = build
+    e.fox_cmd("cluster", "up", "--nodes", "1", "--name", name, check=0)
+    _, out = e.fox_cmd("run", "ring", "--name", name, check=1)
+    expect(out, r"place 0's program \(build id 0{32}\) and the node image .*fox\.elf \(build id %s\) were built "
+                r"from different sources: run make" % m.group(1).decode(), "run")
+    _, out = e.fox_cmd("run", "hello", "--name", name, check=0)  # the same sources: runs
+    expect(out, r"^place1\| Hello from fox", "hello")
+    os.makedirs(os.path.join(build, "host", "apps", "nosuch"))
+    os.symlink(os.path.join(real, "host", "apps", "hello", "hello"), os.path.join(build, "host", "apps", "nosuch", "nosuch"))
+    _, out = e.fox_cmd("run", "nosuch", "--name", name, check=1)
+    expect(out, r"the node image .*fox\.elf holds no app nosuch \(it holds agent, hello, ring", "run")
+    e.fox_cmd("cluster", "down", "--name", name, check=0)
+    e.expect_nothing_left("after down")
+
+
 def bad_arguments(e):
     name = e.name("bad")
     cases = [
@@ -369,7 +405,7 @@ def bad_arguments(e):
 
 
 SCENARIOS = {f.__name__: f for f in (lifecycle, kill_during_job, supervisor_killed, run_interrupted, two_clusters, consecutive_jobs,
-                                     run_temporary, wrong_key, bad_arguments)}
+                                     run_temporary, wrong_key, build_id, bad_arguments)}
 
 
 def main():
