@@ -189,7 +189,7 @@ def cluster_up(name, count, cores, mem, timeout, quiet=False):
     os.close(fd)
     env = dict(os.environ, PYTHONPATH=BOOT_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with open(os.path.join(d, "supervisor.log"), "ab") as logf:
-        sup = subprocess.Popen([sys.executable, "-u", "-m", "fox.supervisor", "--name", name, "--nodes", str(count),
+        sup = subprocess.Popen([sys.executable, "-u", "-S", "-m", "fox.supervisor", "--name", name, "--nodes", str(count),
                                 "--cores", str(cores), "--mem", str(mem)], stdin=subprocess.DEVNULL, stdout=logf,
                                stderr=subprocess.STDOUT, env=env, cwd="/", start_new_session=True)
     started = time.monotonic()

@@ -47,7 +47,8 @@ import qemu_run  # noqa: E402
 
 
 def log(fmt, *args):
-    sys.stdout.write(time.strftime("%H:%M:%S ") + (fmt % args if args else fmt) + "\n")
+    now = time.time()
+    sys.stdout.write(time.strftime("%H:%M:%S", time.localtime(now)) + ".%03d " % (now * 1000 % 1000) + (fmt % args if args else fmt) + "\n")
     sys.stdout.flush()
 
 
@@ -267,6 +268,9 @@ class Supervisor:
         self.job = job
         peers = ",".join(["0@%s" % nodes.FRONTEND_IP] + ["%d@%s" % (k, nodes.node_ip(k)) for k in job.nodes])
         out = []
+        for k in job.nodes:  # every agent at once: their QEMUs exit in parallel
+            if self.nodes[k].proc is not None:
+                self.nodes[k].proc.kill()
         for place, k in enumerate(job.nodes, start=1):
             n = self.nodes[k]
             self.stop_qemu(n)
@@ -304,6 +308,10 @@ class Supervisor:
             return
         if self.job is not job:
             return
+        for k in job.nodes:
+            n = self.nodes[k]
+            if n.state in ("starting", "running") and n.job == job.id and n.proc is not None:
+                n.proc.kill()
         for k in job.nodes:
             n = self.nodes[k]
             n.port.route = None
