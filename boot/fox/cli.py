@@ -206,6 +206,10 @@ def cluster_up(name, count, cores, mem, timeout, quiet=False):
         reply = wait_joined(name, None, timeout, progress=not quiet)
     except TimeoutError as e:
         return fail("cluster %s: %s" % (name, e))
+    except KeyboardInterrupt:  # a cluster half up is no use: take it down
+        cluster_down(name, quiet=True)
+        print("fox: interrupted: cluster %s is down" % name, file=sys.stderr)
+        return 130
     if not quiet:
         print("cluster %s: %d nodes up in %.2f s (supervisor %d, state in %s)" % (
             name, len(reply["nodes"]), time.monotonic() - started, reply["pid"], d))

@@ -113,7 +113,8 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out):
     env = dict(os.environ, FOX_ARGS=fox_args, FOX_NOTICE_FD=str(notice_r))
     # Line-buffered stdout (coreutils' stdbuf), so that place 0's lines interleave with its log in order.
     line_buffered = ["stdbuf", "-oL"] if shutil.which("stdbuf") else []
-    place0 = subprocess.Popen(line_buffered + [program] + list(app_args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    # setpriv: place 0 dies with this command even if it is SIGKILLed (PR_SET_PDEATHSIG).
+    place0 = subprocess.Popen(["setpriv", "--pdeathsig", "KILL", "--"] + line_buffered + [program] + list(app_args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, env=env, pass_fds=(notice_r,), start_new_session=True)
     os.close(notice_r)
     tails = [Tail(n["place"], n["console"], n["offset"]) for n in job_nodes]

@@ -208,8 +208,6 @@ class Supervisor:
             n.state = "idle"
             log("node %d: joined the pool (%.2f s after its boot)", k, time.time() - n.booted_at)
             self.maybe_start_job()
-        elif n.state == "starting":
-            n.state = "running"
 
     def on_refuse(self, k, address, mac):
         n = self.nodes[k]
@@ -278,7 +276,7 @@ class Supervisor:
             offset = os.path.getsize(console) if os.path.exists(console) else 0
             n.job, n.place, n.app = job.id, place, r["app"]
             n.port.route = ("127.0.0.1", int(r["place0_port"]))
-            self.boot(n, image, nodes.boot_args(k, r["app"], self.key, job.id, peers, r.get("args", [])), "starting")
+            self.boot(n, image, nodes.boot_args(k, r["app"], self.key, job.id, peers, r.get("args", [])), "running")
             out.append({"node": k, "place": place, "ip": nodes.node_ip(k), "bridge_port": n.port.bridge_port,
                         "console": console, "offset": offset})
         job.started = True
@@ -310,12 +308,12 @@ class Supervisor:
             return
         for k in job.nodes:
             n = self.nodes[k]
-            if n.state in ("starting", "running") and n.job == job.id and n.proc is not None:
+            if n.state == "running" and n.job == job.id and n.proc is not None:
                 n.proc.kill()
         for k in job.nodes:
             n = self.nodes[k]
             n.port.route = None
-            if n.state in ("starting", "running") and n.job == job.id:
+            if n.state == "running" and n.job == job.id:
                 self.stop_qemu(n)
                 if not self.stopping:
                     self.boot_agent(n)

@@ -15,7 +15,8 @@ Scenarios:
     lifecycle          up 2 / status / run ring / kill one / status shows it dead / down
     kill_during_job    kill a node mid-job: every place told at once (am::NotifyDead), the job fails
     supervisor_killed  up, SIGKILL of the supervisor, then down cleans up
-    run_interrupted    Ctrl-C (SIGINT) of run mid-job: status 130, the nodes return to the pool
+    run_interrupted    Ctrl-C (SIGINT) of run mid-job: status 130, the nodes return to the pool; the
+                       same after SIGKILL of run (place 0 dies with it)
     two_clusters       two clusters side by side, a job on each at the same time
     consecutive_jobs   three jobs one after another on one pool, `add` during the second
     run_temporary      run --nodes 2 with no cluster up: made for the job, removed after
@@ -250,9 +251,19 @@ def run_interrupted(e):
         raise Failure("interrupted run exited with %s, expected 130" % rc)
     expect("\n".join(run.lines), r"interrupted: job \d+ stopped, its nodes return to the pool", "run's message")
     wait_for(lambda: set(states(e.status(name)).values()) == {"idle"}, 120, "the nodes back in the pool")
+    # SIGKILL of run: place 0 dies with it, the supervisor ends the job.
+    run = e.start("run", "ring", "--name", name, "--", "laps=1000000")
+    wait_for(lambda: any("nodes joined" in line for line in run.lines), 180, "the job to start")
+    run.kill()
+    run.wait()
+
+    def place0_gone():
+        return not [p for p in e.leftovers() if "apps/ring/ring" in p]
+    wait_for(place0_gone, 10, "place 0 to die with the killed fox run")
+    wait_for(lambda: set(states(e.status(name)).values()) == {"idle"}, 120, "the nodes back in the pool")
     e.fox_cmd("run", "ring", "--name", name, "--timeout", "200", "--", "laps=5", check=0)
     e.fox_cmd("cluster", "down", "--name", name, check=0)
-    e.expect_nothing_left("after Ctrl-C of run and down")
+    e.expect_nothing_left("after Ctrl-C of run, SIGKILL of run and down")
 
 
 def two_clusters(e):
@@ -285,6 +296,10 @@ def consecutive_jobs(e):
     e.fox_cmd("run", "ring", "--name", name, "--timeout", "200", "--", "laps=5", check=0)
     run = e.start("run", "ring", "--name", name, "--timeout", "200", "--", "laps=3000")
     wait_for(lambda: any("nodes joined" in line for line in run.lines), 180, "the second job to start")
+    st = e.status(name)
+    running = {r["node"]: (r["state"], r["place"]) for r in st["nodes"]}
+    if running != {1: ("running", 1), 2: ("running", 2)} or st["job"] is None:
+        raise Failure("status during the job: %s, job %s" % (running, st["job"]))
     _, out = e.fox_cmd("add", "--nodes", "1", "--name", name, check=0)
     expect(out, r"nodes 3: booting", "add during a job")
     rc = run.wait(timeout=260)
