@@ -14,7 +14,7 @@ is left before exiting (and fails if it had to).
 Scenarios:
     lifecycle          up 2 / status / run ring / kill one / status shows it dead / down
     kill_during_job    kill a node mid-job: every place told at once (am::NotifyDead), the job fails
-    supervisor_killed  up, SIGKILL of the supervisor, then down cleans up
+    supervisor_killed  up, SIGKILL of the supervisor, then down cleans up (and so does up)
     run_interrupted    Ctrl-C (SIGINT) of run mid-job: status 130, the nodes return to the pool; the
                        same after SIGKILL of run (place 0 dies with it)
     two_clusters       two clusters side by side, a job on each at the same time
@@ -231,10 +231,16 @@ def supervisor_killed(e):
     e.fox_cmd("status", "--name", name, check=1)
     e.fox_cmd("cluster", "down", "--name", name, check=0)
     e.expect_nothing_left("after SIGKILL of the supervisor and down")
-    # And the next `up` under the same name works.
+    # The next `up` under the same name works; and it cleans up after a dead supervisor too.
     e.fox_cmd("cluster", "up", "--nodes", "1", "--name", name, check=0)
+    os.kill(e.status(name)["pid"], signal.SIGKILL)
+    time.sleep(0.5)
+    _, out = e.fox_cmd("cluster", "up", "--nodes", "2", "--name", name, check=0)
+    expect(out, r"cluster %s: cleaned up after a supervisor that is gone" % re.escape(name), "up after a crash")
+    if states(e.status(name)) != {1: "idle", 2: "idle"}:
+        raise Failure("the new cluster: %s" % states(e.status(name)))
     e.fox_cmd("cluster", "down", "--name", name, check=0)
-    e.expect_nothing_left("after the second down")
+    e.expect_nothing_left("after the last down")
 
 
 def run_interrupted(e):
