@@ -1,6 +1,6 @@
 """fox: the frontend command (DESIGN.md "Frontend and jobs").
 
-    fox cluster up [--nodes N] [--cores C] [--mem M] [--name NAME] [--timeout T]
+    fox cluster up [--nodes N] [--cores C] [--mem M] [--iso] [--name NAME] [--timeout T]
     fox cluster down [--name NAME]
     fox cluster list
     fox status [--json] [--name NAME]
@@ -25,7 +25,7 @@ from fox import job, nodes, state
 
 BOOT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UNIMPLEMENTED = {"bridge": "--bridge (a namespace bridge with taps and dnsmasq)",
-                 "pxe": "--pxe (iPXE through dnsmasq)", "iso": "--iso (the GRUB ISO)"}
+                 "pxe": "--pxe (iPXE through dnsmasq)"}
 
 
 def positive(limit):
@@ -75,7 +75,7 @@ def parser():
     up.add_argument("--timeout", type=seconds, default=120, help="how long to wait for every node to join")
     up.add_argument("--bridge", action="store_true", help="a namespace bridge instead of the switch (root)")
     up.add_argument("--pxe", action="store_true", help="nodes boot through iPXE (implies --bridge)")
-    up.add_argument("--iso", action="store_true", help="nodes boot the GRUB ISO")
+    up.add_argument("--iso", action="store_true", help="nodes boot a GRUB ISO whose menu entry carries their arguments")
     add_name(up)
     down = csub.add_parser("down", help="stop a cluster's nodes, switch and supervisor; remove its state")
     add_name(down)
@@ -176,7 +176,7 @@ def wait_joined(name, ids, timeout, progress):
         conn.close()
 
 
-def cluster_up(name, count, cores, mem, timeout, quiet=False):
+def cluster_up(name, count, cores, mem, timeout, quiet=False, iso=False):
     if state.supervisor_pid(name) is not None:
         return fail("cluster %s is up already (fox cluster down --name %s first)" % (name, name))
     state.clean_up(name, log=lambda s: print(s, file=sys.stderr))
@@ -190,7 +190,7 @@ def cluster_up(name, count, cores, mem, timeout, quiet=False):
     env = dict(os.environ, PYTHONPATH=BOOT_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with open(os.path.join(d, "supervisor.log"), "ab") as logf:
         sup = subprocess.Popen([sys.executable, "-u", "-S", "-m", "fox.supervisor", "--name", name, "--nodes", str(count),
-                                "--cores", str(cores), "--mem", str(mem)], stdin=subprocess.DEVNULL, stdout=logf,
+                                "--cores", str(cores), "--mem", str(mem)] + (["--iso"] if iso else []), stdin=subprocess.DEVNULL, stdout=logf,
                                stderr=subprocess.STDOUT, env=env, cwd="/", start_new_session=True)
     started = time.monotonic()
     while state.supervisor_pid(name) is None:
@@ -367,7 +367,7 @@ def main(argv=None):
                 for opt, what in UNIMPLEMENTED.items():
                     if getattr(args, opt):
                         ap.exit(2, "fox cluster up: error: %s is not implemented yet\n" % what)
-                return cluster_up(args.name, args.nodes, args.cores, args.mem, args.timeout)
+                return cluster_up(args.name, args.nodes, args.cores, args.mem, args.timeout, iso=args.iso)
             if args.action == "down":
                 return cluster_down(args.name)
             return cluster_list()

@@ -75,9 +75,19 @@ def boot_args(k, app, key, job, peers, app_args=()):
     return " ".join(words)
 
 
-def qemu_command(cluster, k, image, append, cores, mem, accel, console, local_port, switch_port):
-    """Node K's QEMU: console appended to `console`, its NIC a -netdev dgram to the switch."""
-    cmd = qemu_run.qemu_command(image, append, cores, mem, accel, None, False)
+def make_iso(image, append, out):
+    """A GRUB CD (boot/make_iso.sh) booting `image` by multiboot2 with `append` in its menu entry."""
+    import subprocess
+    r = subprocess.run([os.path.join(ROOT, "boot", "make_iso.sh"), image, out] + append.split(),
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise OSError("make_iso.sh failed: %s" % (r.stdout + r.stderr).strip())
+
+
+def qemu_command(cluster, k, image, append, cores, mem, accel, console, local_port, switch_port, cdrom=None):
+    """Node K's QEMU: console appended to `console`, its NIC a -netdev dgram to the switch;
+    with `cdrom`, it boots that ISO (whose GRUB entry carries the boot arguments) instead of -kernel."""
+    cmd = qemu_run.qemu_command(image, append, cores, mem, accel, cdrom, False)
     i = cmd.index("-serial")
     cmd[i:i + 2] = ["-chardev", "file,id=con0,path=%s,append=on" % console, "-serial", "chardev:con0"]
     cmd += ["-name", qemu_tag(cluster, k),

@@ -125,8 +125,12 @@ class Supervisor:
     def boot(self, n, image, append, state_name):
         self.switch.reset_node(n.k)
         console = os.path.join(self.dir, "node%d.log" % n.k)
+        iso = None
+        if self.args.iso:  # the boot arguments travel in the ISO's GRUB menu entry
+            iso = os.path.join(self.dir, "node%d.iso" % n.k)
+            nodes.make_iso(image, append, iso)
         cmd = nodes.qemu_command(self.name, n.k, image, append, self.args.cores, self.args.mem, self.accel,
-                                 console, n.qemu_port, n.port.listen_port)
+                                 console, n.qemu_port, n.port.listen_port, cdrom=iso)
         cmd += ["-pidfile", os.path.join(self.dir, "node%d.pid" % n.k)]
         with open(os.path.join(self.dir, "node%d.qemu.log" % n.k), "ab") as err:
             n.proc = subprocess.Popen(["setpriv", "--pdeathsig", "KILL", "--"] + cmd, stdin=subprocess.DEVNULL,
@@ -403,8 +407,9 @@ class Supervisor:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, lambda *a: setattr(self, "stopping", True))
         self.sel.register(stop_r, selectors.EVENT_READ, lambda: os.read(stop_r, 64))
-        log("supervisor %d: cluster %s, %d nodes of %d cores and %d MiB, accel %s, state in %s", os.getpid(),
-            self.name, self.args.nodes, self.args.cores, self.args.mem, self.accel, self.dir)
+        log("supervisor %d: cluster %s, %d nodes of %d cores and %d MiB, accel %s, booting %s, state in %s",
+            os.getpid(), self.name, self.args.nodes, self.args.cores, self.args.mem, self.accel,
+            "GRUB ISOs" if self.args.iso else "by -kernel", self.dir)
         self.add_nodes(self.args.nodes)
         with open(os.path.join(self.dir, "supervisor.pid.tmp"), "w") as f:
             f.write("%d\n" % os.getpid())
@@ -444,6 +449,7 @@ def main():
     ap.add_argument("--cores", type=int, default=1)
     ap.add_argument("--mem", type=int, default=128)
     ap.add_argument("--accel", default="auto")
+    ap.add_argument("--iso", action="store_true", help="nodes boot a GRUB ISO made per boot (boot/make_iso.sh)")
     args = ap.parse_args()
     Supervisor(args).run()
     return 0

@@ -22,6 +22,7 @@ Scenarios:
     run_temporary      run --nodes 2 with no cluster up: made for the job, removed after
     wrong_key          a node with another key is refused, the refusal logged with its address
     build_id           place 0 and node image from different sources: refused; an app not in the image too
+    iso                nodes boot GRUB ISOs carrying their arguments, join and run a job
     bad_arguments      clear messages and status 2
 """
 import argparse
@@ -390,6 +391,20 @@ def build_id(e):
     e.expect_nothing_left("after down")
 
 
+def iso(e):
+    """cluster up --iso: nodes boot a GRUB ISO whose menu entry carries their arguments, join, run a job."""
+    name = e.name("iso")
+    e.fox_cmd("cluster", "up", "--iso", "--nodes", "2", "--name", name, "--timeout", "180", check=0)
+    _, out = e.fox_cmd("run", "ring", "--name", name, "--timeout", "200", "--", "laps=5", check=0)
+    check_ring(out, 3)
+    with open(os.path.join(e.dir, name, "node1.log"), errors="replace") as f:
+        console = f.read()
+    expect(console, r"multiboot2|GRUB|fox.app=agent", "node 1's console")
+    wait_for(lambda: set(states(e.status(name)).values()) == {"idle"}, 120, "the nodes back in the pool")
+    e.fox_cmd("cluster", "down", "--name", name, check=0)
+    e.expect_nothing_left("after down")
+
+
 def bad_arguments(e):
     name = e.name("bad")
     cases = [
@@ -426,7 +441,7 @@ def bad_arguments(e):
 
 
 SCENARIOS = {f.__name__: f for f in (lifecycle, kill_during_job, supervisor_killed, run_interrupted, two_clusters, consecutive_jobs,
-                                     run_temporary, wrong_key, build_id, bad_arguments)}
+                                     run_temporary, wrong_key, build_id, iso, bad_arguments)}
 
 
 def main():
