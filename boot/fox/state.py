@@ -139,7 +139,7 @@ class Connection:
         while b"\n" not in self.buf:
             try:
                 chunk = self.sock.recv(65536)
-            except socket.timeout:
+            except (socket.timeout, BlockingIOError):  # no whole line yet: the caller waits again
                 raise
             except OSError:
                 chunk = b""

@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -438,7 +439,6 @@ class Supervisor:
         server.close()
         for conn in list(self.conns):
             conn.close()
-        import shutil
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
