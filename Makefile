@@ -2,7 +2,7 @@
 #   make deps    install the Debian packages the build and tests need
 #   make         build native images (build/native) and hosted programs (build/host)
 #   make test    everything above, then the whole CTest suite
-#   make run     the default job (apps/ring) on a local cluster of NODES (3) QEMU nodes
+#   make run     the default job: build/bin/fox run ring --nodes NODES (3)
 #   make boot    boot one node that runs APP (apps/hello), then stop it
 #   make iso     build/fox.iso, bootable through GRUB
 #   make bench [B=NAME]   run tests/bench programs; figures as `NAME.metric value unit`
@@ -23,7 +23,11 @@ DEB_PACKAGES := dpkg-dev clang lld llvm cmake ninja-build g++ libstdc++-12-dev m
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps native host test run boot iso bench debug clean format format-check
-all: native host
+all: native host $(BUILD)/bin/fox
+
+# The frontend (boot/fox, a Python package): build/bin/fox runs it.
+$(BUILD)/bin/fox: boot/fox.sh
+	install -D -m 755 boot/fox.sh $@
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
@@ -52,10 +56,10 @@ test: deps
 	$(MAKE) all iso
 	cd $(HOST) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
-# No root needed: the nodes meet through boot/hub.py on 127.0.0.1 ports.
-run: deps native
-	python3 boot/cluster.py --local --live --peers --nodes $(NODES) --image $(NATIVE)/ring.elf \
-	  --append "$(if $(ARGS),$(ARGS),-- laps=100)" --timeout 300
+# The default job through the frontend: a cluster of NODES nodes made for the
+# job (place 0 is a Linux process here), removed after. No root needed.
+run: deps all
+	$(BUILD)/bin/fox run ring --nodes $(NODES) --name make-run-$$$$ --timeout 300 -- $(if $(ARGS),$(patsubst --,,$(ARGS)),laps=100)
 
 boot: deps native
 	python3 boot/qemu_run.py --image $(NATIVE)/$(APP).elf --append "$(ARGS)"

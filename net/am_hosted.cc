@@ -82,6 +82,7 @@ Result<void> PlatformOpen(const Config& config) {
     LOG_ERROR("am: cannot watch the UDP socket");
     return Error::kUnsupported;
   }
+  WatchFrontendNotices(config.core);
   return {};
 }
 

@@ -29,6 +29,8 @@ const BootArgSpec kBootArgSpecs[] = {
      "active-message peers, ID@A.B.C.D[:PORT],... (more join at run time)"},
     {"fox.aggregate", BootArgKind::kEnum, "on|off", 0, 0,
      "aggregate small active messages into full frames (default on)"},
+    {"fox.app", BootArgKind::kString, nullptr, 0, 0,
+     "the app the pool image (fox.elf, every app) starts: its name (given by the frontend)"},
 };
 const size_t kNumBootArgSpecs = sizeof kBootArgSpecs / sizeof kBootArgSpecs[0];
 

@@ -75,7 +75,7 @@ TEST_P(CommandLineErrors, FailWithAClearMessage) {
 INSTANTIATE_TEST_SUITE_P(
     All, CommandLineErrors,
     ::testing::Values(
-        BadCase{"fox.bogus=1", "unknown boot argument 'fox.bogus' (known: fox.log, fox.stack, fox.kcores, fox.idle, fox.node, fox.ip, fox.gw, fox.job, fox.key, fox.amport, fox.peers, fox.aggregate)"},
+        BadCase{"fox.bogus=1", "unknown boot argument 'fox.bogus' (known: fox.log, fox.stack, fox.kcores, fox.idle, fox.node, fox.ip, fox.gw, fox.job, fox.key, fox.amport, fox.peers, fox.aggregate, fox.app)"},
         BadCase{"fox.log=loud", "bad boot argument 'fox.log=loud': expected one of debug|info|warn|error"},
         BadCase{"fox.log", "has no value"},
         BadCase{"fox.log=", "needs a value"},

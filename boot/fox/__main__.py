@@ -1,0 +1,5 @@
+import sys
+
+from fox.cli import main
+
+sys.exit(main())

@@ -1,0 +1,391 @@
+"""fox: the frontend command (DESIGN.md "Frontend and jobs").
+
+    fox cluster up [--nodes N] [--cores C] [--mem M] [--iso] [--name NAME] [--timeout T]
+    fox cluster down [--name NAME]
+    fox cluster list
+    fox status [--json] [--name NAME]
+    fox run APP [--places N] [--nodes N] [--timeout T] [--name NAME] [-- ARGS...]
+    fox kill NODE [--name NAME]
+    fox add --nodes K [--name NAME]
+    fox logs NODE [--follow] [--name NAME]
+
+Exit statuses: 0 done, 1 failed (the message says why), 2 bad arguments;
+`fox run` returns the job's status (124 timed out, 130 interrupted).
+"""
+import argparse
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+
+from fox import job, nodes, state
+
+BOOT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+UNIMPLEMENTED = {"bridge": "--bridge (a namespace bridge with taps and dnsmasq)",
+                 "pxe": "--pxe (iPXE through dnsmasq)"}
+
+
+def positive(limit):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError("%r is not a whole number" % text)
+        if not 1 <= value <= limit:
+            raise argparse.ArgumentTypeError("%d is not from 1 to %d" % (value, limit))
+        return value
+    return parse
+
+
+def seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a number of seconds" % text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("%r is not a positive number of seconds" % text)
+    return value
+
+
+def cluster_name(text):
+    if not state.NAME_RE.match(text):
+        raise argparse.ArgumentTypeError("%r is not a cluster name (letters, digits, '_', '.', '-'; at most 32)" % text)
+    return text
+
+
+def add_name(p):
+    p.add_argument("--name", type=cluster_name, default="default", help="the cluster (default: default)")
+
+
+def parser():
+    ap = argparse.ArgumentParser(prog="fox", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    cluster = sub.add_parser("cluster", help="bring a cluster up or down, list clusters")
+    csub = cluster.add_subparsers(dest="action", metavar="ACTION")
+    csub.required = True
+    up = csub.add_parser("up", help="boot a pool of nodes and leave a supervisor running")
+    up.add_argument("--nodes", type=positive(200), default=3, help="nodes to boot (default 3)")
+    up.add_argument("--cores", type=positive(64), default=1, help="cores per node (default 1)")
+    up.add_argument("--mem", type=positive(65536), default=128, help="MiB per node (default 128)")
+    up.add_argument("--timeout", type=seconds, default=120, help="how long to wait for every node to join")
+    up.add_argument("--bridge", action="store_true", help="a namespace bridge instead of the switch (root)")
+    up.add_argument("--pxe", action="store_true", help="nodes boot through iPXE (implies --bridge)")
+    up.add_argument("--iso", action="store_true", help="nodes boot a GRUB ISO whose menu entry carries their arguments")
+    add_name(up)
+    down = csub.add_parser("down", help="stop a cluster's nodes, switch and supervisor; remove its state")
+    add_name(down)
+    csub.add_parser("list", help="the clusters that are up, with their supervisors")
+
+    st = sub.add_parser("status", help="one row per node of a cluster")
+    st.add_argument("--json", action="store_true", help="machine-readable")
+    add_name(st)
+
+    run = sub.add_parser("run", help="run a job: place 0 here, the others on the pool's nodes")
+    run.add_argument("app", help="the application (apps/APP)")
+    run.add_argument("--places", type=positive(201), help="places including place 0 (default: 1 + every node)")
+    run.add_argument("--nodes", type=positive(200),
+                     help="with no cluster up: make one of N nodes for this job and remove it after")
+    run.add_argument("--timeout", type=seconds, help="stop the job after T seconds (status 124)")
+    run.epilog = "The job's arguments follow --: fox run ring --nodes 3 -- laps=100"
+    add_name(run)
+
+    kill = sub.add_parser("kill", help="kill a node (SIGKILL of its QEMU); the job is told at once")
+    kill.add_argument("node", type=positive(nodes.MAX_NODE_ID), help="node id")
+    add_name(kill)
+
+    add = sub.add_parser("add", help="boot more nodes into the pool (also while a job runs)")
+    add.add_argument("--nodes", type=positive(200), required=True)
+    add.add_argument("--wrong-key", action="store_true", help=argparse.SUPPRESS)  # tests: a node the pool refuses
+    add.add_argument("--no-wait", action="store_true", help="return without waiting for them to join")
+    add.add_argument("--timeout", type=seconds, default=120)
+    add_name(add)
+
+    logs = sub.add_parser("logs", help="a node's console (every boot)")
+    logs.add_argument("node", type=positive(nodes.MAX_NODE_ID))
+    logs.add_argument("--follow", "-f", action="store_true", help="keep printing as it grows")
+    add_name(logs)
+    return ap
+
+
+def fail(text):
+    print("fox: %s" % text, file=sys.stderr)
+    return 1
+
+
+def connect(name):
+    if state.supervisor_pid(name) is None:
+        raise state.SupervisorGone("no cluster %s is up (fox cluster up --name %s)" % (name, name))
+    return state.Connection(name)
+
+
+def format_uptime(s):
+    if s is None:
+        return "-"
+    s = int(s)
+    return "%dh%02dm" % (s // 3600, s // 60 % 60) if s >= 3600 else "%dm%02ds" % (s // 60, s % 60)
+
+
+def print_table(reply, out=sys.stdout):
+    rows = [("NODE", "ADDRESS", "STATE", "CORES", "UPTIME", "JOB/PLACE", "APP", "BOOTS", "FRAMES RX/TX")]
+    for r in reply["nodes"]:
+        sw = r["switch"]
+        rows.append((str(r["node"]), r["address"], r["state"], "%d (%s)" % (r["cores"], r["roles"]),
+                     format_uptime(r["uptime"]), "%d/%d" % (r["job"], r["place"]) if r["job"] else "-",
+                     r["app"] or "-", str(r["boots"]), "%d/%d" % (sw["rx"], sw["tx"])))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
+    if reply.get("job"):
+        j = reply["job"]
+        out.write("job %d (%s) running on place 0 and nodes %s%s\n" % (
+            j["id"], j["app"], ",".join(map(str, j["nodes"])),
+            ", %d queued" % reply["queued"] if reply.get("queued") else ""))
+    out.flush()
+
+
+def wait_joined(name, ids, timeout, progress):
+    """Waits until each node of `ids` (None: all) is no longer booting; the last status reply."""
+    deadline = time.monotonic() + timeout
+    tty = progress and sys.stderr.isatty()
+    conn = state.Connection(name)
+    try:
+        while True:
+            reply = conn.call(op="status")
+            mine = [r for r in reply["nodes"] if ids is None or r["node"] in ids]
+            booting = [r for r in mine if r["state"] == "booting"]
+            if tty:
+                sys.stderr.write("\rfox: %d of %d nodes joined" % (len(mine) - len(booting), len(mine)))
+                sys.stderr.flush()
+            if not booting:
+                break
+            if time.monotonic() > deadline:
+                if tty:
+                    sys.stderr.write("\n")
+                raise TimeoutError("nodes %s did not join in %g s (fox logs NODE shows their consoles)" %
+                                   (",".join(str(r["node"]) for r in booting), timeout))
+            time.sleep(0.1)
+        if tty:
+            sys.stderr.write("\n")
+        return reply
+    finally:
+        conn.close()
+
+
+def cluster_up(name, count, cores, mem, timeout, quiet=False, iso=False):
+    if state.supervisor_pid(name) is not None:
+        return fail("cluster %s is up already (fox cluster down --name %s first)" % (name, name))
+    state.clean_up(name, log=lambda s: print(s, file=sys.stderr))
+    if not os.path.exists(nodes.node_image()):
+        return fail("%s does not exist: build fox first (make)" % nodes.node_image())
+    d = state.cluster_dir(name)
+    os.makedirs(d, mode=0o700)
+    fd = os.open(os.path.join(d, "fox.key"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, (secrets.token_hex(16) + "\n").encode())
+    os.close(fd)
+    env = dict(os.environ, PYTHONPATH=BOOT_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    with open(os.path.join(d, "supervisor.log"), "ab") as logf:
+        sup = subprocess.Popen([sys.executable, "-u", "-S", "-m", "fox.supervisor", "--name", name, "--nodes", str(count),
+                                "--cores", str(cores), "--mem", str(mem)] + (["--iso"] if iso else []), stdin=subprocess.DEVNULL, stdout=logf,
+                               stderr=subprocess.STDOUT, env=env, cwd="/", start_new_session=True)
+    started = time.monotonic()
+    while state.supervisor_pid(name) is None:
+        if sup.poll() is not None or time.monotonic() - started > 15:
+            with open(os.path.join(d, "supervisor.log"), errors="replace") as f:
+                text = f.read()
+            if sup.poll() is None:
+                sup.kill()
+            state.clean_up(name, log=lambda s: None)
+            return fail("the supervisor of cluster %s did not start:\n%s" % (name, text))
+        time.sleep(0.02)
+    try:
+        reply = wait_joined(name, None, timeout, progress=not quiet)
+    except TimeoutError as e:
+        return fail("cluster %s: %s" % (name, e))
+    except KeyboardInterrupt:  # a cluster half up is no use: take it down
+        cluster_down(name, quiet=True)
+        print("fox: interrupted: cluster %s is down" % name, file=sys.stderr)
+        return 130
+    if not quiet:
+        print("cluster %s: %d nodes up in %.2f s (supervisor %d, state in %s)" % (
+            name, len(reply["nodes"]), time.monotonic() - started, reply["pid"], d))
+        print_table(reply)
+    bad = [r for r in reply["nodes"] if r["state"] != "idle"]
+    if bad:
+        return fail("cluster %s: nodes %s did not join: %s" % (
+            name, ",".join(str(r["node"]) for r in bad), ", ".join(r["state"] for r in bad)))
+    return 0
+
+
+def cluster_down(name, quiet=False):
+    pid = state.supervisor_pid(name)
+    if pid is None:
+        if state.clean_up(name, log=lambda s: print(s, file=sys.stderr)):
+            return 0
+        return fail("no cluster %s is up" % name)
+    try:
+        conn = state.Connection(name)
+        conn.call(op="down", timeout=10)
+        conn.close()
+    except (state.SupervisorGone, OSError, ValueError):
+        pass
+    deadline = time.monotonic() + 15
+    while state.process_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if state.process_alive(pid):
+        os.kill(pid, 9)
+    state.clean_up(name, log=lambda s: None)
+    if not quiet:
+        print("cluster %s: down" % name)
+    return 0
+
+
+def cluster_list():
+    names = state.list_clusters()
+    if not names:
+        print("no clusters (state in %s)" % state.state_root())
+        return 0
+    for name in names:
+        pid = state.supervisor_pid(name)
+        if pid is None:
+            print("%s: supervisor gone (fox cluster down --name %s cleans up)" % (name, name))
+            continue
+        try:
+            conn = state.Connection(name)
+            reply = conn.call(op="status", timeout=10)
+            conn.close()
+            counts = {}
+            for r in reply["nodes"]:
+                counts[r["state"]] = counts.get(r["state"], 0) + 1
+            print("%s: supervisor %d, %d nodes (%s)%s" % (name, pid, len(reply["nodes"]), ", ".join(
+                "%d %s" % (v, k) for k, v in sorted(counts.items())),
+                ", job %d running" % reply["job"]["id"] if reply["job"] else ""))
+        except (state.SupervisorGone, OSError) as e:
+            print("%s: supervisor %d not answering (%s)" % (name, pid, e))
+    return 0
+
+
+def status(args):
+    conn = connect(args.name)
+    reply = conn.call(op="status")
+    conn.close()
+    if args.json:
+        json.dump(reply, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print_table(reply)
+    return 0
+
+
+def run(args):
+    app_args = args.job_args
+    made = False
+    if state.supervisor_pid(args.name) is None:
+        if not args.nodes:
+            return fail("no cluster %s is up: fox cluster up first, or fox run --nodes N to make one for the job"
+                        % args.name)
+        if args.places and args.places > args.nodes + 1:
+            raise argparse.ArgumentTypeError("--places %d needs %d nodes; --nodes is %d" %
+                                             (args.places, args.places - 1, args.nodes))
+        status_up = cluster_up(args.name, args.nodes, 1, 128, 120, quiet=True)
+        if status_up:
+            return status_up
+        made = True
+    places = args.places or (args.nodes + 1 if args.nodes else None)
+    try:
+        return job.run(args.name, args.app, places, app_args, args.timeout)
+    finally:
+        if made:
+            cluster_down(args.name, quiet=True)
+
+
+def kill(args):
+    conn = connect(args.name)
+    reply = conn.call(op="kill", node=args.node)
+    conn.close()
+    if not reply["ok"]:
+        return fail(reply["error"])
+    print("node %d: killed" % args.node)
+    return 0
+
+
+def add(args):
+    conn = connect(args.name)
+    reply = conn.call(op="add", count=args.nodes, wrong_key=args.wrong_key)
+    conn.close()
+    ids = reply["nodes"]
+    print("nodes %s: booting into cluster %s" % (",".join(map(str, ids)), args.name))
+    if args.no_wait:
+        return 0
+    try:
+        final = wait_joined(args.name, set(ids), args.timeout, progress=True)
+    except TimeoutError as e:
+        return fail(str(e))
+    bad = [r for r in final["nodes"] if r["node"] in ids and r["state"] != "idle"]
+    for r in bad:
+        print("fox: node %d: %s" % (r["node"], r["state"]), file=sys.stderr)
+    return 1 if bad else 0
+
+
+def logs(args):
+    path = os.path.join(state.cluster_dir(args.name), "node%d.log" % args.node)
+    if state.supervisor_pid(args.name) is None:
+        return fail("no cluster %s is up" % args.name)
+    if not os.path.exists(path):
+        return fail("node %d of cluster %s has no console log" % (args.node, args.name))
+    with open(path, "rb") as f:
+        while True:
+            data = f.read()
+            if data:
+                sys.stdout.write(data.decode("utf-8", "replace").replace("\r\n", "\n"))
+                sys.stdout.flush()
+            if not args.follow:
+                return 0
+            if state.supervisor_pid(args.name) is None:
+                return 0
+            time.sleep(0.2)
+
+
+def main(argv=None):
+    ap = parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    job_args = []
+    if "--" in argv:  # what follows is the job's (fox run), never fox's own options
+        i = argv.index("--")
+        argv, job_args = argv[:i], argv[i + 1:]
+    args = ap.parse_args(argv)
+    if job_args and args.command != "run":
+        ap.error("only fox run takes arguments after --")
+    args.job_args = job_args
+    try:
+        if args.command == "cluster":
+            if args.action == "up":
+                for opt, what in UNIMPLEMENTED.items():
+                    if getattr(args, opt):
+                        ap.exit(2, "fox cluster up: error: %s is not implemented yet\n" % what)
+                return cluster_up(args.name, args.nodes, args.cores, args.mem, args.timeout, iso=args.iso)
+            if args.action == "down":
+                return cluster_down(args.name)
+            return cluster_list()
+        if args.command == "status":
+            return status(args)
+        if args.command == "run":
+            try:
+                return run(args)
+            except argparse.ArgumentTypeError as e:
+                ap.exit(2, "fox run: error: %s\n" % e)
+        if args.command == "kill":
+            return kill(args)
+        if args.command == "add":
+            return add(args)
+        if args.command == "logs":
+            return logs(args)
+    except state.SupervisorGone as e:
+        return fail(str(e))
+    except KeyboardInterrupt:
+        return 130
+    return 2

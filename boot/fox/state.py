@@ -1,0 +1,163 @@
+"""Where a cluster's state lives, and how a crashed supervisor is cleaned up.
+
+One directory per cluster name: $FOX_STATE_DIR/NAME if set, else
+$XDG_RUNTIME_DIR/fox/NAME, else /tmp/fox-$UID/NAME. It holds
+    supervisor.pid   the supervisor's pid (written once it listens)
+    supervisor.sock  its control socket (JSON lines, see supervisor.py)
+    supervisor.log   what it logged: boots, joins, refusals, deaths, jobs
+    fox.key          the cluster's key, 32 hexadecimal digits (mode 0600)
+    nodeK.log        node K's console over all its boots; nodeK.pid its QEMU's pid
+The directory exists exactly while the cluster does: `down` removes it.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import time
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
+
+
+def state_root():
+    if os.environ.get("FOX_STATE_DIR"):
+        return os.path.abspath(os.environ["FOX_STATE_DIR"])
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        return os.path.join(os.environ["XDG_RUNTIME_DIR"], "fox")
+    return "/tmp/fox-%d" % os.getuid()
+
+
+def cluster_dir(name):
+    return os.path.join(state_root(), name)
+
+
+def process_alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []
+
+
+def read_pid(path):
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def supervisor_pid(name):
+    """The pid of `name`'s supervisor if it is alive (and really is one), else None."""
+    pid = read_pid(os.path.join(cluster_dir(name), "supervisor.pid"))
+    if pid and process_alive(pid) and b"fox.supervisor" in cmdline(pid):
+        return pid
+    return None
+
+
+def node_processes(name):
+    """Pids of QEMUs whose -name says they belong to cluster `name` and whose
+    console is in its state directory (another state root may have a cluster
+    of the same name), from /proc, so that a crashed supervisor's nodes are
+    found even without pid files."""
+    tag = ("fox:%s:node" % name).encode()
+    where = ("path=%s/" % cluster_dir(name)).encode()
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            args = cmdline(int(entry))
+            if args and b"qemu" in args[0] and any(a.startswith(tag) for a in args) and \
+                    any(where in a for a in args):
+                pids.append(int(entry))
+    return pids
+
+
+def clean_up(name, log=print):
+    """Removes everything a dead supervisor of `name` left: its QEMUs and its
+    state directory. Returns True if there was anything."""
+    d = cluster_dir(name)
+    found = False
+    pids = node_processes(name)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            found = True
+        except OSError:
+            pass
+    deadline = time.monotonic() + 5
+    while any(process_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if os.path.isdir(d):
+        shutil.rmtree(d, ignore_errors=True)
+        found = True
+    if found:
+        log("fox: cluster %s: cleaned up after a supervisor that is gone (%d QEMU processes)" % (name, len(pids)))
+    return found
+
+
+def list_clusters():
+    root = state_root()
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return []
+    return [n for n in names if os.path.isdir(os.path.join(root, n)) and NAME_RE.match(n)]
+
+
+class SupervisorGone(Exception):
+    pass
+
+
+class Connection:
+    """A connection to a supervisor's control socket: JSON requests and replies, one per line."""
+
+    def __init__(self, name, timeout=30):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        try:
+            self.sock.connect(os.path.join(cluster_dir(name), "supervisor.sock"))
+        except OSError as e:
+            self.sock.close()
+            raise SupervisorGone(str(e))
+        self.buf = b""
+
+    def send(self, **request):
+        self.sock.sendall(json.dumps(request).encode() + b"\n")
+
+    def receive(self, timeout=None):
+        """The next message, or None at end of file."""
+        self.sock.settimeout(timeout)
+        while b"\n" not in self.buf:
+            try:
+                chunk = self.sock.recv(65536)
+            except (socket.timeout, BlockingIOError):  # no whole line yet: the caller waits again
+                raise
+            except OSError:
+                chunk = b""
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def call(self, timeout=60, **request):
+        self.send(**request)
+        reply = self.receive(timeout)
+        if reply is None:
+            raise SupervisorGone("the supervisor closed the connection")
+        return reply
+
+    def fileno(self):
+        return self.sock.fileno()
+
+    def close(self):
+        self.sock.close()

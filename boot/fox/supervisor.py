@@ -1,0 +1,459 @@
+"""The supervisor: what `fox cluster up` leaves running for a cluster.
+
+    python3 -m fox.supervisor --name NAME --nodes N [--cores C] [--mem M] [--accel A]
+
+One process, one thread: a selector loop over the control socket, the
+switch's sockets and a pidfd per QEMU. It owns the nodes (QEMU processes, as
+its children, each dying with it: PR_SET_PDEATHSIG), the switch (switch.py)
+and the queue of jobs. Its state directory is described in state.py.
+
+Pool semantics: an idle node runs the agent (apps/agent) with the cluster's
+key; the switch marks it joined when its first authenticated frame passes.
+A job reboots the nodes it gets into the job's image with the job's boot
+arguments (fox.job, fox.peers naming place 0 at 10.77.0.1 and the job's
+nodes); a node whose job part ends (its QEMU exits with a status) is
+rebooted into the agent, back to the pool. A node that dies (killed, or its
+QEMU gone without a status) stays dead; new nodes get new ids.
+
+Control protocol: a Unix stream socket (supervisor.sock), one JSON object
+per line each way. Requests ({"op": ...}) and their replies:
+    status                      {"ok": true, "name", "nodes": [row...], "job": {...}|null, "pid"}
+    add   count, wrong_key      {"ok": true, "nodes": [ids]}    (wrong_key: for tests)
+    kill  node                  {"ok": true} | {"ok": false, "error"}
+    down                        {"ok": true}, then everything stops and the directory goes
+    job   app, places, args, place0_port
+        the connection becomes the job's: {"event": "queued"} while another job
+        runs, then {"event": "start", "job", "key", "nodes": [{"node", "place",
+        "ip", "bridge_port", "console", "offset"}]} or {"event": "error", "error"},
+        then {"event": "exit", "node", "status"} as nodes finish and
+        {"event": "dead", "node"} as nodes die. The client sends {"op": "end"}
+        (or closes the connection: Ctrl-C, crash) and the job's nodes return
+        to the pool; {"event": "ended"} acknowledges.
+"""
+import argparse
+import json
+import os
+import selectors
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fox import nodes, state, switch  # noqa: E402
+import build_id  # noqa: E402
+import qemu_run  # noqa: E402
+
+
+def log(fmt, *args):
+    now = time.time()
+    sys.stdout.write(time.strftime("%H:%M:%S", time.localtime(now)) + ".%03d " % (now * 1000 % 1000) + (fmt % args if args else fmt) + "\n")
+    sys.stdout.flush()
+
+
+def free_udp_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Node:
+    def __init__(self, k):
+        self.k = k
+        self.state = "booting"
+        self.proc = None
+        self.pidfd = None
+        self.booted_at = None
+        self.born_at = time.time()
+        self.job = None
+        self.place = None
+        self.app = "agent"
+        self.wrong_key = False
+        self.qemu_port = free_udp_port()
+        self.port = None
+        self.boots = 0
+        self.last_status = None
+
+
+class Job:
+    def __init__(self, conn, request, job_id):
+        self.conn = conn
+        self.request = request
+        self.id = job_id
+        self.nodes = []
+        self.started = False
+        self.started_at = None
+
+
+class Supervisor:
+    def __init__(self, args):
+        self.args = args
+        self.name = args.name
+        self.dir = state.cluster_dir(args.name)
+        with open(os.path.join(self.dir, "fox.key")) as f:
+            self.key = f.read().strip()
+        self.accel, _ = qemu_run.choose_accel(args.accel)
+        self.sel = selectors.DefaultSelector()
+        self.switch = switch.Switch(self.key, self.on_join, self.on_refuse)
+        self.nodes = {}
+        self.next_id = 1
+        self.next_job = nodes.POOL_JOB + 1
+        self.job = None
+        self.queue = []
+        self.conns = {}
+        self.stopping = False
+
+    # ---- nodes ----
+    def add_nodes(self, count, wrong_key=False):
+        ids = []
+        for _ in range(count):
+            k = self.next_id
+            if k > nodes.MAX_NODE_ID:
+                raise ValueError("no node ids left in this cluster")
+            self.next_id += 1
+            n = Node(k)
+            n.wrong_key = wrong_key
+            n.port = self.switch.add_node(k, n.qemu_port)
+            self.sel.register(n.port.sock, selectors.EVENT_READ, lambda p=n.port: self.switch.drain(p))
+            self.sel.register(n.port.bridge, selectors.EVENT_READ, lambda p=n.port: self.switch.drain_bridge(p))
+            self.nodes[k] = n
+            self.boot_agent(n)
+            ids.append(k)
+        return ids
+
+    def boot(self, n, image, append, state_name):
+        self.switch.reset_node(n.k)
+        console = os.path.join(self.dir, "node%d.log" % n.k)
+        iso = None
+        if self.args.iso:  # the boot arguments travel in the ISO's GRUB menu entry
+            iso = os.path.join(self.dir, "node%d.iso" % n.k)
+            nodes.make_iso(image, append, iso)
+        cmd = nodes.qemu_command(self.name, n.k, image, append, self.args.cores, self.args.mem, self.accel,
+                                 console, n.qemu_port, n.port.listen_port, cdrom=iso)
+        cmd += ["-pidfile", os.path.join(self.dir, "node%d.pid" % n.k)]
+        with open(os.path.join(self.dir, "node%d.qemu.log" % n.k), "ab") as err:
+            n.proc = subprocess.Popen(["setpriv", "--pdeathsig", "KILL", "--"] + cmd, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        n.pidfd = os.pidfd_open(n.proc.pid)
+        self.sel.register(n.pidfd, selectors.EVENT_READ, lambda node=n, proc=n.proc: self.on_qemu_exit(node, proc))
+        n.booted_at = time.time()
+        n.state = state_name
+        n.boots += 1
+
+    def boot_agent(self, n):
+        key = self.key if not n.wrong_key else "%032x" % (int(self.key, 16) ^ 1)
+        append = nodes.boot_args(n.k, "agent", key, nodes.POOL_JOB, "0@%s" % nodes.FRONTEND_IP)
+        n.job = n.place = None
+        n.app = "agent"
+        n.port.route = None
+        self.boot(n, nodes.node_image(), append, "booting")
+        log("node %d: booting into the pool (agent) at %s", n.k, nodes.node_ip(n.k))
+
+    def stop_qemu(self, n):
+        """Kills node n's QEMU and waits for it; its exit is not reported."""
+        if n.proc is None:
+            return
+        self.sel.unregister(n.pidfd)
+        os.close(n.pidfd)
+        n.pidfd = None
+        if n.proc.poll() is None:
+            n.proc.kill()
+        n.proc.wait()
+        n.proc = None
+
+    def on_qemu_exit(self, n, proc):
+        if proc is not n.proc:
+            return
+        rc = proc.wait()
+        self.sel.unregister(n.pidfd)
+        os.close(n.pidfd)
+        n.pidfd = None
+        n.proc = None
+        status = nodes.decode_exit(rc)
+        n.last_status = status
+        job = self.job if self.job is not None and n.k in self.job.nodes else None
+        if status is None:
+            self.declare_dead(n, "its QEMU exited with %d and no exit status" % rc)
+            return
+        log("node %d: %s exited with status %d", n.k, n.app, status)
+        if n.app == "agent" and not self.stopping:  # an agent never ends by itself: no reboot loop
+            self.declare_dead(n, "the agent exited with status %d (fox logs %d)" % (status, n.k))
+            return
+        if job is not None:
+            self.tell(job.conn, event="exit", node=n.k, status=status)
+        if self.stopping:
+            return
+        self.boot_agent(n)  # back to the pool
+
+    def declare_dead(self, n, why):
+        n.state = "dead"
+        n.port.route = None
+        log("node %d: dead: %s", n.k, why)
+        if self.job is not None and n.k in self.job.nodes and self.job.started:
+            self.tell(self.job.conn, event="dead", node=n.k)
+        self.maybe_start_job()
+
+    def kill(self, k):
+        n = self.nodes.get(k)
+        if n is None:
+            return {"ok": False, "error": "no node %d in cluster %s" % (k, self.name)}
+        if n.state == "dead":
+            return {"ok": False, "error": "node %d is dead already" % k}
+        if n.proc is not None and n.proc.poll() is None:
+            n.proc.send_signal(signal.SIGKILL)
+        self.stop_qemu(n)
+        self.declare_dead(n, "killed (fox kill)")
+        return {"ok": True}
+
+    def on_join(self, k):
+        n = self.nodes[k]
+        if n.state == "booting":
+            n.state = "idle"
+            log("node %d: joined the pool (%.2f s after its boot)", k, time.time() - n.booted_at)
+            self.maybe_start_job()
+
+    def on_refuse(self, k, address, mac):
+        n = self.nodes[k]
+        if n.state != "dead":
+            n.state = "refused"
+        log("switch: refusing node %d at %s (MAC %s): its frames fail the cluster's key (fox.key)", k, address, mac)
+
+    def rows(self):
+        now = time.time()
+        out = []
+        for n in sorted(self.nodes.values(), key=lambda n: n.k):
+            out.append({"node": n.k, "address": nodes.node_ip(n.k), "state": n.state, "cores": self.args.cores,
+                        "roles": "%d kernel, %d app" % (1, self.args.cores - 1) if self.args.cores > 1 else "1 kernel",
+                        "uptime": round(now - n.booted_at, 1) if n.proc is not None else None,
+                        "job": n.job, "place": n.place, "app": n.app if n.proc is not None else None,
+                        "boots": n.boots, "switch": self.switch.counters(n.k), "pid": n.proc.pid if n.proc else None})
+        return out
+
+    # ---- jobs ----
+    def job_request(self, conn, request):
+        job = Job(conn, request, None)
+        self.queue.append(job)
+        if self.job is not None:
+            self.tell(conn, event="queued", behind=self.job.id)
+        self.maybe_start_job()
+
+    def maybe_start_job(self):
+        if self.job is not None or not self.queue or self.stopping:
+            return
+        job = self.queue[0]
+        r = job.request
+        live = [n for n in self.nodes.values() if n.state not in ("dead", "refused")]
+        idle = sorted((n for n in live if n.state == "idle"), key=lambda n: n.k)
+        want = r.get("places")
+        want_nodes = (want - 1) if want else len(live)
+        if want_nodes > len(live) or want_nodes < 0:
+            self.queue.pop(0)
+            self.tell(job.conn, event="error", error="the job wants %d places (place 0 and %d nodes) and cluster "
+                      "%s has %d live nodes" % (want_nodes + 1, want_nodes, self.name, len(live)))
+            self.maybe_start_job()
+            return
+        if len(idle) < want_nodes:
+            return  # nodes still booting: started when enough have joined
+        image = nodes.node_image()
+        problem = self.check_image(image, r["app"], r.get("build_id"))
+        if problem:
+            self.queue.pop(0)
+            log("job refused: %s", problem)
+            self.tell(job.conn, event="error", error=problem)
+            self.maybe_start_job()
+            return
+        self.queue.pop(0)
+        job.id = self.next_job
+        self.next_job += 1
+        job.nodes = [n.k for n in idle[:want_nodes]]
+        self.job = job
+        peers = ",".join(["0@%s" % nodes.FRONTEND_IP] + ["%d@%s" % (k, nodes.node_ip(k)) for k in job.nodes])
+        out = []
+        for k in job.nodes:  # every agent at once: their QEMUs exit in parallel
+            if self.nodes[k].proc is not None:
+                self.nodes[k].proc.kill()
+        for place, k in enumerate(job.nodes, start=1):
+            n = self.nodes[k]
+            self.stop_qemu(n)
+            console = os.path.join(self.dir, "node%d.log" % k)
+            offset = os.path.getsize(console) if os.path.exists(console) else 0
+            n.job, n.place, n.app = job.id, place, r["app"]
+            n.port.route = ("127.0.0.1", int(r["place0_port"]))
+            self.boot(n, image, nodes.boot_args(k, r["app"], self.key, job.id, peers, r.get("args", [])), "running")
+            out.append({"node": k, "place": place, "ip": nodes.node_ip(k), "bridge_port": n.port.bridge_port,
+                        "console": console, "offset": offset})
+        job.started = True
+        job.started_at = time.time()
+        log("job %d: %s on place 0 and nodes %s", job.id, r["app"], ",".join(map(str, job.nodes)) or "(none)")
+        self.tell(job.conn, event="start", job=job.id, key=self.key, nodes=out)
+
+    def check_image(self, image, app, place0_build_id):
+        """Why a job of `app` whose place 0 carries `place0_build_id` cannot run on `image`, or None."""
+        try:
+            apps = nodes.image_apps(image)
+            image_id = build_id.read(image)
+        except OSError as e:
+            return "cannot read the node image %s: %s (make builds it)" % (image, e.strerror)
+        if apps is None or image_id is None:
+            return "%s is not a pool image (no app list or build id): rebuild with make" % image
+        if app not in apps:
+            return "the node image %s holds no app %s (it holds %s)" % (image, app, ", ".join(apps))
+        if place0_build_id != image_id:
+            return ("place 0's program (build id %s) and the node image %s (build id %s) were built from "
+                    "different sources: run make" % (place0_build_id or "none", image, image_id))
+        return None
+
+    def end_job(self, job, why):
+        if job in self.queue:
+            self.queue.remove(job)
+            return
+        if self.job is not job:
+            return
+        for k in job.nodes:
+            n = self.nodes[k]
+            if n.state == "running" and n.job == job.id and n.proc is not None:
+                n.proc.kill()
+        for k in job.nodes:
+            n = self.nodes[k]
+            n.port.route = None
+            if n.state == "running" and n.job == job.id:
+                self.stop_qemu(n)
+                if not self.stopping:
+                    self.boot_agent(n)
+        log("job %d: ended (%s), %.2f s", job.id, why, time.time() - job.started_at)
+        self.job = None
+        self.maybe_start_job()
+
+    # ---- the control socket ----
+    def tell(self, conn, **message):
+        try:
+            conn.sendall(json.dumps(message).encode() + b"\n")
+        except OSError:
+            pass
+
+    def on_accept(self, server):
+        conn, _ = server.accept()
+        conn.setblocking(True)
+        conn.settimeout(5)
+        self.conns[conn] = b""
+        self.sel.register(conn, selectors.EVENT_READ, lambda c=conn: self.on_readable(c))
+
+    def close_conn(self, conn):
+        self.sel.unregister(conn)
+        del self.conns[conn]
+        for job in list(self.queue) + ([self.job] if self.job else []):
+            if job.conn is conn:
+                self.end_job(job, "its client went away")
+        conn.close()
+
+    def on_readable(self, conn):
+        try:
+            chunk = conn.recv(65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.close_conn(conn)
+            return
+        buf = self.conns[conn] + chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            self.conns[conn] = buf
+            try:
+                request = json.loads(line)
+                reply = self.handle(conn, request)
+            except (ValueError, KeyError, TypeError) as e:
+                reply = {"ok": False, "error": "bad request: %s" % e}
+            if reply is not None:
+                self.tell(conn, **reply)
+            if conn not in self.conns:
+                return
+        self.conns[conn] = buf
+
+    def handle(self, conn, request):
+        op = request["op"]
+        if op == "status":
+            return {"ok": True, "name": self.name, "pid": os.getpid(), "nodes": self.rows(), "accel": self.accel,
+                    "job": {"id": self.job.id, "app": self.job.request["app"], "nodes": self.job.nodes}
+                    if self.job else None, "queued": len(self.queue)}
+        if op == "add":
+            return {"ok": True, "nodes": self.add_nodes(int(request["count"]), bool(request.get("wrong_key")))}
+        if op == "kill":
+            return self.kill(int(request["node"]))
+        if op == "down":
+            self.stopping = True
+            return {"ok": True}
+        if op == "job":
+            self.job_request(conn, request)
+            return None
+        if op == "end":
+            for job in list(self.queue) + ([self.job] if self.job else []):
+                if job.conn is conn:
+                    self.end_job(job, "its client ended it")
+            return {"event": "ended"}
+        return {"ok": False, "error": "unknown op %r" % op}
+
+    # ---- life ----
+    def run(self):
+        sock_path = os.path.join(self.dir, "supervisor.sock")
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(sock_path)
+        os.chmod(sock_path, 0o600)
+        server.listen(16)
+        self.sel.register(server, selectors.EVENT_READ, lambda: self.on_accept(server))
+        stop_r, stop_w = os.pipe()
+        os.set_blocking(stop_w, False)
+        signal.set_wakeup_fd(stop_w)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, lambda *a: setattr(self, "stopping", True))
+        self.sel.register(stop_r, selectors.EVENT_READ, lambda: os.read(stop_r, 64))
+        log("supervisor %d: cluster %s, %d nodes of %d cores and %d MiB, accel %s, booting %s, state in %s",
+            os.getpid(), self.name, self.args.nodes, self.args.cores, self.args.mem, self.accel,
+            "GRUB ISOs" if self.args.iso else "by -kernel", self.dir)
+        self.add_nodes(self.args.nodes)
+        with open(os.path.join(self.dir, "supervisor.pid.tmp"), "w") as f:
+            f.write("%d\n" % os.getpid())
+        os.rename(os.path.join(self.dir, "supervisor.pid.tmp"), os.path.join(self.dir, "supervisor.pid"))
+        try:
+            while not self.stopping:
+                for key, _ in self.sel.select(1.0):
+                    key.data()
+                    if self.stopping:
+                        break
+        finally:
+            self.shut_down(server)
+
+    def shut_down(self, server):
+        self.stopping = True
+        log("supervisor: cluster %s going down", self.name)
+        for conn in list(self.conns):
+            self.tell(conn, event="down")
+        for n in self.nodes.values():
+            if n.proc is not None and n.proc.poll() is None:
+                n.proc.kill()
+        for n in self.nodes.values():
+            if n.proc is not None:
+                n.proc.wait()
+        self.switch.close()
+        server.close()
+        for conn in list(self.conns):
+            conn.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--nodes", type=int, required=True)
+    ap.add_argument("--cores", type=int, default=1)
+    ap.add_argument("--mem", type=int, default=128)
+    ap.add_argument("--accel", default="auto")
+    ap.add_argument("--iso", action="store_true", help="nodes boot a GRUB ISO made per boot (boot/make_iso.sh)")
+    args = ap.parse_args()
+    Supervisor(args).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

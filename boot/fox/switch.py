@@ -1,0 +1,189 @@
+"""The cluster's switch: boot/hub.py's learning switch (no impairment) with
+ports added while it runs, plus what a rootless cluster needs of the frontend:
+
+Place-0 bridge. Place 0 of a job is a Linux process speaking AM over a real
+UDP socket on 127.0.0.1; nodes speak AM in Ethernet/IPv4/UDP frames and know
+place 0 as 10.77.0.1 (fox.peers=0@10.77.0.1). For each node K the switch
+binds one UDP socket on 127.0.0.1 (the node's *bridge port*), and place 0 is
+told node K lives there (fox.peers=K@127.0.0.1:<bridge port>):
+  - a datagram place 0 sends to node K's bridge port becomes a frame
+    SWITCH_MAC -> node K's MAC, 10.77.0.1:7700 -> node K's IP:7700;
+  - a frame from node K to 10.77.0.1 (UDP, any port) leaves node K's bridge
+    port as a datagram to the place-0 address the supervisor set for node K
+    (route), or is dropped (counted) when node K has no job.
+  - ARP requests for 10.77.0.1 are answered with SWITCH_MAC.
+
+Key check. Until a node has sent one AM frame whose MAC checks with the
+cluster's key, its AM frames are checked: the first good one marks it joined
+(on_join), a bad one is dropped and the node refused (on_refuse, at most
+once per 10 s per node, with its address). Checked in Python, so only until
+the node is known good: a node keeps its key for its whole boot.
+"""
+import argparse
+import os
+import socket
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import hub  # noqa: E402
+
+from fox import nodes, siphash  # noqa: E402
+
+SWITCH_MAC = nodes.mac_bytes("52:54:00:77:ff:fe")
+FRONTEND_IP = nodes.ip_bytes(nodes.FRONTEND_IP)
+ETH_IPV4, ETH_ARP = b"\x08\x00", b"\x08\x06"
+BROADCAST = b"\xff" * 6
+
+
+def ip_checksum(header):
+    total = sum(struct.unpack("!%dH" % (len(header) // 2), header))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+class NodePort(hub.UdpPort):
+    """The switch's port for node K: its QEMU's -netdev dgram, and its bridge port for place 0."""
+
+    def __init__(self, index, k, qemu_port):
+        super().__init__(index, 0, qemu_port)  # listen on a port the kernel picks
+        self.name = "node %d" % k
+        self.k = k
+        self.listen_port = self.sock.getsockname()[1]
+        self.mac = nodes.mac_bytes(nodes.node_mac(k))
+        self.ip = nodes.ip_bytes(nodes.node_ip(k))
+        self.bridge = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.bridge.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        self.bridge.bind(("127.0.0.1", 0))
+        self.bridge.setblocking(False)
+        self.bridge_port = self.bridge.getsockname()[1]
+        self.route = None  # place 0's (host, port) for this node's current job
+        self.verified = False
+        self.refused_at = 0.0
+        self.ip_id = 0
+        self.to_place0 = self.from_place0 = self.no_route = self.refused = 0
+
+    def close(self):
+        self.sock.close()
+        self.bridge.close()
+
+
+class Switch(hub.Hub):
+    def __init__(self, key, on_join, on_refuse):
+        args = argparse.Namespace(loss=0, dup=0, reorder=0, delay=0, jitter=0, impair_udp_port=None, seed=1)
+        super().__init__(args, [])
+        self.key = siphash.parse_key(key)
+        self.on_join = on_join
+        self.on_refuse = on_refuse
+        self.by_k = {}
+
+    def add_node(self, k, qemu_port):
+        port = NodePort(len(self.ports), k, qemu_port)
+        self.ports.append(port)
+        self.by_k[k] = port
+        return port
+
+    def reset_node(self, k):
+        """Node K reboots: forget its MAC's port and that its key was good."""
+        port = self.by_k[k]
+        port.verified = False
+        self.macs.pop(port.mac, None)
+
+    def fds(self):
+        """(fd, callback) pairs for the supervisor's selector."""
+        out = []
+        for port in self.ports:
+            out.append((port.sock, lambda p=port: self.drain(p)))
+            out.append((port.bridge, lambda p=port: self.drain_bridge(p)))
+        return out
+
+    def drain(self, port):
+        for _ in range(64):
+            try:
+                frame = port.receive()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                port.counters["bad"] += 1
+                return
+            try:
+                self.on_frame(port, frame)
+            except Exception as e:  # a bad frame never stops the switch
+                port.counters["bad"] += 1
+                print("switch: frame from %s: %r" % (port.name, e), file=sys.stderr)
+
+    def drain_bridge(self, port):
+        for _ in range(64):
+            try:
+                data, sender = port.bridge.recvfrom(2048)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            if port.route is None or sender != port.route:
+                port.no_route += 1  # not this node's place 0 (a stale job's): dropped
+                continue
+            port.from_place0 += 1
+            self.transmit(port, self.udp_frame(port, data))
+
+    def udp_frame(self, port, payload):
+        port.ip_id = (port.ip_id + 1) & 0xFFFF
+        udp = struct.pack("!HHHH", nodes.AM_PORT, nodes.AM_PORT, 8 + len(payload), 0)
+        ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + 8 + len(payload), port.ip_id, 0x4000, 64, 17, 0,
+                                   FRONTEND_IP, port.ip))
+        struct.pack_into("!H", ip, 10, ip_checksum(bytes(ip)))
+        return port.mac + SWITCH_MAC + ETH_IPV4 + bytes(ip) + udp + payload
+
+    def on_frame(self, src, frame):
+        if len(frame) >= 42 and frame[12:14] == ETH_ARP:
+            arp = frame[14:42]
+            if arp[6:8] == b"\x00\x01" and arp[24:28] == FRONTEND_IP:  # who has 10.77.0.1?
+                src.counters["rx"] += 1
+                reply = (arp[8:14] + SWITCH_MAC + ETH_ARP + b"\x00\x01\x08\x00\x06\x04\x00\x02" + SWITCH_MAC +
+                         FRONTEND_IP + arp[8:14] + arp[14:18])
+                self.transmit(src, reply)
+                return
+        if len(frame) >= 42 and frame[12:14] == ETH_IPV4 and frame[23] == 17:
+            ihl = (frame[14] & 15) * 4
+            payload = frame[14 + ihl + 8:14 + struct.unpack_from("!H", frame, 16)[0]]
+            if not src.verified:
+                ok = siphash.frame_mac_ok(self.key, payload)
+                if ok is False:
+                    src.counters["rx"] += 1
+                    src.refused += 1
+                    now = time.monotonic()
+                    if now - src.refused_at >= 10:
+                        src.refused_at = now
+                        self.on_refuse(src.k, "%d.%d.%d.%d" % tuple(frame[26:30]),
+                                       ":".join("%02x" % b for b in frame[6:12]))
+                    return
+                if ok:
+                    src.verified = True
+                    self.on_join(src.k)
+            if frame[30:34] == FRONTEND_IP:
+                src.counters["rx"] += 1
+                if src.route is None:
+                    src.no_route += 1
+                else:
+                    src.to_place0 += 1
+                    try:
+                        src.bridge.sendto(payload, src.route)
+                    except OSError:
+                        src.counters["send_errors"] += 1
+                return
+        if frame[0:6] == SWITCH_MAC:  # other traffic for the frontend: nothing listens
+            src.counters["rx"] += 1
+            src.counters["dropped"] += 1
+            return
+        super().on_frame(src, frame)
+
+    def counters(self, k):
+        p = self.by_k[k]
+        return dict(p.counters, to_place0=p.to_place0, from_place0=p.from_place0, no_route=p.no_route,
+                    refused=p.refused)
+
+    def close(self):
+        for p in self.ports:
+            p.close()

@@ -1,0 +1,91 @@
+// Notices from the frontend to a hosted place 0 (DESIGN.md "Frontend and
+// jobs": when a node's QEMU exits, the supervisor tells the job at once).
+// `fox run` starts place 0 with FOX_NOTICE_FD naming the read end of a pipe;
+// the frontend writes one line per notice:
+//     dead N      node N is gone: am::NotifyDead(N) tells the whole job
+// The transport core watches the pipe like the AM socket (an interrupt
+// trigger fired from the epoll loop, drained in an event). Unknown or
+// malformed lines are logged and ignored; end of file (the frontend went
+// away) closes the pipe, which leaves the epoll set with it.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "am_platform.h"
+#include "fox/cmdline.h"
+#include "fox/event.h"
+#include "fox/hosted.h"
+#include "fox/log.h"
+#include "fox/net/am.h"
+
+namespace fox::am::internal {
+namespace {
+
+int g_notice_fd = -1;
+event::InterruptTrigger* g_notice_rx = nullptr;
+std::string g_partial;  // the transport core only
+
+void OnNotice(std::string_view line) {
+  if (line.substr(0, 5) == "dead ") {
+    auto n = ParseUInt(line.substr(5));
+    if (n.ok() && *n <= 0x7FFFFFFF) {
+      LOG_INFO("am: the frontend says node %llu died", (unsigned long long)*n);
+      NotifyDead(NodeId(*n));
+      return;
+    }
+  }
+  LOG_WARN("am: ignoring a bad notice from the frontend: '%.*s'", int(line.size()), line.data());
+}
+
+void DrainNotices() {
+  if (!Started()) {  // Start has not finished yet: come back once it has
+    event::Spawn([] { DrainNotices(); });
+    return;
+  }
+  g_notice_rx->Arm();
+  char buf[512];
+  for (;;) {
+    ssize_t n = read(g_notice_fd, buf, sizeof buf);
+    if (n > 0) {
+      g_partial.append(buf, size_t(n));
+      size_t eol;
+      while ((eol = g_partial.find('\n')) != std::string::npos) {
+        OnNotice(std::string_view(g_partial).substr(0, eol));
+        g_partial.erase(0, eol + 1);
+      }
+      continue;
+    }
+    if (n == 0) {  // the frontend closed its end
+      close(g_notice_fd);
+      g_notice_fd = -1;
+    }
+    return;  // EAGAIN: drained
+  }
+}
+
+void OnNoticeReadable(void*) { g_notice_rx->Fire(); }
+
+}  // namespace
+
+void WatchFrontendNotices(int core) {
+  const char* env = std::getenv("FOX_NOTICE_FD");
+  if (env == nullptr || *env == '\0') return;
+  auto fd = ParseUInt(env);
+  if (!fd.ok() || *fd > 1 << 20 || fcntl(int(*fd), F_GETFD) < 0) {
+    LOG_WARN("am: FOX_NOTICE_FD=%s is not an open descriptor: no notices from the frontend", env);
+    return;
+  }
+  g_notice_fd = int(*fd);
+  fcntl(g_notice_fd, F_SETFL, fcntl(g_notice_fd, F_GETFL) | O_NONBLOCK);
+  fcntl(g_notice_fd, F_SETFD, FD_CLOEXEC);
+  g_notice_rx = new event::InterruptTrigger(core, [] { DrainNotices(); });
+  event::SpawnRemote(core, [] { DrainNotices(); });  // arms the trigger on its core
+  if (!hosted::WatchReadable(core, g_notice_fd, OnNoticeReadable, nullptr)) {
+    LOG_WARN("am: cannot watch FOX_NOTICE_FD: no notices from the frontend");
+  }
+}
+
+}  // namespace fox::am::internal

@@ -1,0 +1,473 @@
+#!/usr/bin/env python3
+"""Tests of the `fox` frontend (boot/fox) as a user drives it: rootless
+clusters (QEMU nodes, the switch on 127.0.0.1, place 0 as a Linux process).
+
+    frontend_test.py SCENARIO [--fox build/bin/fox]
+
+Every scenario works in a state directory of its own (FOX_STATE_DIR, a
+fresh temporary directory) with cluster names of its own, and ends by
+checking that nothing it made is left: no process carrying its state
+directory in its environment (supervisor, QEMUs, place 0), no QEMU named
+after its clusters, no state directory. Whatever happens, it removes what
+is left before exiting (and fails if it had to).
+
+Scenarios:
+    lifecycle          up 2 / status / run ring / kill one / status shows it dead / down
+    kill_during_job    kill a node mid-job: every place told at once (am::NotifyDead), the job fails
+    supervisor_killed  up, SIGKILL of the supervisor, then down cleans up (and so does up)
+    run_interrupted    Ctrl-C (SIGINT) of run mid-job: status 130, the nodes return to the pool; the
+                       same after SIGKILL of run (place 0 dies with it)
+    two_clusters       two clusters side by side, a job on each at the same time
+    consecutive_jobs   three jobs one after another on one pool, `add` during the second
+    run_temporary      run --nodes 2 with no cluster up: made for the job, removed after
+    wrong_key          a node with another key is refused, the refusal logged with its address
+    build_id           place 0 and node image from different sources: refused; an app not in the image too
+    iso                nodes boot GRUB ISOs carrying their arguments, join and run a job
+    bad_arguments      clear messages and status 2
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FOX = os.path.join(ROOT, "build", "bin", "fox")
+
+
+class Failure(Exception):
+    pass
+
+
+class Env:
+    def __init__(self, fox):
+        self.fox = fox
+        self.dir = tempfile.mkdtemp(prefix="fox-frontend-test-")
+        self.env = dict(os.environ, FOX_STATE_DIR=self.dir)
+        self.names = set()
+        self.tag = "%d" % os.getpid()
+
+    def name(self, base):
+        n = "t%s-%s" % (self.tag, base)
+        self.names.add(n)
+        return n
+
+    def fox_cmd(self, *args, timeout=300, check=None):
+        """Runs fox; returns (status, output). check: the status required."""
+        started = time.monotonic()
+        p = subprocess.run([self.fox] + list(args), env=self.env, capture_output=True, text=True, timeout=timeout)
+        out = p.stdout + p.stderr
+        print("$ fox %s  -> %d (%.1f s)" % (" ".join(args), p.returncode, time.monotonic() - started))
+        print("".join("  | " + line + "\n" for line in out.splitlines()), end="")
+        if check is not None and p.returncode != check:
+            raise Failure("fox %s exited with %d, expected %d" % (" ".join(args), p.returncode, check))
+        return p.returncode, out
+
+    def start(self, *args):
+        """fox in the background, its output collected."""
+        p = subprocess.Popen([self.fox] + list(args), env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+        p.lines = []
+
+        def read():
+            for line in p.stdout:
+                p.lines.append(line.rstrip("\n"))
+        p.reader = threading.Thread(target=read, daemon=True)
+        p.reader.start()
+        return p
+
+    def status(self, name):
+        _, out = self.fox_cmd("status", "--json", "--name", name, check=0)
+        return json.loads(out[out.index("{"):])
+
+    def leftovers(self):
+        """Processes and files this test made that still exist."""
+        found = []
+        mark = ("FOX_STATE_DIR=%s" % self.dir).encode()
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == os.getpid():
+                continue
+            try:
+                with open("/proc/%s/environ" % entry, "rb") as f:
+                    environ = f.read().split(b"\0")
+                with open("/proc/%s/cmdline" % entry, "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if mark in environ and "frontend_test.py" not in cmd:
+                found.append("process %s: %s" % (entry, cmd[:150]))
+            elif any(("fox:%s:node" % n) in cmd for n in self.names):
+                found.append("QEMU %s: %s" % (entry, cmd[:150]))
+        for n in self.names:
+            if os.path.exists(os.path.join(self.dir, n)):
+                found.append("state directory %s" % os.path.join(self.dir, n))
+        return found
+
+    def expect_nothing_left(self, when):
+        deadline = time.monotonic() + 10
+        while True:
+            left = self.leftovers()
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        if left:
+            raise Failure("left behind %s: %s" % (when, "; ".join(left)))
+        print("ok: nothing left behind %s" % when)
+
+    def clean(self):
+        for n in sorted(self.names):
+            subprocess.run([self.fox, "cluster", "down", "--name", n], env=self.env, capture_output=True, timeout=60)
+        left = self.leftovers()
+        for line in left:
+            if line.startswith(("process", "QEMU")):
+                try:
+                    os.kill(int(line.split()[1].rstrip(":")), signal.SIGKILL)
+                except OSError:
+                    pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return left
+
+
+def expect(text, pattern, what):
+    if not re.search(pattern, text, re.M):
+        raise Failure("%s: no /%s/ in the output" % (what, pattern))
+
+
+def states(status):
+    return {r["node"]: r["state"] for r in status["nodes"]}
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise Failure("timed out (%g s) waiting for %s" % (timeout, what))
+
+
+def check_ring(out, places):
+    expect(out, r"^place0\| ring: %d nodes joined, with disjoint job-wide Ebb id ranges" % places, "ring")
+    expect(out, r"^place0\| ring: every node said goodbye: job done", "ring")
+    for p in range(1, places):
+        expect(out, r"^place%d\| ring: node \d+: done, saying goodbye" % p, "ring")
+
+
+def lifecycle(e):
+    name = e.name("life")
+    _, out = e.fox_cmd("cluster", "up", "--nodes", "2", "--name", name, check=0)
+    expect(out, r"^1\s+10\.77\.0\.11\s+idle", "up's table")
+    expect(out, r"^2\s+10\.77\.0\.12\s+idle", "up's table")
+    st = e.status(name)
+    if states(st) != {1: "idle", 2: "idle"}:
+        raise Failure("status after up: %s" % states(st))
+    _, out = e.fox_cmd("status", "--name", name, check=0)
+    expect(out, r"^NODE\s+ADDRESS\s+STATE", "status table")
+    _, out = e.fox_cmd("cluster", "list", check=0)
+    expect(out, r"^%s: supervisor \d+, 2 nodes \(2 idle\)" % re.escape(name), "cluster list")
+    _, out = e.fox_cmd("run", "ring", "--name", name, "--timeout", "200", "--", "laps=20", check=0)
+    check_ring(out, 3)
+    wait_for(lambda: set(states(e.status(name)).values()) == {"idle"}, 120, "the nodes back in the pool")
+    _, out = e.fox_cmd("kill", "2", "--name", name, check=0)
+    st = e.status(name)
+    if states(st)[2] != "dead" or states(st)[1] != "idle":
+        raise Failure("status after kill 2: %s" % states(st))
+    e.fox_cmd("kill", "2", "--name", name, check=1)
+    _, out = e.fox_cmd("status", "--name", name, check=0)
+    expect(out, r"^2\s+10\.77\.0\.12\s+dead", "status table after kill")
+    # The pool goes on with the survivor; the dead node's id is not reused.
+    _, out = e.fox_cmd("add", "--nodes", "1", "--name", name, check=0)
+    expect(out, r"nodes 3: booting", "add after a death")
+    _, out = e.fox_cmd("run", "ring", "--name", name, "--timeout", "200", "--", "laps=5", check=0)
+    check_ring(out, 3)
+    e.fox_cmd("cluster", "down", "--name", name, check=0)
+    e.expect_nothing_left("after down")
+
+
+def kill_during_job(e):
+    """fox kill of a node mid-job: place 0 hears it from the frontend (NotifyDead) and tells the
+    other nodes, which fail the job at once, before any failure detector could (~2.7 s)."""
+    name = e.name("killjob")
+    e.fox_cmd("cluster", "up", "--nodes", "3", "--name", name, check=0)
+    run = e.start("run", "ring", "--name", name, "--timeout", "200", "--", "laps=1000000")
+    wait_for(lambda: any("nodes joined" in line for line in run.lines), 180, "the job to start")
+    e.fox_cmd("kill", "2", "--name", name, check=0)
+    killed_at = time.monotonic()
+    rc = run.wait(timeout=120)
+    run.reader.join(timeout=5)
+    out = "\n".join(run.lines)
+    print("\n".join("  | " + line for line in run.lines if "am stats" not in line))
+    if rc != 1:
+        raise Failure("the job with a killed node exited %d, expected 1" % rc)
+    expect(out, r"^fox run: node 2 died: telling the job", "run")
+    expect(out, r"^place0\| .*am: the frontend says node 2 died", "place 0")
+    expect(out, r"^place0\| ring: node 0: node 2 died: the job fails", "place 0")
+    for p in (1, 3):
+        expect(out, r"^place%d\| .*am: node 2 declared dead$" % p, "a surviving node")
+        # (or the token it was passing to node 2 found it dead)
+        expect(out, r"^place%d\| ring: node \d: (node 2 died: the job fails|sending to node 2 failed)" % p,
+               "a surviving node")
+    took = time.monotonic() - killed_at
+    print("the job ended %.2f s after the kill" % took)
+    if states(e.status(name))[2] != "dead":
+        raise Failure("node 2 is not dead in the status")
+    e.fox_cmd("cluster", "down", "--name", name, check=0)
+    e.expect_nothing_left("after down")
+
+
+def supervisor_killed(e):
+    name = e.name("crash")
+    e.fox_cmd("cluster", "up", "--nodes", "1", "--name", name, check=0)
+    pid = e.status(name)["pid"]
+    os.kill(pid, signal.SIGKILL)
+    time.sleep(0.5)
+    _, out = e.fox_cmd("cluster", "list", check=0)
+    expect(out, r"^%s: supervisor gone" % re.escape(name), "list after the supervisor died")
+    e.fox_cmd("status", "--name", name, check=1)
+    e.fox_cmd("cluster", "down", "--name", name, check=0)
+    e.expect_nothing_left("after SIGKILL of the supervisor and down")
+    # The next `up` under the same name works; and it cleans up after a dead supervisor too.
+    e.fox_cmd("cluster", "up", "--nodes", "1", "--name", name, check=0)
+    os.kill(e.status(name)["pid"], signal.SIGKILL)
+    time.sleep(0.5)
+    _, out = e.fox_cmd("cluster", "up", "--nodes", "2", "--name", name, check=0)
+    expect(out, r"cluster %s: cleaned up after a supervisor that is gone" % re.escape(name), "up after a crash")
+    if states(e.status(name)) != {1: "idle", 2: "idle"}:
+        raise Failure("the new cluster: %s" % states(e.status(name)))
+    e.fox_cmd("cluster", "down", "--name", name, check=0)
+    e.expect_nothing_left("after the last down")
+
+
+def run_interrupted(e):
+    name = e.name("intr")
+    e.fox_cmd("cluster", "up", "--nodes", "2", "--name", name, check=0)
+    run = e.start("run", "ring", "--name", name, "--", "laps=1000000")
+    wait_for(lambda: any("nodes joined" in line for line in run.lines), 180, "the job to start")
+    time.sleep(1)
+    run.send_signal(signal.SIGINT)
+    rc = run.wait(timeout=60)
+    run.reader.join(timeout=5)
+    print("\n".join("  | " + line for line in run.lines[-5:]))
+    if rc != 130:
+        raise Failure("interrupted run exited with %s, expected 130" % rc)
+    expect("\n".join(run.lines), r"interrupted: job \d+ stopped, its nodes return to the pool", "run's message")
+    wait_for(lambda: set(states(e.status(name)).values()) == {"idle"}, 120, "the nodes back in the pool")
+    # SIGKILL of run: place 0 dies with it, the supervisor ends the job.
+    run = e.start("run", "ring", "--name", name, "--", "laps=1000000")
+    wait_for(lambda: any("nodes joined" in line for line in run.lines), 180, "the job to start")
+    run.kill()
+    run.wait()
+
+    def place0_gone():
+        return not [p for p in e.leftovers() if "apps/ring/ring" in p]
+    wait_for(place0_gone, 10, "place 0 to die with the killed fox run")
+    wait_for(lambda: set(states(e.status(name)).values()) == {"idle"}, 120, "the nodes back in the pool")
+    e.fox_cmd("run", "ring", "--name", name, "--timeout", "200", "--", "laps=5", check=0)
+    e.fox_cmd("cluster", "down", "--name", name, check=0)
+    e.expect_nothing_left("after Ctrl-C of run, SIGKILL of run and down")
+
+
+def two_clusters(e):
+    a, b = e.name("a"), e.name("b")
+    e.fox_cmd("cluster", "up", "--nodes", "1", "--name", a, check=0)
+    e.fox_cmd("cluster", "up", "--nodes", "1", "--name", b, check=0)
+    _, out = e.fox_cmd("cluster", "list", check=0)
+    expect(out, r"^%s: supervisor" % re.escape(a), "list")
+    expect(out, r"^%s: supervisor" % re.escape(b), "list")
+    ra = e.start("run", "ring", "--name", a, "--timeout", "200", "--", "laps=20")
+    rb = e.start("run", "ring", "--name", b, "--timeout", "200", "--", "laps=20")
+    for r, n in ((ra, a), (rb, b)):
+        rc = r.wait(timeout=260)
+        r.reader.join(timeout=5)
+        out = "\n".join(r.lines)
+        print("run on %s -> %d\n%s" % (n, rc, "\n".join("  | " + line for line in r.lines)))
+        if rc != 0:
+            raise Failure("the job on %s exited with %d" % (n, rc))
+        check_ring(out, 2)
+    e.fox_cmd("cluster", "down", "--name", a, check=0)
+    if states(e.status(b)) != {1: "idle"}:
+        raise Failure("cluster %s changed when %s went down" % (b, a))
+    e.fox_cmd("cluster", "down", "--name", b, check=0)
+    e.expect_nothing_left("after both downs")
+
+
+def consecutive_jobs(e):
+    name = e.name("seq")
+    e.fox_cmd("cluster", "up", "--nodes", "2", "--name", name, check=0)
+    e.fox_cmd("run", "ring", "--name", name, "--timeout", "200", "--", "laps=5", check=0)
+    run = e.start("run", "ring", "--name", name, "--timeout", "200", "--", "laps=3000")
+    wait_for(lambda: any("nodes joined" in line for line in run.lines), 180, "the second job to start")
+    st = e.status(name)
+    running = {r["node"]: (r["state"], r["place"]) for r in st["nodes"]}
+    if running != {1: ("running", 1), 2: ("running", 2)} or st["job"] is None:
+        raise Failure("status during the job: %s, job %s" % (running, st["job"]))
+    _, out = e.fox_cmd("add", "--nodes", "1", "--name", name, check=0)
+    expect(out, r"nodes 3: booting", "add during a job")
+    rc = run.wait(timeout=260)
+    run.reader.join(timeout=5)
+    if rc != 0:
+        print("\n".join("  | " + line for line in run.lines))
+        raise Failure("the second job exited with %d" % rc)
+    check_ring("\n".join(run.lines), 3)
+    wait_for(lambda: set(states(e.status(name)).values()) == {"idle"}, 120, "three idle nodes")
+    _, out = e.fox_cmd("run", "ring", "--name", name, "--timeout", "200", "--", "laps=5", check=0)
+    check_ring(out, 4)  # the added node takes part
+    e.fox_cmd("run", "ring", "--places", "2", "--name", name, "--timeout", "200", "--", "laps=5", check=0)
+    e.fox_cmd("cluster", "down", "--name", name, check=0)
+    e.expect_nothing_left("after down")
+
+
+def run_temporary(e):
+    name = e.name("tmp")
+    _, out = e.fox_cmd("run", "ring", "--nodes", "2", "--name", name, "--timeout", "200", "--", "laps=10", check=0)
+    check_ring(out, 3)
+    e.expect_nothing_left("after a run on a cluster made for it")
+    # A failing job's status is the command's: ring refuses a bad argument with 2.
+    status, out = e.fox_cmd("run", "ring", "--nodes", "1", "--name", name, "--timeout", "200", "--", "laps=zero")
+    if status != 2:
+        raise Failure("a job whose places exit 2 made fox run exit %d" % status)
+    expect(out, r"^place0\| ring: bad argument 'laps=zero'", "the job's own message")
+    e.expect_nothing_left("after a failed job")
+
+
+def wrong_key(e):
+    name = e.name("key")
+    e.fox_cmd("cluster", "up", "--nodes", "1", "--name", name, check=0)
+    status, out = e.fox_cmd("add", "--nodes", "1", "--wrong-key", "--name", name, "--timeout", "120")
+    if status != 1:
+        raise Failure("adding a node with the wrong key exited %d, expected 1" % status)
+    expect(out, r"node 2: refused", "add's message")
+    if states(e.status(name)) != {1: "idle", 2: "refused"}:
+        raise Failure("status: %s" % states(e.status(name)))
+    with open(os.path.join(e.dir, name, "supervisor.log")) as f:
+        text = f.read()
+    expect(text, r"refusing node 2 at 10\.77\.0\.12 \(MAC 52:54:00:77:00:02\): its frames fail the cluster's key",
+           "supervisor.log")
+    # The refused node takes no part in jobs.
+    _, out = e.fox_cmd("run", "ring", "--name", name, "--timeout", "200", "--", "laps=3", check=0)
+    check_ring(out, 2)
+    e.fox_cmd("cluster", "down", "--name", name, check=0)
+    e.expect_nothing_left("after down")
+
+
+def build_id(e):
+    """A place-0 program built from other sources than the node image is refused (build id);
+    so is an app the image does not hold."""
+    name = e.name("bid")
+    build = os.path.join(e.dir, "build")
+    real = e.env.get("FOX_BUILD", os.path.join(ROOT, "build"))
+    os.makedirs(os.path.join(build, "host", "apps", "ring"))
+    os.makedirs(os.path.join(build, "host", "apps", "hello"))
+    os.symlink(os.path.join(real, "native"), os.path.join(build, "native"))
+    os.symlink(os.path.join(real, "host", "apps", "hello", "hello"), os.path.join(build, "host", "apps", "hello", "hello"))
+    with open(os.path.join(real, "host", "apps", "ring", "ring"), "rb") as f:
+        data = f.read()
+    m = re.search(rb"FOXBUILDID:([0-9a-f]{32})", data)
+    if not m:
+        raise Failure("the hosted ring carries no build id")
+    other = data.replace(m.group(0), b"FOXBUILDID:" + b"0" * 32)
+    path = os.path.join(build, "host", "apps", "ring", "ring")
+    with open(path, "wb") as f:
+        f.write(other)
+    os.chmod(path, 0o755)
+    e.env["FOX_BUILD"] = build
+    e.fox_cmd("cluster", "up", "--nodes", "1", "--name", name, check=0)
+    _, out = e.fox_cmd("run", "ring", "--name", name, check=1)
+    expect(out, r"place 0's program \(build id 0{32}\) and the node image .*fox\.elf \(build id %s\) were built "
+                r"from different sources: run make" % m.group(1).decode(), "run")
+    _, out = e.fox_cmd("run", "hello", "--name", name, check=0)  # the same sources: runs
+    expect(out, r"^place1\| Hello from fox", "hello")
+    os.makedirs(os.path.join(build, "host", "apps", "nosuch"))
+    os.symlink(os.path.join(real, "host", "apps", "hello", "hello"), os.path.join(build, "host", "apps", "nosuch", "nosuch"))
+    _, out = e.fox_cmd("run", "nosuch", "--name", name, check=1)
+    expect(out, r"the node image .*fox\.elf holds no app nosuch \(it holds agent, hello, ring", "run")
+    e.fox_cmd("cluster", "down", "--name", name, check=0)
+    e.expect_nothing_left("after down")
+
+
+def iso(e):
+    """cluster up --iso: nodes boot a GRUB ISO whose menu entry carries their arguments, join, run a job."""
+    name = e.name("iso")
+    e.fox_cmd("cluster", "up", "--iso", "--nodes", "2", "--name", name, "--timeout", "180", check=0)
+    _, out = e.fox_cmd("run", "ring", "--name", name, "--timeout", "200", "--", "laps=5", check=0)
+    check_ring(out, 3)
+    with open(os.path.join(e.dir, name, "node1.log"), errors="replace") as f:
+        console = f.read()
+    expect(console, r"multiboot2|GRUB|fox.app=agent", "node 1's console")
+    wait_for(lambda: set(states(e.status(name)).values()) == {"idle"}, 120, "the nodes back in the pool")
+    e.fox_cmd("cluster", "down", "--name", name, check=0)
+    e.expect_nothing_left("after down")
+
+
+def bad_arguments(e):
+    name = e.name("bad")
+    cases = [
+        (["cluster", "up", "--nodes", "0"], r"--nodes: 0 is not from 1 to 200"),
+        (["cluster", "up", "--nodes", "many"], r"--nodes: 'many' is not a whole number"),
+        (["cluster", "up", "--name", "no/slash"], r"--name: 'no/slash' is not a cluster name"),
+        (["cluster", "up", "--pxe", "--name", name], r"--pxe .* is not implemented yet"),
+        (["cluster", "sideways"], r"invalid choice: 'sideways'"),
+        (["cluster"], r"the following arguments are required: ACTION"),
+        ([], r"the following arguments are required: COMMAND"),
+        (["run"], r"the following arguments are required: app"),
+        (["run", "ring", "--timeout", "-3"], r"--timeout: '-3' is not a positive number of seconds"),
+        (["run", "ring", "--nodes", "1", "--places", "5", "--name", name], r"--places 5 needs 4 nodes; --nodes is 1"),
+        (["kill"], r"the following arguments are required: node"),
+        (["kill", "x"], r"argument node: 'x' is not a whole number"),
+        (["add"], r"the following arguments are required: --nodes"),
+        (["status", "--bogus"], r"unrecognized arguments: --bogus"),
+        (["status", "--", "x"], r"only fox run takes arguments after --"),
+    ]
+    for args, pattern in cases:
+        status, out = e.fox_cmd(*args)
+        if status != 2:
+            raise Failure("fox %s exited %d, expected 2" % (" ".join(args), status))
+        expect(out, pattern, "fox %s" % " ".join(args))
+    for args in (["cluster", "up", "--help"], ["run", "--help"], ["status", "--help"], ["kill", "--help"],
+                 ["add", "--help"], ["logs", "--help"], ["cluster", "down", "--help"], ["--help"]):
+        e.fox_cmd(*args, check=0)
+    # Not bad arguments, but no cluster: status 1 with the way out.
+    _, out = e.fox_cmd("status", "--name", name, check=1)
+    expect(out, r"no cluster %s is up" % re.escape(name), "status without a cluster")
+    _, out = e.fox_cmd("run", "ring", "--name", name, check=1)
+    expect(out, r"fox cluster up first, or fox run --nodes N", "run without a cluster")
+    e.expect_nothing_left("after bad arguments")
+
+
+SCENARIOS = {f.__name__: f for f in (lifecycle, kill_during_job, supervisor_killed, run_interrupted, two_clusters, consecutive_jobs,
+                                     run_temporary, wrong_key, build_id, iso, bad_arguments)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("scenario", choices=sorted(SCENARIOS))
+    ap.add_argument("--fox", default=FOX)
+    args = ap.parse_args()
+    if not os.access(args.fox, os.X_OK):
+        print("frontend_test: %s is not built (make)" % args.fox)
+        return 2
+    e = Env(args.fox)
+    failure = None
+    try:
+        SCENARIOS[args.scenario](e)
+    except (Failure, subprocess.TimeoutExpired) as err:
+        failure = str(err)
+    finally:
+        left = e.clean()
+    if left and failure is None:
+        failure = "had to remove: %s" % "; ".join(left)
+    if failure:
+        print("FAILED: %s" % failure)
+        return 1
+    print("frontend %s: ok" % args.scenario)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
