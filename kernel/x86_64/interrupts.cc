@@ -25,14 +25,38 @@ alignas(16) Gate g_idt[256];
 Handler g_handlers[256];
 std::atomic<int> g_next_vector{kFirstDeviceVector};
 
-const char* const kNames[32] = {
-    "divide error", "debug", "NMI", "breakpoint", "overflow", "bound range exceeded",
-    "invalid opcode", "device not available", "double fault", "coprocessor segment overrun",
-    "invalid TSS", "segment not present", "stack-segment fault", "general protection fault",
-    "page fault", "reserved", "x87 floating-point error", "alignment check", "machine check",
-    "SIMD floating-point error", "virtualization exception", "control protection exception",
-    "reserved", "reserved", "reserved", "reserved", "reserved", "reserved",
-    "hypervisor injection", "VMM communication", "security exception", "reserved"};
+const char* const kNames[32] = {"divide error",
+                                "debug",
+                                "NMI",
+                                "breakpoint",
+                                "overflow",
+                                "bound range exceeded",
+                                "invalid opcode",
+                                "device not available",
+                                "double fault",
+                                "coprocessor segment overrun",
+                                "invalid TSS",
+                                "segment not present",
+                                "stack-segment fault",
+                                "general protection fault",
+                                "page fault",
+                                "reserved",
+                                "x87 floating-point error",
+                                "alignment check",
+                                "machine check",
+                                "SIMD floating-point error",
+                                "virtualization exception",
+                                "control protection exception",
+                                "reserved",
+                                "reserved",
+                                "reserved",
+                                "reserved",
+                                "reserved",
+                                "reserved",
+                                "hypervisor injection",
+                                "VMM communication",
+                                "security exception",
+                                "reserved"};
 
 }  // namespace
 
@@ -44,7 +68,7 @@ void Init() {
     uint8_t ist = gdt::kIstInterrupt;
     if (v < 32) ist = gdt::kIstException;
     if (v == 2 || v == 8 || v == 18) ist = gdt::kIstCritical;  // NMI, #DF, #MC
-    g_idt[v] = Gate{uint16_t(addr), gdt::kKernelCode, ist, 0x8E /* present, interrupt gate */,
+    g_idt[v] = Gate{uint16_t(addr),       gdt::kKernelCode,     ist, 0x8E /* present, interrupt gate */,
                     uint16_t(addr >> 16), uint32_t(addr >> 32), 0};
   }
   LoadIdt();
@@ -96,8 +120,12 @@ extern "C" void InterruptDispatch(fox::interrupts::Frame* frame) {
   uint8_t v = uint8_t(frame->vector);
   // GS is valid on every core before its IDT is loaded (percpu first).
   percpu::CoreLocal* local = percpu::Current();
-  ++local->interrupts;
-  ++local->vector_counts[v];
+  if (__builtin_expect(local->starting, false)) {
+    if (v == lapic::kWakeVector) ++local->startup_wakes;
+  } else {
+    ++local->interrupts;
+    ++local->vector_counts[v];
+  }
   Handler h = g_handlers[v];
   if (v < 32) {
     if (h != nullptr && h(frame)) return;

@@ -13,8 +13,13 @@ struct CoreLocal {
   int32_t index;    // %gs:8
   uint32_t apic_id;
   bool kernel_core;
-  uint64_t interrupts;           // all vectors
-  uint64_t vector_counts[256];   // per vector
+  // A started processor before it has its thread (smp.cc): its wake-up IPI
+  // is counted apart, so that the counts below start at 0 for good and a
+  // reader never sees them go back.
+  bool starting;
+  uint64_t startup_wakes;
+  uint64_t interrupts;          // all vectors
+  uint64_t vector_counts[256];  // per vector
 };
 
 // Points this core's GS base at `local`. Boot step for every core, before

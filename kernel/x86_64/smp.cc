@@ -30,7 +30,7 @@ namespace fox::smp {
 namespace {
 
 constexpr uintptr_t kTrampoline = 0x8000;
-constexpr size_t kBootStackBytes = 64 * 1024;   // until the core becomes a thread
+constexpr size_t kBootStackBytes = 64 * 1024;  // until the core becomes a thread
 constexpr size_t kThreadStackBytes = 256 * 1024;
 constexpr uint64_t kSecondSipiNs = 1000000;        // 1 ms without an answer: SIPI again
 constexpr uint64_t kAnswerTimeoutNs = 1000000000;  // then give up on a processor
@@ -43,7 +43,7 @@ constexpr uint64_t kSetUpTimeoutNs = 2000000000;   // an answering core's own se
 // then the hand-over of its C library thread.
 struct Core {
   percpu::CoreLocal* local = nullptr;
-  uint64_t root = 0;   // its PML4 (paging::NewCoreRoot)
+  uint64_t root = 0;    // its PML4 (paging::NewCoreRoot)
   uintptr_t stack = 0;  // top of its thread's stack (AttachThreads)
   std::atomic<bool> online{false};
   std::atomic<bool> has_thread{false};
@@ -80,7 +80,8 @@ T* TrampolineField(char* symbol) {
 // Starts a thread on this core from a clone() register state (syscall_entry.S).
 extern "C" [[noreturn]] void fox_enter_thread(const syscall::CloneArgs* args);
 static_assert(offsetof(syscall::CloneArgs, new_sp) == 8 && offsetof(syscall::CloneArgs, rdi) == 40 &&
-              offsetof(syscall::CloneArgs, rip) == 88, "fox_enter_thread's offsets");
+                  offsetof(syscall::CloneArgs, rip) == 88,
+              "fox_enter_thread's offsets");
 
 [[noreturn]] void EnterThread(const syscall::CloneArgs& t) {
   x86::SetFsBase(t.tls);
@@ -92,6 +93,7 @@ static_assert(offsetof(syscall::CloneArgs, new_sp) == 8 && offsetof(syscall::Clo
 Result<void> Prepare(int core) {
   Core& c = g_cores[core];
   c.local = new (std::nothrow) percpu::CoreLocal{};
+  if (c.local != nullptr) c.local->starting = true;
   c.stack = memory::AllocStack(kThreadStackBytes, "the guard page below a core's stack (stack overflow)");
   auto root = paging::NewCoreRoot();
   auto gdt = root.ok() ? gdt::PrepareCore(core) : Result<void>(Error::kNoMemory);
@@ -123,7 +125,7 @@ void Unprepare(int core) {
   bool kernel_core = core < core::KernelCores();
   Core& c = g_cores[core];
   percpu::InitCore(c.local, core, kernel_core);  // first: the heap needs core::Current()
-  paging::LoadCoreRoot(c.root);  // it started on the shared PML4
+  paging::LoadCoreRoot(c.root);                  // it started on the shared PML4
   gdt::LoadCore(core);
   interrupts::LoadIdt();
   cpu::InitFeatures();
@@ -138,14 +140,13 @@ void Unprepare(int core) {
   // host's processors) from the boot core for the rest of its boot. STI's
   // one-instruction shadow keeps a wake-up that arrives before the HLT
   // pending until the HLT. The core goes on only once it has taken that
-  // IPI, so none is left pending, and then forgets the interrupts of its
-  // start-up: an application core's count stays 0 while it runs.
-  while (__atomic_load_n(&c.local->vector_counts[lapic::kWakeVector], __ATOMIC_RELAXED) == 0 ||
+  // IPI, so none is left pending. Interrupts of its start-up are counted
+  // apart (CoreLocal::starting): an application core's count stays 0.
+  while (__atomic_load_n(&c.local->startup_wakes, __ATOMIC_RELAXED) == 0 ||
          !c.has_thread.load(std::memory_order_acquire)) {
     asm volatile("sti; hlt; cli" ::: "memory");
   }
-  __atomic_store_n(&c.local->interrupts, 0, __ATOMIC_RELAXED);
-  for (uint64_t& count : c.local->vector_counts) __atomic_store_n(&count, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&c.local->starting, false, __ATOMIC_RELEASE);  // interrupts are off (cli) here
   EnterThread(c.thread);
 }
 
@@ -312,12 +313,14 @@ int StartAll(const uint32_t* apic_ids, int n) {
   uint64_t set_up = fox::clock::NowNs();
   for (int core = 1; core < num.next; ++core) {
     while (!g_cores[core].online.load(std::memory_order_acquire)) {
-      if (fox::clock::NowNs() - set_up > kSetUpTimeoutNs) Panic("smp: core %d answered but did not finish its set-up", core);
+      if (fox::clock::NowNs() - set_up > kSetUpTimeoutNs)
+        Panic("smp: core %d answered but did not finish its set-up", core);
       Nap();
     }
   }
   LOG_DEBUG("smp: %d of %d processors answered in %llu us, set up in %llu us", num.next - 1, n,
-            (unsigned long long)((answered - start) / 1000), (unsigned long long)((fox::clock::NowNs() - set_up) / 1000));
+            (unsigned long long)((answered - start) / 1000),
+            (unsigned long long)((fox::clock::NowNs() - set_up) / 1000));
   return num.next;
 }
 
