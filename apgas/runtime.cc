@@ -46,8 +46,7 @@ Result<void> SendTo(uint32_t place, uint16_t handler, const std::vector<uint8_t>
   return Messenger()->SendAny(place, ebb::kApgasRuntimeId, handler, bytes.data(), bytes.size());
 }
 
-namespace {
-}  // namespace
+namespace {}  // namespace
 
 std::vector<ExceptionInfo> Describe(std::exception_ptr e, Place where) {
   try {

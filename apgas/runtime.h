@@ -131,13 +131,13 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   void Shutdown();
 
   // ---- finish ----
-  FinishKey NewFinish();                 // at home; its body counts as one live activity
-  void Spawned(FinishKey f);             // one more local activity of f
+  FinishKey NewFinish();      // at home; its body counts as one live activity
+  void Spawned(FinishKey f);  // one more local activity of f
   // A remote one (false: `to` is dead, and then, if `record`, the finish
   // gets its DeadPlaceException; `at` throws it to its caller instead).
   bool Sent(FinishKey f, Place to, bool record = true);
   void Done(FinishKey f, std::exception_ptr error);
-  void Wait(FinishKey f);                // at home: until f terminates; throws MultipleExceptions
+  void Wait(FinishKey f);  // at home: until f terminates; throws MultipleExceptions
 
   // Runs `body` as an activity of `f` on an application core.
   void Launch(FinishKey f, Function<void()> body);

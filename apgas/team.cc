@@ -58,7 +58,7 @@ struct TeamService::Waiting {
 struct TeamService::Gathering {
   std::vector<uint32_t> members;
   std::map<uint32_t, std::vector<uint8_t>> got;  // by member index
-  std::optional<Answer> answer;                   // once given
+  std::optional<Answer> answer;                  // once given
 };
 
 TeamService::TeamService() : core_(core::Current()) {
@@ -142,7 +142,7 @@ void TeamService::OnContribution(Contribution c) {
 
 // The answer, if every member has contributed or died.
 std::optional<Answer> TeamService::CompleteLocked(uint64_t team, uint64_t op, Gathering& gather,
-                                                               std::vector<uint32_t>* to) {
+                                                  std::vector<uint32_t>* to) {
   for (size_t i = 0; i < gather.members.size(); ++i) {
     if (gather.got.count(uint32_t(i)) == 0 && dead_.count(gather.members[i]) == 0) return std::nullopt;
   }
@@ -237,8 +237,8 @@ std::vector<std::optional<std::vector<uint8_t>>> Team::Gather(std::vector<uint8_
   if (index < 0) throw std::logic_error("Team: this place is not a member");
   std::vector<uint32_t> members;
   for (Place p : places_) members.push_back(p.id);
-  auto future = detail::TeamService::Get()->Contribute(id_, next_op_++, std::move(members), uint32_t(index),
-                                                        std::move(mine));
+  auto future =
+      detail::TeamService::Get()->Contribute(id_, next_op_++, std::move(members), uint32_t(index), std::move(mine));
   auto* activity = event::Local();
   auto slots = future.Block();
   event::Local() = activity;

@@ -9,8 +9,7 @@ DeadEbbError::DeadEbbError(EbbId id)
                                        " on this node (destroyed, or never created here)") {}
 
 EbbExistsError::EbbExistsError(EbbId id)
-    : EbbError(id, "fox::ebb: Ebb " + std::to_string(id) +
-                       " exists or existed (ids are never reused)") {}
+    : EbbError(id, "fox::ebb: Ebb " + std::to_string(id) + " exists or existed (ids are never reused)") {}
 
 EbbTypeError::EbbTypeError(EbbId id)
     : EbbError(id, "fox::ebb: Ebb " + std::to_string(id) +

@@ -38,9 +38,9 @@ void Reassembler::OnFragment(uint32_t from, const uint8_t* data, size_t length) 
     p.ebb = ebb;
     p.handler = handler;
     p.total = total;
-    const char* why = total > max_message_                       ? "longer than the largest message"
+    const char* why = total > max_message_                    ? "longer than the largest message"
                       : total > max_partial_ - partial_bytes_ ? "reassembly memory is full"
-                                                                 : nullptr;
+                                                              : nullptr;
     if (why != nullptr) {
       p.discard = true;
       drop_(from, why);

@@ -36,8 +36,7 @@ Result<EbbId> IdAllocator::Allocate() {
     }
     // The source may block (a network round trip): no lock held.
     FOX_TRY_ASSIGN(IdRange range, source->AcquireRange(range_size_));
-    if (range.count == 0 || !IsDynamicId(range.first) ||
-        uint64_t{range.first} + range.count - 1 > kLastDynamicId) {
+    if (range.count == 0 || !IsDynamicId(range.first) || uint64_t{range.first} + range.count - 1 > kLastDynamicId) {
       return Error::kCorrupt;
     }
     SpinGuard guard(lock_);

@@ -13,9 +13,9 @@
 #include "fox/thread_annotations.h"
 
 // Invariant checks (STYLE §4): a broken invariant stops the program.
-#define FOX_EBB_CHECK(cond)          \
-  do {                               \
-    if (!(cond)) __builtin_trap();   \
+#define FOX_EBB_CHECK(cond)        \
+  do {                             \
+    if (!(cond)) __builtin_trap(); \
   } while (0)
 
 namespace fox::ebb::detail {
@@ -27,8 +27,8 @@ using FarMap = std::map<EbbId, void*>;
 // cores read them, and Destroy clears slots and far entries under the entry
 // lock.
 struct alignas(64) CoreState {
-  std::atomic<LocalTable*> table{nullptr};    // this core's table, from its first miss
-  std::atomic<uint64_t> quiescent_epoch{0};   // quiescence.cc; 0: not using reps
+  std::atomic<LocalTable*> table{nullptr};   // this core's table, from its first miss
+  std::atomic<uint64_t> quiescent_epoch{0};  // quiescence.cc; 0: not using reps
   std::atomic<uint64_t> rep_misses{0};
   std::atomic<uint64_t> far_lookups{0};
   SpinLock far_lock;
@@ -39,13 +39,12 @@ extern CoreState g_cores[core::kMaxCores];
 enum class State : uint8_t {
   kConstructing,  // a core is running the lazy root constructor
   kLive,
-  kDead,          // destroyed; waiting for reclamation
-  kFailed,        // the lazy root constructor threw; waiting for reclamation
+  kDead,    // destroyed; waiting for reclamation
+  kFailed,  // the lazy root constructor threw; waiting for reclamation
 };
 
 struct Entry {
-  Entry(EbbId entry_id, const EbbType* entry_type, State initial)
-      : id(entry_id), type(entry_type), state(initial) {}
+  Entry(EbbId entry_id, const EbbType* entry_type, State initial) : id(entry_id), type(entry_type), state(initial) {}
 
   const EbbId id;
   const EbbType* const type;
@@ -71,9 +70,7 @@ extern Counters g_counters;
 inline void BumpOwn(std::atomic<uint64_t>& counter) {
   counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
-inline void Bump(std::atomic<uint64_t>& counter) {
-  counter.fetch_add(1, std::memory_order_relaxed);
-}
+inline void Bump(std::atomic<uint64_t>& counter) { counter.fetch_add(1, std::memory_order_relaxed); }
 
 // core::Current(), checked against kMaxCores.
 int ThisCoreIndex();

@@ -46,8 +46,7 @@ void* BeginMiss(EbbId id) {
   CoreState& cs = AttachThisCore();
   if (id < kDirectSlots) {
     // Non-null only when this thread was just bound to its core's table.
-    if (void* rep = cs.table.load(std::memory_order_relaxed)->slots[id].load(
-            std::memory_order_relaxed)) {
+    if (void* rep = cs.table.load(std::memory_order_relaxed)->slots[id].load(std::memory_order_relaxed)) {
       return rep;
     }
   } else {

@@ -16,12 +16,8 @@ namespace fox::ebb {
 static_assert(FOX_EBB_TABLE_ADDRESS == core::kWindowAddress, "the Ebb table lives in the per-core window");
 static_assert(sizeof(LocalTable) <= core::kWindowBytes && sizeof(LocalTable) % 4096 == 0);
 
-void SetThisCoreTable(LocalTable* table) {
-  core::MapWindow(table, sizeof(LocalTable), table != EmptyTable());
-}
+void SetThisCoreTable(LocalTable* table) { core::MapWindow(table, sizeof(LocalTable), table != EmptyTable()); }
 
-LocalTable* ThisCoreBacking() {
-  return const_cast<LocalTable*>(static_cast<const LocalTable*>(core::WindowPages()));
-}
+LocalTable* ThisCoreBacking() { return const_cast<LocalTable*>(static_cast<const LocalTable*>(core::WindowPages())); }
 
 }  // namespace fox::ebb

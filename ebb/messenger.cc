@@ -85,7 +85,8 @@ Result<void> Messenger::ListenAny(EbbId id, am::Handler handler, int core) {
       id, [shared](NodeId from, uint16_t h, const uint8_t* data, size_t length) { (*shared)(from, h, data, length); },
       core));
   auto r = ListenLarge(
-      id, [shared](NodeId from, uint16_t h, std::vector<uint8_t> data) { (*shared)(from, h, data.data(), data.size()); },
+      id,
+      [shared](NodeId from, uint16_t h, std::vector<uint8_t> data) { (*shared)(from, h, data.data(), data.size()); },
       core);
   if (!r.ok()) StopListening(id);
   return r;

@@ -108,9 +108,7 @@ void QuiescentPoint() {
   if (g_counters.retired_pending.load(std::memory_order_relaxed) != 0) Reclaim();
 }
 
-void EnterQuiescence() {
-  g_cores[ThisCoreIndex()].quiescent_epoch.store(0, std::memory_order_release);
-}
+void EnterQuiescence() { g_cores[ThisCoreIndex()].quiescent_epoch.store(0, std::memory_order_release); }
 
 void ExitQuiescence() {
   CoreState& cs = g_cores[ThisCoreIndex()];

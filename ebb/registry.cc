@@ -40,7 +40,8 @@ constinit std::atomic<Registry*> g_registry{nullptr};
 // static constructors elsewhere may create Ebbs.
 Registry& GetRegistry() {
   Registry* registry = g_registry.load(std::memory_order_acquire);
-  if (registry != nullptr) [[likely]] return *registry;
+  if (registry != nullptr) [[likely]]
+    return *registry;
   auto fresh = std::make_unique<Registry>();
   if (g_registry.compare_exchange_strong(registry, fresh.get(), std::memory_order_acq_rel)) {
     return *fresh.release();
@@ -99,8 +100,7 @@ Found Find(EbbId id, const EbbType* type, bool may_create) {
       auto it = r.entries.find(id);
       if (it != r.entries.end()) {
         e = it->second;
-      } else if (!may_create || type->make_root == nullptr || !IsStaticId(id) ||
-                 IsDeadStatic(r, id)) {
+      } else if (!may_create || type->make_root == nullptr || !IsStaticId(id) || IsDeadStatic(r, id)) {
         dead = true;
       } else if (fresh != nullptr) {
         fresh->constructing_core = ThisCoreIndex();
@@ -129,18 +129,13 @@ Found Find(EbbId id, const EbbType* type, bool may_create) {
       Bump(g_counters.created);
       return {e, root};
     }
-    if (e->state.load(std::memory_order_acquire) == State::kConstructing &&
-        e->constructing_core == ThisCoreIndex()) {
-      throw EbbError(id, "fox::ebb: Ebb " + std::to_string(id) +
-                             " dereferenced by its own root constructor");
+    if (e->state.load(std::memory_order_acquire) == State::kConstructing && e->constructing_core == ThisCoreIndex()) {
+      throw EbbError(id, "fox::ebb: Ebb " + std::to_string(id) + " dereferenced by its own root constructor");
     }
     switch (WaitWhileConstructing(e)) {
-      case State::kLive:
-        return {e, e->root};
-      case State::kFailed:
-        continue;  // its constructor threw; try (perhaps construct) again
-      default:
-        ThrowDead(id);
+      case State::kLive: return {e, e->root};
+      case State::kFailed: continue;  // its constructor threw; try (perhaps construct) again
+      default: ThrowDead(id);
     }
   }
 }
@@ -255,8 +250,7 @@ void Destroy(EbbId id) {
       recursive = it->second->constructing_core == ThisCoreIndex();
     }
     if (recursive) {
-      throw EbbError(id, "fox::ebb: Ebb " + std::to_string(id) +
-                             " destroyed by its own root constructor");
+      throw EbbError(id, "fox::ebb: Ebb " + std::to_string(id) + " destroyed by its own root constructor");
     }
     __builtin_ia32_pause();
   }
@@ -271,8 +265,8 @@ void Destroy(EbbId id) {
   }
   bool multicore = e->type->kind == Kind::kMulticore;
   std::unique_ptr<void*[]> reps(multicore && installed > 0 ? new void*[installed] : nullptr);
-  std::unique_ptr<FarMap::node_type[]> far_nodes(
-      id >= kDirectSlots && installed > 0 ? new FarMap::node_type[installed] : nullptr);
+  std::unique_ptr<FarMap::node_type[]> far_nodes(id >= kDirectSlots && installed > 0 ? new FarMap::node_type[installed]
+                                                                                     : nullptr);
   size_t count = 0;
   {
     SpinGuard guard(e->lock);
@@ -281,8 +275,7 @@ void Destroy(EbbId id) {
       CoreState& cs = g_cores[core];
       void* rep;
       if (id < kDirectSlots) {
-        rep = cs.table.load(std::memory_order_acquire)->slots[id].exchange(
-            nullptr, std::memory_order_relaxed);
+        rep = cs.table.load(std::memory_order_acquire)->slots[id].exchange(nullptr, std::memory_order_relaxed);
       } else {
         SpinGuard far_guard(cs.far_lock);
         far_nodes[count] = cs.far->extract(id);

@@ -38,15 +38,14 @@ Rpc::~Rpc() {
 }
 
 Future<Result<Rpc::Bytes>> Rpc::Call(NodeId node, uint32_t ebb, uint16_t handler, const void* body, size_t length,
-                                      uint64_t timeout_ms) {
+                                     uint64_t timeout_ms) {
   Promise<Result<Bytes>> promise;
   auto future = promise.GetFuture();
   if (length + 8 > Messenger::kMaxLargeBytes) {
     promise.SetValue(Error::kOutOfRange);
     return future;
   }
-  if (node != am::Self() && am::State(node) != am::PeerState::kAlive &&
-      am::State(node) != am::PeerState::kSuspected) {
+  if (node != am::Self() && am::State(node) != am::PeerState::kAlive && am::State(node) != am::PeerState::kSuspected) {
     promise.SetValue(Error::kNotFound);
     return future;
   }

@@ -218,8 +218,8 @@ Result<void> Start(const Config& config) {
   } else {
     event::SpawnRemote(config.core, [] { internal::Pump(); });
   }
-  LOG_INFO("am: node %u, job %llu, UDP port %u, %s%s", config.self, (unsigned long long)config.job,
-           config.port, config.tuning.aggregate ? "aggregating" : "one message per frame",
+  LOG_INFO("am: node %u, job %llu, UDP port %u, %s%s", config.self, (unsigned long long)config.job, config.port,
+           config.tuning.aggregate ? "aggregating" : "one message per frame",
            config.key_given ? "" : ", development key (no fox.key)");
   if (const char* p = BootArg("fox.peers")) {
     Result<void> added{};

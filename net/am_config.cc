@@ -21,7 +21,10 @@ bool ParseKey(std::string_view text, net::SipKey* key) {
   uint64_t half[2] = {0, 0};
   for (size_t i = 0; i < 32; ++i) {
     char c = text[i];
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
     if (d < 0) return false;
     half[i / 16] = half[i / 16] << 4 | uint64_t(d);
   }
@@ -39,8 +42,8 @@ bool ParseDecimal(std::string_view s, uint64_t max, uint64_t* out) {
 
 }  // namespace
 
-Result<void> ParsePeers(std::string_view text, uint16_t default_port,
-                        FunctionRef<void(NodeId, uint32_t, uint16_t)> add, const char** error) {
+Result<void> ParsePeers(std::string_view text, uint16_t default_port, FunctionRef<void(NodeId, uint32_t, uint16_t)> add,
+                        const char** error) {
   struct Entry {
     NodeId node;
     uint32_t ip;
@@ -54,7 +57,8 @@ Result<void> ParsePeers(std::string_view text, uint16_t default_port,
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
-    std::string_view item = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view item =
+        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     size_t at = item.find('@');
     if (at == std::string_view::npos) return fail("expected ID@A.B.C.D[:PORT]");
     uint64_t node = 0, port = default_port;
@@ -98,7 +102,9 @@ Result<Config> ConfigFromBootArgs() {
   }
   if (const char* p = BootArg("fox.peers")) {
     const char* why = nullptr;
-    if (!ParsePeers(p, c.port, [](NodeId, uint32_t, uint16_t) {}, &why).ok()) {
+    if (!ParsePeers(
+             p, c.port, [](NodeId, uint32_t, uint16_t) {}, &why)
+             .ok()) {
       LOG_ERROR("am: bad boot argument 'fox.peers=%s': %s", p, why);
       return Error::kInvalidArgument;
     }

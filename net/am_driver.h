@@ -78,7 +78,7 @@ struct Driver {
   Counters counters GUARDED_BY(lock);
   // Written by Transmit, which the endpoint calls back (under the lock).
   std::atomic<uint64_t> tx_datagrams{0}, tx_bytes{0}, tx_failures{0};
-  uint64_t refusing_since GUARDED_BY(lock) = 0;  // first refusal for lack of a receiver (0: none)
+  uint64_t refusing_since GUARDED_BY(lock) = 0;                      // first refusal for lack of a receiver (0: none)
   uint64_t last_warned[net::kNumDropReasons] GUARDED_BY(lock) = {};  // WarnAboutDrop's rate limit
   // The pump (transport core only, but for the atomics).
   event::InterruptTrigger* pump = nullptr;

@@ -38,12 +38,12 @@ struct AmEndpoint::Peer {
   uint64_t pending_since = 0;  // when the builder's first message was added
   uint64_t next_heartbeat = 0;
   uint64_t heartbeat_seq = 0;
-  uint64_t added_ns = 0;       // the detector starts at the first heartbeat
+  uint64_t added_ns = 0;  // the detector starts at the first heartbeat
   PhiAccrualDetector detector;
-  uint32_t deferred = 0;       // its records in the deferred buffer
-  bool noticed_dead = false;   // a peer said it died; Poll makes it so
+  uint32_t deferred = 0;           // its records in the deferred buffer
+  bool noticed_dead = false;       // a peer said it died; Poll makes it so
   NodeId notice_owed = kNoNotice;  // a death notice the window had no room for
-  uint64_t stuck_pass = 0;     // DrainDeferred pass that found it full
+  uint64_t stuck_pass = 0;         // DrainDeferred pass that found it full
 
   Peer(NodeId peer, uint64_t addr, const FrameAddress& fa, const PhiConfig& phi)
       : id(peer), address(addr), builder(buffer, sizeof buffer, fa), detector(phi) {}
@@ -132,8 +132,8 @@ bool AmEndpoint::FlushPeer(Peer& p, uint64_t now_ns, TransmitFn transmit) {
   return true;
 }
 
-Result<void> AmEndpoint::Send(NodeId id, uint32_t ebb, uint16_t handler, const void* data,
-                            size_t len, uint64_t now_ns, TransmitFn transmit) {
+Result<void> AmEndpoint::Send(NodeId id, uint32_t ebb, uint16_t handler, const void* data, size_t len, uint64_t now_ns,
+                              TransmitFn transmit) {
   Peer* p = Find(id);
   if (p == nullptr || p->state == PeerState::kDead) return Error::kNotFound;
   if (len > kMaxMessageBytes) return Error::kOutOfRange;
@@ -162,8 +162,8 @@ Result<void> AmEndpoint::SendOrDefer(NodeId id, uint32_t ebb, uint16_t handler, 
 // Send's work once the peer is known, alive, and not behind deferred
 // messages. kBusy when the window and buffer are full (the callers count it:
 // Send as send_busy; SendOrDefer and DrainDeferred keep the message waiting).
-Result<void> AmEndpoint::SendNow(Peer& p, uint32_t ebb, uint16_t handler, const void* data, size_t len,
-                                 uint64_t now_ns, TransmitFn transmit) {
+Result<void> AmEndpoint::SendNow(Peer& p, uint32_t ebb, uint16_t handler, const void* data, size_t len, uint64_t now_ns,
+                                 TransmitFn transmit) {
   if (!config_.aggregate && !p.builder.empty() && !FlushPeer(p, now_ns, transmit)) return Error::kBusy;
   if (!config_.aggregate && !p.channel.CanSend()) return Error::kBusy;
   auto added = p.builder.Add(ebb, handler, data, len);
@@ -211,8 +211,7 @@ void AmEndpoint::DrainDeferred(uint64_t now_ns, TransmitFn transmit) {
     if (p != nullptr && p->stuck_pass == pass) continue;  // an earlier record of this peer is waiting
     if (p == nullptr || p->state == PeerState::kDead) {
       ++counters_.deferred_dropped;
-    } else if (auto sr = SendNow(*p, ebb, r.tag, r.payload + kDeferredMeta, r.length - kDeferredMeta, now_ns,
-                                 transmit);
+    } else if (auto sr = SendNow(*p, ebb, r.tag, r.payload + kDeferredMeta, r.length - kDeferredMeta, now_ns, transmit);
                !sr.ok() && sr.error() == Error::kBusy) {
       p->stuck_pass = pass;  // the message waits on
       ++stuck;
@@ -238,8 +237,8 @@ void AmEndpoint::Flush(NodeId id, uint64_t now_ns, TransmitFn transmit) {
   }
 }
 
-DropReason AmEndpoint::OnDatagram(const uint8_t* bytes, size_t len, uint64_t now_ns,
-                                DeliverFn deliver, TransmitFn transmit, const AdmitFn* admit) {
+DropReason AmEndpoint::OnDatagram(const uint8_t* bytes, size_t len, uint64_t now_ns, DeliverFn deliver,
+                                  TransmitFn transmit, const AdmitFn* admit) {
   ++counters_.datagrams_received;
   DropReason why = DropReason::kNone;
   auto view = DecodeFrame(bytes, len, config_.key, config_.job, config_.self, &why);
@@ -339,8 +338,7 @@ uint64_t AmEndpoint::PollPeer(Peer& p, uint64_t now_ns, TransmitFn transmit, Sta
     }
   }
   uint64_t address = p.address;
-  uint64_t channel_next =
-      p.channel.Poll(now_ns, [&](const uint8_t* f, size_t n) { return transmit(address, f, n); });
+  uint64_t channel_next = p.channel.Poll(now_ns, [&](const uint8_t* f, size_t n) { return transmit(address, f, n); });
   if (channel_next < next) next = channel_next;
   // A buffer waiting for the flush delay needs a timer; one waiting for the
   // window (the channel refused it) is flushed by the acks that open it

@@ -32,8 +32,7 @@ void SealFrame(uint8_t* frame, const FrameHeader& header, const SipKey& key) {
   wire::Store16(frame + off::kWindow, header.window);
   wire::Store16(frame + off::kPayloadLength, header.payload_length);
   wire::Store32(frame + off::kReserved, 0);
-  wire::Store64(frame + off::kMac,
-                FrameMac(key, frame, kHeaderBytes + size_t{header.payload_length}));
+  wire::Store64(frame + off::kMac, FrameMac(key, frame, kHeaderBytes + size_t{header.payload_length}));
 }
 
 AmMessage MessageIterator::operator*() const {
@@ -75,8 +74,8 @@ DropReason CheckRecords(const uint8_t* payload, size_t length, size_t count) {
 
 }  // namespace
 
-Result<FrameView> DecodeFrame(const uint8_t* bytes, size_t len, const SipKey& key,
-                              uint64_t expected_job, uint32_t my_node, DropReason* reason) {
+Result<FrameView> DecodeFrame(const uint8_t* bytes, size_t len, const SipKey& key, uint64_t expected_job,
+                              uint32_t my_node, DropReason* reason) {
   // Cheap checks first, so that stray traffic costs no MAC computation.
   if (len < kHeaderBytes) return Drop(DropReason::kTruncated, reason);
   if (len > kMaxFrameBytes) return Drop(DropReason::kOversized, reason);
@@ -119,9 +118,7 @@ Result<FrameView> DecodeFrame(const uint8_t* bytes, size_t len, const SipKey& ke
 }
 
 FrameBuilder::FrameBuilder(uint8_t* buffer, size_t capacity, const FrameAddress& address)
-    : buffer_(buffer),
-      capacity_(capacity < kMaxFrameBytes ? capacity : kMaxFrameBytes),
-      address_(address) {}
+    : buffer_(buffer), capacity_(capacity < kMaxFrameBytes ? capacity : kMaxFrameBytes), address_(address) {}
 
 size_t FrameBuilder::room() const {
   size_t used = kHeaderBytes + payload_bytes_ + kRecordHeaderBytes;
@@ -151,8 +148,8 @@ Result<bool> FrameBuilder::Add(uint32_t ebb, uint16_t handler, const void* data,
   return true;
 }
 
-size_t FrameBuilder::Finish(uint32_t seq, uint32_t ack, uint16_t window, const SipKey& key,
-                            uint8_t flags, uint64_t sack) {
+size_t FrameBuilder::Finish(uint32_t seq, uint32_t ack, uint16_t window, const SipKey& key, uint8_t flags,
+                            uint64_t sack) {
   if (capacity_ < kHeaderBytes) return 0;  // no room for a header: nothing written
   FrameHeader h;
   h.flags = static_cast<uint8_t>(flags & (kFlagRetransmit | kFlagAckNow));

@@ -20,8 +20,8 @@
 namespace fox::am::internal {
 namespace {
 
-constexpr int kBatch = 32;         // datagrams per recvmmsg
-constexpr int kBudget = 8;         // recvmmsg calls per drain event
+constexpr int kBatch = 32;  // datagrams per recvmmsg
+constexpr int kBudget = 8;  // recvmmsg calls per drain event
 constexpr size_t kBufferBytes = 2048;
 
 int g_fd = -1;

@@ -56,7 +56,7 @@ struct State {
   uint16_t port = 0;
   IrqSpinLock arp_lock;
   ArpEntry arp[kArpEntries];
-  uint16_t ip_id = 0;          // under the transport lock (transmit)
+  uint16_t ip_id = 0;                    // under the transport lock (transmit)
   uint8_t tx[kEth + kIp + kUdp + 1500];  // under the transport lock
   std::atomic<uint64_t> rx_not_am{0}, arp_requests{0}, arp_misses{0};
 };
@@ -158,8 +158,8 @@ void OnFrame(const uint8_t* f, size_t n, void*) {
     size_t ihl = size_t(ip[0] & 15) * 4;
     size_t total = Be16(ip + 2);
     bool is_am = (ip[0] >> 4) == 4 && ihl >= kIp && ip[9] == 17 /* UDP */ && Be32(ip + 16) == s.ip &&
-                 (Be16(ip + 6) & 0x3FFF) == 0 /* not a fragment */ && total >= ihl + kUdp &&
-                 kEth + total <= n && Be16(ip + ihl + 2) == s.port;
+                 (Be16(ip + 6) & 0x3FFF) == 0 /* not a fragment */ && total >= ihl + kUdp && kEth + total <= n &&
+                 Be16(ip + ihl + 2) == s.port;
     if (is_am && IpChecksum(ip, ihl) == 0) {
       const uint8_t* udp = ip + ihl;
       size_t udp_len = Be16(udp + 4);

@@ -99,7 +99,7 @@ bool MailboxesHaveRoom(size_t bytes) {
 constexpr uint64_t kReceiverGraceNs = 10'000'000'000;
 
 bool Admit(const net::FrameView& frame, uint64_t now) {
-  bool delivers = false;  // to a receiver (acks and heartbeats alone do not end a grace)
+  bool delivers = false;             // to a receiver (acks and heartbeats alone do not end a grace)
   uint32_t known = net::kSystemEbb;  // the last id found: aggregated frames repeat their Ebb
   for (net::AmMessage m : frame) {
     if (m.ebb == net::kSystemEbb || m.ebb == known) continue;

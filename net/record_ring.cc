@@ -13,7 +13,6 @@ struct RecordRing::Header {
   uint16_t tag;
 };
 
-
 namespace {
 enum : uint8_t { kData = 0, kSkip = 1, kDone = 2 };
 }  // namespace

@@ -99,9 +99,8 @@ void Channel::FreeStorage() {
 Result<void> Channel::Init(const ChannelConfig& config) {
   if (state_ != State::kUninitialized) return Error::kAlreadyExists;
   if (config.send_window == 0 || config.send_window > kMaxWindow || config.recv_window == 0 ||
-      config.recv_window > kMaxWindow || config.ack_every == 0 ||
-      config.min_rto_ns == 0 || config.min_rto_ns > config.max_rto_ns ||
-      config.address.source == config.address.destination) {
+      config.recv_window > kMaxWindow || config.ack_every == 0 || config.min_rto_ns == 0 ||
+      config.min_rto_ns > config.max_rto_ns || config.address.source == config.address.destination) {
     return Error::kInvalidArgument;
   }
   send_ = new (std::nothrow) SendSlot[config.send_window];
@@ -119,17 +118,11 @@ Result<void> Channel::Init(const ChannelConfig& config) {
   return Ok();
 }
 
-Channel::SendSlot& Channel::SendAt(uint32_t offset) const {
-  return send_[(send_head_ + offset) % config_.send_window];
-}
+Channel::SendSlot& Channel::SendAt(uint32_t offset) const { return send_[(send_head_ + offset) % config_.send_window]; }
 
-Channel::RecvSlot& Channel::RecvAt(uint32_t offset) const {
-  return recv_[(recv_head_ + offset) % config_.recv_window];
-}
+Channel::RecvSlot& Channel::RecvAt(uint32_t offset) const { return recv_[(recv_head_ + offset) % config_.recv_window]; }
 
-uint32_t Channel::window() const {
-  return peer_window_ < config_.send_window ? peer_window_ : config_.send_window;
-}
+uint32_t Channel::window() const { return peer_window_ < config_.send_window ? peer_window_ : config_.send_window; }
 
 uint64_t Channel::rto_ns() const { return Min(rto_base_ns_ << backoff_, config_.max_rto_ns); }
 
@@ -160,8 +153,7 @@ void Channel::ProcessAck(const FrameHeader& h, uint64_t now_ns) {
     ++counters_.stale_acks;  // overtaken by a newer ack
     return;
   }
-  if (static_cast<uint32_t>(advance) > in_flight() ||
-      (advance > 0 && SendAt(advance - 1).transmissions == 0)) {
+  if (static_cast<uint32_t>(advance) > in_flight() || (advance > 0 && SendAt(advance - 1).transmissions == 0)) {
     ++counters_.bad_acks;  // acknowledges frames never transmitted
     return;
   }
@@ -199,8 +191,7 @@ void Channel::ProcessAck(const FrameHeader& h, uint64_t now_ns) {
 
 // Frame `s` is known to have arrived: it may advance RACK's notion of the
 // latest delivered transmission, and give an RTT sample.
-void Channel::NoteDelivered(SendSlot& s, uint64_t now_ns, uint64_t* sample_order,
-                            uint64_t* sample_ns) {
+void Channel::NoteDelivered(SendSlot& s, uint64_t now_ns, uint64_t* sample_order, uint64_t* sample_ns) {
   if (now_ns < s.last_tx_ns) return;  // the caller's clock went backwards
   uint64_t elapsed = now_ns - s.last_tx_ns;
   // For a retransmitted frame the ack may be for an earlier transmission; an

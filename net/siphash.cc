@@ -30,9 +30,7 @@ inline void SipRound(uint64_t& v0, uint64_t& v1, uint64_t& v2, uint64_t& v3) {
 
 }  // namespace
 
-SipKey SipKey::FromBytes(const uint8_t bytes[16]) {
-  return SipKey{wire::Load64(bytes), wire::Load64(bytes + 8)};
-}
+SipKey SipKey::FromBytes(const uint8_t bytes[16]) { return SipKey{wire::Load64(bytes), wire::Load64(bytes + 8)}; }
 
 SipHasher::SipHasher(const SipKey& key)
     : v0_(0x736f6d6570736575ULL ^ key.k0),

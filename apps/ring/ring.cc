@@ -175,8 +175,7 @@ void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t len) {
     case kBye:
       if (g.self == 0) Goodbye();
       return;
-    default:
-      break;
+    default: break;
   }
   std::printf("ring: node %u: bad message (handler %u, %zu bytes) from node %u\n", g.self, handler, len, from);
 }

@@ -5,16 +5,14 @@
 namespace fox {
 
 const BootArgSpec kBootArgSpecs[] = {
-    {"fox.log", BootArgKind::kEnum, "debug|info|warn|error", 0, 0,
-     "console log level (default info)"},
+    {"fox.log", BootArgKind::kEnum, "debug|info|warn|error", 0, 0, "console log level (default info)"},
     {"fox.stack", BootArgKind::kSize, nullptr, 64 << 10, 1ull << 30,
      "stack size of the application's main (default 1M)"},
     {"fox.kcores", BootArgKind::kUInt, nullptr, 1, 256,
      "number of kernel cores (default 1); the other cores are application cores"},
     {"fox.idle", BootArgKind::kEnum, "mwait|hlt|auto", 0, 0,
      "how idle cores wait: MONITOR/MWAIT on a doorbell, HLT + wake-up IPI, or auto (MWAIT where the CPU has it)"},
-    {"fox.node", BootArgKind::kUInt, nullptr, 0, 0x7FFFFFFF,
-     "this node's id in its job (given by the frontend)"},
+    {"fox.node", BootArgKind::kUInt, nullptr, 0, 0x7FFFFFFF, "this node's id in its job (given by the frontend)"},
     {"fox.ip", BootArgKind::kIpv4Prefix, nullptr, 0, 0,
      "static IPv4 address and prefix length, A.B.C.D/NN (default: DHCP)"},
     {"fox.gw", BootArgKind::kIpv4, nullptr, 0, 0,
@@ -23,8 +21,7 @@ const BootArgSpec kBootArgSpecs[] = {
      "job id carried by every active-message frame (default 1)"},
     {"fox.key", BootArgKind::kString, nullptr, 0, 0,
      "job key for the frame MAC, 32 hex digits (default: a development key from the job id)"},
-    {"fox.amport", BootArgKind::kUInt, nullptr, 1, 65535,
-     "UDP port of the active-message transport (default 7700)"},
+    {"fox.amport", BootArgKind::kUInt, nullptr, 1, 65535, "UDP port of the active-message transport (default 7700)"},
     {"fox.peers", BootArgKind::kString, nullptr, 0, 0,
      "active-message peers, ID@A.B.C.D[:PORT],... (more join at run time)"},
     {"fox.aggregate", BootArgKind::kEnum, "on|off", 0, 0,

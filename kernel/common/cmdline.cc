@@ -23,9 +23,12 @@ Result<uint64_t> ParseSize(std::string_view text) {
   uint64_t scale = 1;
   if (!text.empty()) {
     switch (text.back()) {
-      case 'K': case 'k': scale = 1ull << 10; break;
-      case 'M': case 'm': scale = 1ull << 20; break;
-      case 'G': case 'g': scale = 1ull << 30; break;
+      case 'K':
+      case 'k': scale = 1ull << 10; break;
+      case 'M':
+      case 'm': scale = 1ull << 20; break;
+      case 'G':
+      case 'g': scale = 1ull << 30; break;
       default: break;
     }
     if (scale != 1) text.remove_suffix(1);
@@ -93,8 +96,7 @@ Result<void> CommandLine::Validate(const BootArgSpec& spec, const char* key, con
       numbers_[num_args_] = *n;
       return Ok();
     }
-    case BootArgKind::kString:
-      return Ok();
+    case BootArgKind::kString: return Ok();
     case BootArgKind::kIpv4:
     case BootArgKind::kIpv4Prefix: {
       bool prefix = spec.kind == BootArgKind::kIpv4Prefix;
@@ -106,8 +108,8 @@ Result<void> CommandLine::Validate(const BootArgSpec& spec, const char* key, con
   return Ok();
 }
 
-Result<void> CommandLine::Parse(std::string_view text, bool skip_image_name,
-                                const BootArgSpec* specs, size_t num_specs) {
+Result<void> CommandLine::Parse(std::string_view text, bool skip_image_name, const BootArgSpec* specs,
+                                size_t num_specs) {
   num_args_ = 0;
   app_argc_ = 0;
   error_[0] = '\0';
@@ -153,8 +155,10 @@ Result<void> CommandLine::Parse(std::string_view text, bool skip_image_name,
       break;
     }
     if (std::strncmp(word, "fox.", 4) != 0) {
-      return Fail("unexpected boot argument '%s': kernel arguments are fox.KEY=VALUE; "
-                  "application arguments go after --", word);
+      return Fail(
+          "unexpected boot argument '%s': kernel arguments are fox.KEY=VALUE; "
+          "application arguments go after --",
+          word);
     }
     char* eq = std::strchr(word, '=');
     if (eq == nullptr) return Fail("boot argument '%s' has no value (expected %s=VALUE)", word, word);

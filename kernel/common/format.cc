@@ -41,8 +41,7 @@ void PutString(Out& out, const Spec& spec, const char* s) {
   if (spec.left) out.Repeat(' ', pad);
 }
 
-void PutNumber(Out& out, Spec spec, uint64_t value, bool negative, unsigned base, bool upper,
-               const char* prefix) {
+void PutNumber(Out& out, Spec spec, uint64_t value, bool negative, unsigned base, bool upper, const char* prefix) {
   char digits[24];
   int n = 0;
   const char* table = upper ? "0123456789ABCDEF" : "0123456789abcdef";
@@ -81,12 +80,18 @@ size_t FormatV(char* buf, size_t size, const char* fmt, va_list args) {
     Spec spec;
     for (;; ++p) {
       char f = p[1];
-      if (f == '-') spec.left = true;
-      else if (f == '0') spec.zero = true;
-      else if (f == '+') spec.plus = true;
-      else if (f == ' ') spec.space = true;
-      else if (f == '#') spec.alt = true;
-      else break;
+      if (f == '-')
+        spec.left = true;
+      else if (f == '0')
+        spec.zero = true;
+      else if (f == '+')
+        spec.plus = true;
+      else if (f == ' ')
+        spec.space = true;
+      else if (f == '#')
+        spec.alt = true;
+      else
+        break;
     }
     ++p;
     if (*p == '*') {
@@ -111,10 +116,14 @@ size_t FormatV(char* buf, size_t size, const char* fmt, va_list args) {
     }
     int length = 0;  // 0 int, 1 long, 2 long long / size_t / ptrdiff_t / intmax_t, -1 short, -2 char
     for (;; ++p) {
-      if (*p == 'l') length = length == 1 ? 2 : 1;
-      else if (*p == 'z' || *p == 't' || *p == 'j') length = 2;
-      else if (*p == 'h') length = length == -1 ? -2 : -1;
-      else break;
+      if (*p == 'l')
+        length = length == 1 ? 2 : 1;
+      else if (*p == 'z' || *p == 't' || *p == 'j')
+        length = 2;
+      else if (*p == 'h')
+        length = length == -1 ? -2 : -1;
+      else
+        break;
     }
     char conv = *p;
     if (conv == '\0') break;
@@ -132,7 +141,7 @@ size_t FormatV(char* buf, size_t size, const char* fmt, va_list args) {
       case 'x':
       case 'X':
       case 'o': {
-        uint64_t v = length >= 2 ? va_arg(args, unsigned long long)
+        uint64_t v = length >= 2   ? va_arg(args, unsigned long long)
                      : length == 1 ? va_arg(args, unsigned long)
                                    : va_arg(args, unsigned);
         if (length == -1) v = uint16_t(v);
@@ -149,9 +158,7 @@ size_t FormatV(char* buf, size_t size, const char* fmt, va_list args) {
         PutNumber(out, spec, v, false, 16, false, "0x");
         break;
       }
-      case 's':
-        PutString(out, spec, va_arg(args, const char*));
-        break;
+      case 's': PutString(out, spec, va_arg(args, const char*)); break;
       case 'c': {
         char s[2] = {char(va_arg(args, int)), '\0'};
         Spec cspec = spec;
@@ -159,9 +166,7 @@ size_t FormatV(char* buf, size_t size, const char* fmt, va_list args) {
         PutString(out, cspec, s);
         break;
       }
-      case '%':
-        out.Put('%');
-        break;
+      case '%': out.Put('%'); break;
       default:  // unknown conversion: print it verbatim so the bug is visible
         out.Put('%');
         out.Put(conv);

@@ -61,7 +61,8 @@ void PrintFrames(const Frames& frames, int first) {
     uintptr_t offset = 0;
     const char* name = PlatformSymbol(frames.ip[i], &offset);
     if (name != nullptr) {
-      Print("  #%-2d %#018llx %s+%#llx\n", i - first, (unsigned long long)frames.ip[i], name, (unsigned long long)offset);
+      Print("  #%-2d %#018llx %s+%#llx\n", i - first, (unsigned long long)frames.ip[i], name,
+            (unsigned long long)offset);
     } else {
       Print("  #%-2d %#018llx ?\n", i - first, (unsigned long long)frames.ip[i]);
     }

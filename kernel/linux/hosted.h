@@ -12,8 +12,8 @@ namespace fox::hosted {
 
 struct CoreState {
   int epoll_fd = -1;
-  int wake_fd = -1;   // eventfd: other cores wake this one
-  int timer_fd = -1;  // timerfd: this core's next timer
+  int wake_fd = -1;                      // eventfd: other cores wake this one
+  int timer_fd = -1;                     // timerfd: this core's next timer
   std::atomic<bool> has_watches{false};  // WatchReadable added a descriptor
   uint64_t last_poll_ns = 0;             // PollWhileBusy's last look (this core only)
 };

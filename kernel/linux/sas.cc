@@ -46,8 +46,8 @@ Result<Segment> Create(std::string_view name, size_t size, Access access) {
     return Error::kAlreadyExists;
   }
   void* want = reinterpret_cast<void*>(base);
-  void* got = mmap(want, size, Protection(access), MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
-                   -1, 0);
+  void* got =
+      mmap(want, size, Protection(access), MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
   if (got == MAP_FAILED || got != want) {
     int err = got == MAP_FAILED ? errno : EEXIST;
     if (got != MAP_FAILED) munmap(got, size);  // an old kernel took the address as a hint

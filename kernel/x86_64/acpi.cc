@@ -155,9 +155,16 @@ void PowerOff() {
     j += ((aml[j] >> 6) & 3) + 1;  // PkgLength
     ++j;                           // NumElements
     auto element = [&](uint16_t* out) {
-      if (aml[j] == 0x0A) { *out = aml[j + 1]; j += 2; }  // BytePrefix
-      else if (aml[j] <= 1) { *out = aml[j]; j += 1; }    // ZeroOp / OneOp
-      else *out = 0;
+      if (aml[j] == 0x0A) {
+        *out = aml[j + 1];
+        j += 2;
+      }  // BytePrefix
+      else if (aml[j] <= 1) {
+        *out = aml[j];
+        j += 1;
+      }  // ZeroOp / OneOp
+      else
+        *out = 0;
     };
     uint16_t typ_a = 0, typ_b = 0;
     element(&typ_a);

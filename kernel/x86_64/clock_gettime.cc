@@ -25,7 +25,6 @@ int __clock_gettime(int clock, timespec_fox* ts) {
   ts->tv_nsec = int64_t(ns % 1000000000);
   return 0;
 }
-
 }
 
 extern "C" int clock_gettime(int clock, timespec_fox* ts) __attribute__((alias("__clock_gettime")));

@@ -56,10 +56,26 @@ inline uint16_t Inw(uint16_t port) {
   return v;
 }
 
-inline uint64_t ReadCr0() { uint64_t v; asm volatile("mov %%cr0, %0" : "=r"(v)); return v; }
-inline uint64_t ReadCr2() { uint64_t v; asm volatile("mov %%cr2, %0" : "=r"(v)); return v; }
-inline uint64_t ReadCr3() { uint64_t v; asm volatile("mov %%cr3, %0" : "=r"(v)); return v; }
-inline uint64_t ReadCr4() { uint64_t v; asm volatile("mov %%cr4, %0" : "=r"(v)); return v; }
+inline uint64_t ReadCr0() {
+  uint64_t v;
+  asm volatile("mov %%cr0, %0" : "=r"(v));
+  return v;
+}
+inline uint64_t ReadCr2() {
+  uint64_t v;
+  asm volatile("mov %%cr2, %0" : "=r"(v));
+  return v;
+}
+inline uint64_t ReadCr3() {
+  uint64_t v;
+  asm volatile("mov %%cr3, %0" : "=r"(v));
+  return v;
+}
+inline uint64_t ReadCr4() {
+  uint64_t v;
+  asm volatile("mov %%cr4, %0" : "=r"(v));
+  return v;
+}
 inline void WriteCr0(uint64_t v) { asm volatile("mov %0, %%cr0" ::"r"(v) : "memory"); }
 inline void WriteCr3(uint64_t v) { asm volatile("mov %0, %%cr3" ::"r"(v) : "memory"); }
 inline void WriteCr4(uint64_t v) { asm volatile("mov %0, %%cr4" ::"r"(v) : "memory"); }
@@ -72,18 +88,14 @@ inline void Pause() { asm volatile("pause"); }
 // MONITOR arms address-range monitoring of the line holding `address`;
 // MWAIT then waits (C-state hint `hints`, extensions `extensions`) until
 // that line is written, an interrupt arrives, or for no reason at all.
-inline void Monitor(const volatile void* address) {
-  asm volatile("monitor" ::"a"(address), "c"(0), "d"(0) : "memory");
-}
+inline void Monitor(const volatile void* address) { asm volatile("monitor" ::"a"(address), "c"(0), "d"(0) : "memory"); }
 inline void Mwait(uint32_t hints, uint32_t extensions) {
   asm volatile("mwait" ::"a"(hints), "c"(extensions) : "memory");
 }
 // MWAIT with interrupts enabled for exactly its duration (the STI shadow
 // covers it, as in "sti; hlt"): an interrupt that is already pending is
 // taken inside the wait instead of being lost before it.
-inline void StiMwaitCli(uint32_t hints) {
-  asm volatile("sti; mwait; cli" ::"a"(hints), "c"(0) : "memory");
-}
+inline void StiMwaitCli(uint32_t hints) { asm volatile("sti; mwait; cli" ::"a"(hints), "c"(0) : "memory"); }
 [[noreturn]] inline void HaltForever() {
   for (;;) asm volatile("cli; hlt" ::: "memory");
 }

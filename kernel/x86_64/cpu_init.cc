@@ -70,12 +70,12 @@ bool MwaitInterruptBreakWorks() {
 
 void InitFeatures() {
   uint64_t cr0 = x86::ReadCr0();
-  cr0 &= ~(1ull << 2);           // EM: no x87 emulation
+  cr0 &= ~(1ull << 2);                              // EM: no x87 emulation
   cr0 |= (1ull << 1) | (1ull << 5) | (1ull << 16);  // MP, NE, WP
-  cr0 &= ~(1ull << 3);           // TS
+  cr0 &= ~(1ull << 3);                              // TS
   x86::WriteCr0(cr0);
   x86::WriteCr4(x86::ReadCr4() | (1ull << 9) | (1ull << 10));  // OSFXSR, OSXMMEXCPT
-  asm volatile("fninit");  // MXCSR resets to 0x1F80: SSE exceptions masked
+  asm volatile("fninit");                                      // MXCSR resets to 0x1F80: SSE exceptions masked
 }
 
 // `auto` takes MWAIT where it exists and waits; `mwait` wherever it
@@ -118,9 +118,10 @@ void ChooseIdle() {
     LOG_INFO("idle: MWAIT on a per-core doorbell line (%u bytes), interrupts %s (fox.idle=%s)", g_idle.monitor_line,
              g_idle.interrupt_break ? "break it while masked" : "end it through sti;mwait", want);
   } else {
-    LOG_INFO("idle: MWAIT on a per-core doorbell line (%u bytes), but MWAIT does not wait on this CPU (an emulator): "
-             "an idle core polls its doorbell for %llu us, then halts until an IPI (fox.idle=%s)",
-             g_idle.monitor_line, (unsigned long long)(g_idle.poll_ns / 1000), want);
+    LOG_INFO(
+        "idle: MWAIT on a per-core doorbell line (%u bytes), but MWAIT does not wait on this CPU (an emulator): "
+        "an idle core polls its doorbell for %llu us, then halts until an IPI (fox.idle=%s)",
+        g_idle.monitor_line, (unsigned long long)(g_idle.poll_ns / 1000), want);
   }
 }
 

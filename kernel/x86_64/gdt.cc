@@ -37,8 +37,8 @@ Result<void> PrepareCore(int core) {
   t.gdt[2] = 0x00CF92000000FFFF;  // data
   uintptr_t tss = reinterpret_cast<uintptr_t>(&t.tss);
   uint64_t limit = sizeof(Tss) - 1;
-  t.gdt[3] = (limit & 0xFFFF) | ((tss & 0xFFFFFF) << 16) | (uint64_t(0x89) << 40) |
-             (((limit >> 16) & 0xF) << 48) | (((tss >> 24) & 0xFF) << 56);
+  t.gdt[3] = (limit & 0xFFFF) | ((tss & 0xFFFFFF) << 16) | (uint64_t(0x89) << 40) | (((limit >> 16) & 0xF) << 48) |
+             (((tss >> 24) & 0xFF) << 56);
   t.gdt[4] = tss >> 32;
   t.tss.iomap_base = sizeof(Tss);
   // The boot core's IST stacks are static (no heap yet).

@@ -14,9 +14,19 @@ constexpr uintptr_t kDefaultMmio = 0xFEE00000;
 
 // Register offsets (xAPIC MMIO); the x2APIC MSR is 0x800 + offset/16.
 enum : uint32_t {
-  kId = 0x20, kTpr = 0x80, kEoi = 0xB0, kSvr = 0xF0, kIcrLow = 0x300, kIcrHigh = 0x310,
-  kLvtTimer = 0x320, kLvtLint0 = 0x350, kLvtLint1 = 0x360, kLvtError = 0x370,
-  kTimerInitial = 0x380, kTimerCurrent = 0x390, kTimerDivide = 0x3E0,
+  kId = 0x20,
+  kTpr = 0x80,
+  kEoi = 0xB0,
+  kSvr = 0xF0,
+  kIcrLow = 0x300,
+  kIcrHigh = 0x310,
+  kLvtTimer = 0x320,
+  kLvtLint0 = 0x350,
+  kLvtLint1 = 0x360,
+  kLvtError = 0x370,
+  kTimerInitial = 0x380,
+  kTimerCurrent = 0x390,
+  kTimerDivide = 0x3E0,
 };
 constexpr uint32_t kMasked = 1u << 16;
 
@@ -97,7 +107,8 @@ void InitCore() {
   Write(kSvr, (1u << 8) | kSpuriousVector);  // software enable
   if (first) {
     if (!g_tsc_deadline) StartCalibration();
-    LOG_INFO("lapic: %s, timer in %s mode", g_x2apic ? "x2APIC" : "xAPIC", g_tsc_deadline ? "TSC-deadline" : "one-shot");
+    LOG_INFO("lapic: %s, timer in %s mode", g_x2apic ? "x2APIC" : "xAPIC",
+             g_tsc_deadline ? "TSC-deadline" : "one-shot");
     first = false;
   }
 }
@@ -118,7 +129,8 @@ void SendInit(uint32_t apic_id) { WriteIcr(apic_id, (5u << 8) | (1u << 14)); }
 void SendStartup(uint32_t apic_id, uint8_t page) { WriteIcr(apic_id, (6u << 8) | (1u << 14) | page); }
 
 void ArmTimer(uint64_t tsc_deadline) {
-  if (g_calibration_start_tsc != 0) [[unlikely]] FinishCalibrationNow();
+  if (g_calibration_start_tsc != 0) [[unlikely]]
+    FinishCalibrationNow();
   if (g_tsc_deadline) {
     Write(kLvtTimer, (2u << 17) | kTimerVector);
     x86::WriteMsr(kMsrTscDeadline, tsc_deadline);

@@ -10,15 +10,15 @@ namespace fox::lapic {
 
 constexpr uint8_t kSpuriousVector = 0xFF;
 constexpr uint8_t kTimerVector = 0xEF;
-constexpr uint8_t kWakeVector = 0xF0;      // "work arrived": does nothing but wake
-constexpr uint8_t kShootdownVector = 0xF1; // page-table change: flush the TLB
-constexpr uint8_t kPanicVector = 0xF2;     // another core panicked: stop
+constexpr uint8_t kWakeVector = 0xF0;       // "work arrived": does nothing but wake
+constexpr uint8_t kShootdownVector = 0xF1;  // page-table change: flush the TLB
+constexpr uint8_t kPanicVector = 0xF2;      // another core panicked: stop
 
 // Boot step on every core: enables the APIC (x2APIC if present), masks the
 // timer and LINT pins, accepts all priorities.
 void InitCore();
 
-uint32_t Id();            // this core's APIC id
+uint32_t Id();  // this core's APIC id
 bool IsX2Apic();
 
 // Acknowledges the interrupt being handled. Interrupt context.

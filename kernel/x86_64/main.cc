@@ -96,7 +96,8 @@ void Mark(const char* name) {
 void LogStepTimes() {
   uint64_t prev = tsc::EntryTsc();
   for (int i = 0; i < g_num_steps; ++i) {
-    LOG_DEBUG("boot: %-12s %6llu us", g_steps[i].name, (unsigned long long)(tsc::TicksToNs(g_steps[i].tsc - prev) / 1000));
+    LOG_DEBUG("boot: %-12s %6llu us", g_steps[i].name,
+              (unsigned long long)(tsc::TicksToNs(g_steps[i].tsc - prev) / 1000));
     prev = g_steps[i].tsc;
   }
 }

@@ -39,8 +39,7 @@ struct Mb1Info {
   uint32_t drives_length, drives_addr, config_table, boot_loader_name;
 };
 
-Result<void> AddRegion(BootInfo* out, uint64_t base, uint64_t length, uint32_t type, char* error,
-                       size_t error_size) {
+Result<void> AddRegion(BootInfo* out, uint64_t base, uint64_t length, uint32_t type, char* error, size_t error_size) {
   if (length == 0) return Ok();
   if (base + length < base) return Fail(error, error_size, "memory region wraps around");
   if (out->num_regions == BootInfo::kMaxRegions) return Fail(error, error_size, "too many memory regions");
@@ -49,8 +48,7 @@ Result<void> AddRegion(BootInfo* out, uint64_t base, uint64_t length, uint32_t t
   return Ok();
 }
 
-Result<void> ParseMultiboot1(uint64_t info, const PhysWindow& mem, BootInfo* out, char* error,
-                             size_t error_size) {
+Result<void> ParseMultiboot1(uint64_t info, const PhysWindow& mem, BootInfo* out, char* error, size_t error_size) {
   Mb1Info mbi;
   if (!Read(mem, info, &mbi)) return Fail(error, error_size, "multiboot1 info outside memory");
   out->protocol = 1;
@@ -85,8 +83,7 @@ Result<void> ParseMultiboot1(uint64_t info, const PhysWindow& mem, BootInfo* out
   return Ok();
 }
 
-Result<void> ParseMultiboot2(uint64_t info, const PhysWindow& mem, BootInfo* out, char* error,
-                             size_t error_size) {
+Result<void> ParseMultiboot2(uint64_t info, const PhysWindow& mem, BootInfo* out, char* error, size_t error_size) {
   uint32_t header[2];
   if ((info & 7) != 0 || !Read(mem, info, &header)) return Fail(error, error_size, "multiboot2 info pointer");
   uint32_t total = header[0];
@@ -146,8 +143,7 @@ Result<void> ParseMultiboot2(uint64_t info, const PhysWindow& mem, BootInfo* out
         }
         break;
       }
-      default:
-        break;
+      default: break;
     }
     p += (uint64_t(size) + 7) & ~uint64_t(7);
   }
@@ -158,8 +154,8 @@ Result<void> ParseMultiboot2(uint64_t info, const PhysWindow& mem, BootInfo* out
 
 }  // namespace
 
-Result<void> ParseBootInfo(uint32_t magic, uint64_t info_phys, const PhysWindow& mem, BootInfo* out,
-                           char* error, size_t error_size) {
+Result<void> ParseBootInfo(uint32_t magic, uint64_t info_phys, const PhysWindow& mem, BootInfo* out, char* error,
+                           size_t error_size) {
   *out = BootInfo{};
   if (error_size > 0) error[0] = '\0';
   if (magic == kMultiboot1Magic) return ParseMultiboot1(info_phys, mem, out, error, error_size);

@@ -28,14 +28,14 @@ struct BootInfo {
   static constexpr size_t kMaxRegions = 128;
   static constexpr size_t kMaxCommandLine = 4096;
 
-  int protocol = 0;               // 1 or 2
-  bool cmdline_has_image = false; // multiboot1 loaders prepend the image path
+  int protocol = 0;                // 1 or 2
+  bool cmdline_has_image = false;  // multiboot1 loaders prepend the image path
   char cmdline[kMaxCommandLine + 1] = {};
   char loader[64] = {};
   MemoryRegion regions[kMaxRegions] = {};
   size_t num_regions = 0;
-  uint64_t rsdp = 0;              // physical address of a copy of the ACPI RSDP, or 0
-  uint8_t rsdp_copy[36] = {};     // multiboot2 hands the RSDP over by value
+  uint64_t rsdp = 0;           // physical address of a copy of the ACPI RSDP, or 0
+  uint8_t rsdp_copy[36] = {};  // multiboot2 hands the RSDP over by value
   bool has_rsdp_copy = false;
   uint64_t info_start = 0, info_end = 0;  // the loader's structure, to keep clear of
 };
@@ -54,7 +54,7 @@ struct PhysWindow {
 // Fills `out` from the loader's magic and info pointer. `error` receives a
 // human-readable reason on failure (kCorrupt or kUnsupported for an unknown
 // magic). Never reads outside `mem`.
-Result<void> ParseBootInfo(uint32_t magic, uint64_t info_phys, const PhysWindow& mem, BootInfo* out,
-                           char* error, size_t error_size);
+Result<void> ParseBootInfo(uint32_t magic, uint64_t info_phys, const PhysWindow& mem, BootInfo* out, char* error,
+                           size_t error_size);
 
 }  // namespace fox::boot

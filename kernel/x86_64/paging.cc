@@ -198,9 +198,8 @@ Result<void> MapLarge(uintptr_t va, uintptr_t pa, size_t bytes, bool writable) {
 
 Result<void> ProtectLarge(uintptr_t va, size_t bytes, bool writable) {
   SpinGuard guard(g_tables_lock);
-  FOX_TRY(ForEachLarge(va, bytes, [writable](uint64_t* e, size_t) {
-    *e = writable ? (*e | kWritable) : (*e & ~kWritable);
-  }));
+  FOX_TRY(ForEachLarge(va, bytes,
+                       [writable](uint64_t* e, size_t) { *e = writable ? (*e | kWritable) : (*e & ~kWritable); }));
   x86::WriteCr3(x86::ReadCr3());
   return Ok();
 }
@@ -343,7 +342,8 @@ void MapCoreWindow(uintptr_t pa, size_t bytes, bool writable) {
     Panic("paging: bad per-core window mapping %#lx + %#lx", (unsigned long)pa, (unsigned long)bytes);
   }
   uint64_t flags = kPresent | (writable ? kWritable : 0);
-  for (size_t i = 0; i < kCoreWindowBytes / k4KiB; ++i) pt[i] = i * k4KiB < bytes ? (pa + i * k4KiB) | flags : ZeroPte();
+  for (size_t i = 0; i < kCoreWindowBytes / k4KiB; ++i)
+    pt[i] = i * k4KiB < bytes ? (pa + i * k4KiB) | flags : ZeroPte();
   x86::WriteCr3(x86::ReadCr3());  // this core's TLB: no other core uses this table
 }
 

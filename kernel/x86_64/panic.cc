@@ -41,8 +41,10 @@ void Print(const char* fmt, ...) {
 void PrintFrame(int index, uint64_t addr) {
   uint64_t offset = 0;
   const char* name = symbols::Lookup(addr, &offset);
-  if (name != nullptr) Print("  #%-2d %#018llx %s+%#llx\n", index, (unsigned long long)addr, name, (unsigned long long)offset);
-  else Print("  #%-2d %#018llx ?\n", index, (unsigned long long)addr);
+  if (name != nullptr)
+    Print("  #%-2d %#018llx %s+%#llx\n", index, (unsigned long long)addr, name, (unsigned long long)offset);
+  else
+    Print("  #%-2d %#018llx ?\n", index, (unsigned long long)addr);
 }
 
 }  // namespace
@@ -112,11 +114,11 @@ void PrintStackScan(uint64_t rsp) {
     uint64_t w = *reinterpret_cast<const uint64_t*>(p);
     if (w < text_lo + 8 || w >= text_hi) continue;
     auto* code = reinterpret_cast<const uint8_t*>(w);
-    bool after_call = code[-5] == 0xE8 ||                                   // call rel32
-                      (code[-2] == 0xFF && (code[-1] & 0x38) == 0x10) ||    // call *%reg
-                      (code[-3] == 0xFF && (code[-2] & 0x38) == 0x10) ||    // call *disp8(%reg)
-                      (code[-6] == 0xFF && (code[-5] & 0x38) == 0x10) ||    // call *disp32(%reg)
-                      (code[-7] == 0xFF && (code[-6] & 0x38) == 0x10);      // call *disp32(%reg,%idx)
+    bool after_call = code[-5] == 0xE8 ||                                 // call rel32
+                      (code[-2] == 0xFF && (code[-1] & 0x38) == 0x10) ||  // call *%reg
+                      (code[-3] == 0xFF && (code[-2] & 0x38) == 0x10) ||  // call *disp8(%reg)
+                      (code[-6] == 0xFF && (code[-5] & 0x38) == 0x10) ||  // call *disp32(%reg)
+                      (code[-7] == 0xFF && (code[-6] & 0x38) == 0x10);    // call *disp32(%reg,%idx)
     if (!after_call) continue;
     uint64_t offset;
     if (symbols::Lookup(w - 1, &offset) == nullptr) continue;
@@ -127,16 +129,21 @@ void PrintStackScan(uint64_t rsp) {
 [[noreturn]] void FromException(interrupts::Frame* f) {
   Begin();
   uint64_t cr2 = x86::ReadCr2();
-  Print("\nPANIC on core %d: %s (vector %llu, error %#llx) at %#llx", core::Current(), interrupts::ExceptionName(f->vector),
-        (unsigned long long)f->vector, (unsigned long long)f->error, (unsigned long long)f->rip);
+  Print("\nPANIC on core %d: %s (vector %llu, error %#llx) at %#llx", core::Current(),
+        interrupts::ExceptionName(f->vector), (unsigned long long)f->vector, (unsigned long long)f->error,
+        (unsigned long long)f->rip);
   uint64_t offset = 0;
   if (const char* fn = symbols::Lookup(f->rip, &offset)) Print(" in %s+%#llx", fn, (unsigned long long)offset);
   Print("\n");
   if (f->vector == 14) {
-    Print("page fault: %s address %#llx (%s, %s)%s\n", (f->error & 2) ? "write to" : (f->error & 16) ? "execute at" : "read from",
+    Print("page fault: %s address %#llx (%s, %s)%s\n",
+          (f->error & 2)    ? "write to"
+          : (f->error & 16) ? "execute at"
+                            : "read from",
           (unsigned long long)cr2, (f->error & 1) ? "protection violation" : "page not present",
           (f->error & 4) ? "user" : "kernel", cr2 < 4096 ? ": null pointer dereference" : "");
-    if (const char* what = paging::DescribeAddress(cr2)) Print("page fault: %#llx is %s\n", (unsigned long long)cr2, what);
+    if (const char* what = paging::DescribeAddress(cr2))
+      Print("page fault: %#llx is %s\n", (unsigned long long)cr2, what);
   }
   Print("rax %016llx rbx %016llx rcx %016llx rdx %016llx\n", (unsigned long long)f->rax, (unsigned long long)f->rbx,
         (unsigned long long)f->rcx, (unsigned long long)f->rdx);

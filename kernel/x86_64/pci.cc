@@ -131,7 +131,7 @@ Result<MsiX> EnableMsiX(const Device& d) {
   m.size = uint16_t((control & 0x7FF) + 1);
   m.table = reinterpret_cast<volatile uint32_t*>(bar + (table & ~7u));
   for (uint16_t i = 0; i < m.size; ++i) m.table[i * 4 + 3] = m.table[i * 4 + 3] | 1;  // mask every entry
-  Write16(d, uint8_t(cap + 2), uint16_t((control | 0x8000) & ~0x4000));  // enable, unmask function
+  Write16(d, uint8_t(cap + 2), uint16_t((control | 0x8000) & ~0x4000));               // enable, unmask function
   return m;
 }
 

@@ -31,8 +31,8 @@ int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {  // proleptic Gregori
 
 void Init() {
   for (int i = 0; i < 100000 && (Cmos(0x0A) & 0x80); ++i) x86::Pause();  // update in progress
-  uint8_t sec = Cmos(0x00), min = Cmos(0x02), hour = Cmos(0x04), day = Cmos(0x07), mon = Cmos(0x08),
-          year = Cmos(0x09), status_b = Cmos(0x0B);
+  uint8_t sec = Cmos(0x00), min = Cmos(0x02), hour = Cmos(0x04), day = Cmos(0x07), mon = Cmos(0x08), year = Cmos(0x09),
+          status_b = Cmos(0x0B);
   auto bcd = [&](uint8_t v) -> unsigned { return (status_b & 4) ? v : (v & 0x0F) + (v >> 4) * 10; };
   bool pm = hour & 0x80;
   unsigned h = bcd(hour & 0x7F);

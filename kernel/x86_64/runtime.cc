@@ -35,8 +35,19 @@ uint64_t g_stack_vector[CommandLine::kMaxAppArgs + 64];
 uint8_t g_at_random[16];
 
 enum : uint64_t {
-  AT_NULL = 0, AT_PHDR = 3, AT_PHENT = 4, AT_PHNUM = 5, AT_PAGESZ = 6, AT_ENTRY = 9, AT_UID = 11,
-  AT_EUID = 12, AT_GID = 13, AT_EGID = 14, AT_HWCAP = 16, AT_SECURE = 23, AT_RANDOM = 25,
+  AT_NULL = 0,
+  AT_PHDR = 3,
+  AT_PHENT = 4,
+  AT_PHNUM = 5,
+  AT_PAGESZ = 6,
+  AT_ENTRY = 9,
+  AT_UID = 11,
+  AT_EUID = 12,
+  AT_GID = 13,
+  AT_EGID = 14,
+  AT_HWCAP = 16,
+  AT_SECURE = 23,
+  AT_RANDOM = 25,
 };
 
 int MainTrampoline(int argc, char** argv, char** envp) {

@@ -44,7 +44,8 @@ void FreeBacking(uintptr_t pa, size_t bytes) {
 Result<void> Back(uintptr_t base, size_t size, bool writable) {
   constexpr size_t kGiB = size_t(1) << 30;
   for (size_t done = 0; done < size;) {
-    size_t chunk = (paging::HasGiantPages() && size - done >= kGiB && ((base + done) & (kGiB - 1)) == 0) ? kGiB : kGranule;
+    size_t chunk =
+        (paging::HasGiantPages() && size - done >= kGiB && ((base + done) & (kGiB - 1)) == 0) ? kGiB : kGranule;
     void* block = memory::Pages().Alloc(mem::PageAllocator::OrderForBytes(chunk)).value_or(nullptr);
     if (block == nullptr && chunk == kGiB) {
       chunk = kGranule;

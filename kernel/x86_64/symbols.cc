@@ -43,8 +43,10 @@ const char* Lookup(uint64_t addr, uint64_t* offset) {
   size_t lo = 0, hi = h->count;  // find the last entry with addr <= target
   while (hi - lo > 1) {
     size_t mid = (lo + hi) / 2;
-    if (entries[mid].addr <= addr) lo = mid;
-    else hi = mid;
+    if (entries[mid].addr <= addr)
+      lo = mid;
+    else
+      hi = mid;
   }
   const Entry& e = entries[lo];
   if (addr < e.addr) return nullptr;

@@ -33,17 +33,55 @@ struct Args {
 
 // Linux x86-64 numbers and constants used below.
 enum : uint64_t {
-  kRead = 0, kWrite = 1, kClose = 3, kFstat = 5, kLseek = 8, kMmap = 9, kMprotect = 10, kMunmap = 11,
-  kBrk = 12, kRtSigaction = 13, kRtSigprocmask = 14, kIoctl = 16, kWritev = 20, kSchedYield = 24,
-  kMremap = 25, kMadvise = 28, kNanosleep = 35, kGetpid = 39, kExit = 60, kKill = 62, kUname = 63,
-  kGetuid = 102, kGetgid = 104, kGeteuid = 107, kGetegid = 108, kSigaltstack = 131, kArchPrctl = 158,
-  kGettid = 186, kTkill = 200, kFutex = 202, kSchedGetaffinity = 204, kSetTidAddress = 218,
-  kClockGettime = 228, kClockGetres = 229, kClockNanosleep = 230, kExitGroup = 231, kTgkill = 234,
-  kOpenat = 257, kNewfstatat = 262, kPrlimit64 = 302, kGetrandom = 318, kOpen = 2, kClone = 56,
-  kSetRobustList = 273, kMembarrier = 324, kGetcwd = 79,
+  kRead = 0,
+  kWrite = 1,
+  kClose = 3,
+  kFstat = 5,
+  kLseek = 8,
+  kMmap = 9,
+  kMprotect = 10,
+  kMunmap = 11,
+  kBrk = 12,
+  kRtSigaction = 13,
+  kRtSigprocmask = 14,
+  kIoctl = 16,
+  kWritev = 20,
+  kSchedYield = 24,
+  kMremap = 25,
+  kMadvise = 28,
+  kNanosleep = 35,
+  kGetpid = 39,
+  kExit = 60,
+  kKill = 62,
+  kUname = 63,
+  kGetuid = 102,
+  kGetgid = 104,
+  kGeteuid = 107,
+  kGetegid = 108,
+  kSigaltstack = 131,
+  kArchPrctl = 158,
+  kGettid = 186,
+  kTkill = 200,
+  kFutex = 202,
+  kSchedGetaffinity = 204,
+  kSetTidAddress = 218,
+  kClockGettime = 228,
+  kClockGetres = 229,
+  kClockNanosleep = 230,
+  kExitGroup = 231,
+  kTgkill = 234,
+  kOpenat = 257,
+  kNewfstatat = 262,
+  kPrlimit64 = 302,
+  kGetrandom = 318,
+  kOpen = 2,
+  kClone = 56,
+  kSetRobustList = 273,
+  kMembarrier = 324,
+  kGetcwd = 79,
 };
-constexpr int64_t kEnoent = 2, kEbadf = 9, kEagain = 11, kEnomem = 12,
-                  kEinval = 22, kEnotty = 25, kEspipe = 29, kErange = 34, kEnosys = 38;
+constexpr int64_t kEnoent = 2, kEbadf = 9, kEagain = 11, kEnomem = 12, kEinval = 22, kEnotty = 25, kEspipe = 29,
+                  kErange = 34, kEnosys = 38;
 constexpr uint64_t kSigAbrt = 6;
 
 bool g_warned[512];
@@ -57,7 +95,7 @@ int64_t WriteConsole(uint64_t fd, const char* data, uint64_t n) {
 int64_t Mmap(uint64_t addr, uint64_t len, uint64_t flags, int64_t fd) {
   constexpr uint64_t kMapFixed = 0x10, kMapAnonymous = 0x20;
   if (!(flags & kMapAnonymous) || fd != -1) return -kEnoent;  // there are no files to map
-  if (flags & kMapFixed) return -kEnomem;  // one address space: no fixed placement
+  if (flags & kMapFixed) return -kEnomem;                     // one address space: no fixed placement
   (void)addr;
   if (len == 0) return -kEinval;
   void* p = memory::AllocPagesZeroed(len);
@@ -113,10 +151,8 @@ extern "C" int64_t SyscallDispatch(fox::syscall::Args* args) {
   using namespace fox::syscall;
   uint64_t* a = args->a;
   switch (args->nr) {
-    case kRead:
-      return a[0] == 0 ? 0 : -kEbadf;  // stdin is always at end of file
-    case kWrite:
-      return WriteConsole(a[0], reinterpret_cast<const char*>(a[1]), a[2]);
+    case kRead: return a[0] == 0 ? 0 : -kEbadf;  // stdin is always at end of file
+    case kWrite: return WriteConsole(a[0], reinterpret_cast<const char*>(a[1]), a[2]);
     case kWritev: {
       struct Iov {
         const char* base;
@@ -131,10 +167,8 @@ extern "C" int64_t SyscallDispatch(fox::syscall::Args* args) {
       }
       return total;
     }
-    case kClose:
-      return 0;
-    case kLseek:
-      return -kEspipe;
+    case kClose: return 0;
+    case kLseek: return -kEspipe;
     case kIoctl:
       if (a[0] <= 2 && a[1] == 0x5413) {  // TIOCGWINSZ: the console is a terminal
         uint16_t ws[4] = {24, 80, 0, 0};
@@ -143,42 +177,30 @@ extern "C" int64_t SyscallDispatch(fox::syscall::Args* args) {
       }
       return -kEnotty;
     case kFstat:
-    case kNewfstatat:
-      return -kEbadf;
+    case kNewfstatat: return -kEbadf;
     case kOpen:
-    case kOpenat:
-      return -kEnoent;
+    case kOpenat: return -kEnoent;
     case kGetcwd:  // there are no files: the working directory is the root
       if (a[1] < 2) return -kErange;
       std::memcpy(reinterpret_cast<char*>(a[0]), "/", 2);
       return 2;  // Linux counts the terminating NUL
-    case kMmap:
-      return Mmap(a[0], a[1], a[3], int64_t(a[4]));
-    case kMunmap:
-      memory::FreePages(reinterpret_cast<void*>(a[0]), a[1]);
-      return 0;
+    case kMmap: return Mmap(a[0], a[1], a[3], int64_t(a[4]));
+    case kMunmap: memory::FreePages(reinterpret_cast<void*>(a[0]), a[1]); return 0;
     case kMprotect:
     case kMadvise:
     case kRtSigaction:
     case kRtSigprocmask:
-    case kSigaltstack:
-      return 0;
+    case kSigaltstack: return 0;
     case kMremap:
-    case kBrk:
-      return -kEnomem;
-    case kSchedYield:
-      x86::Pause();
-      return 0;
-    case kGetpid:
-      return 1;
+    case kBrk: return -kEnomem;
+    case kSchedYield: x86::Pause(); return 0;
+    case kGetpid: return 1;
     case kGettid:
-    case kSetTidAddress:
-      return 1 + core::Current();
+    case kSetTidAddress: return 1 + core::Current();
     case kGetuid:
     case kGetgid:
     case kGeteuid:
-    case kGetegid:
-      return 0;
+    case kGetegid: return 0;
     case kUname: {
       char* u = reinterpret_cast<char*>(a[0]);
       std::memset(u, 0, 6 * 65);
@@ -232,9 +254,7 @@ extern "C" int64_t SyscallDispatch(fox::syscall::Args* args) {
       Sleep(ns, args->rflags);
       return 0;
     }
-    case kGetrandom:
-      random::Fill(reinterpret_cast<void*>(a[0]), a[1]);
-      return int64_t(a[1]);
+    case kGetrandom: random::Fill(reinterpret_cast<void*>(a[0]), a[1]); return int64_t(a[1]);
     case kExit:
       // A thread ending: cores' threads run their event loops forever, so
       // this is a bug, not the program's end (that is exit_group).
@@ -249,21 +269,17 @@ extern "C" int64_t SyscallDispatch(fox::syscall::Args* args) {
     case kTgkill:
       if (a[args->nr == kTgkill ? 2 : 1] == kSigAbrt) Abort(*args);
       return 0;
-    case kPrlimit64:
-      return -kEnosys;
+    case kPrlimit64: return -kEnosys;
     case kClone:
       return smp::Clone(CloneArgs{a[0], a[1], a[2], a[3], a[4], a[0], a[1], a[2], a[3], a[4], a[5], args->rip});
-    case kSetRobustList:
-      return 0;
-    case kMembarrier:
-      return 0;
-    default:
-      break;
+    case kSetRobustList: return 0;
+    case kMembarrier: return 0;
+    default: break;
   }
   if (args->nr < 512 && !g_warned[args->nr]) {
     g_warned[args->nr] = true;
-    LOG_WARN("syscall: Linux system call %llu is not supported (called from %#llx)",
-             (unsigned long long)args->nr, (unsigned long long)args->rip);
+    LOG_WARN("syscall: Linux system call %llu is not supported (called from %#llx)", (unsigned long long)args->nr,
+             (unsigned long long)args->rip);
   }
   return -kEnosys;
 }

@@ -34,7 +34,7 @@ uint64_t FromKvmClock() {
   if (!IsHypervisor()) return 0;
   auto sig = x86::Cpuid(0x40000000);
   if (sig.ebx != 0x4b4d564b || sig.ecx != 0x564b4d56 || sig.edx != 0x4d) return 0;  // "KVMKVMKVM"
-  if (!((x86::Cpuid(0x40000001).eax >> 3) & 1)) return 0;  // KVM_FEATURE_CLOCKSOURCE2
+  if (!((x86::Cpuid(0x40000001).eax >> 3) & 1)) return 0;                           // KVM_FEATURE_CLOCKSOURCE2
   struct alignas(64) PvClock {
     uint32_t version, pad0;
     uint64_t tsc_timestamp, system_time;

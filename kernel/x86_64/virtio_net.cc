@@ -46,27 +46,27 @@ constexpr uint16_t kVendor = 0x1AF4;
 constexpr uint64_t kFeatureMac = 1ull << 5;
 constexpr uint64_t kFeatureVersion1 = 1ull << 32;
 constexpr uint8_t kStatusAck = 1, kStatusDriver = 2, kStatusDriverOk = 4, kStatusFeaturesOk = 8, kStatusFailed = 128;
-constexpr uint16_t kDescWrite = 2;  // device writes this buffer
+constexpr uint16_t kDescWrite = 2;         // device writes this buffer
 constexpr uint16_t kAvailNoInterrupt = 1;  // avail ring flag: no used-buffer interrupts, please
 constexpr uint8_t kIsrQueue = 1;           // ISR status: a queue has used buffers
 constexpr size_t kSlot = 2048;
-constexpr size_t kHeader = 12;        // struct virtio_net_hdr with VERSION_1
-constexpr size_t kLegacyHeader = 10;  // without VERSION_1 or MRG_RXBUF: no num_buffers
+constexpr size_t kHeader = 12;         // struct virtio_net_hdr with VERSION_1
+constexpr size_t kLegacyHeader = 10;   // without VERSION_1 or MRG_RXBUF: no num_buffers
 constexpr size_t kLegacyAlign = 4096;  // used ring alignment, and the unit of the queue PFN
 constexpr uint16_t kNoVector = 0xFFFF;
 
 // Legacy register offsets in I/O BAR0 (virtio 0.9.5 / virtio 1.0 §4.1.4.8).
 enum LegacyReg : uint16_t {
-  kLegacyDeviceFeatures = 0,    // u32, read
-  kLegacyGuestFeatures = 4,     // u32, write
-  kLegacyQueuePfn = 8,          // u32: ring address >> 12
-  kLegacyQueueSize = 12,        // u16, read only
-  kLegacyQueueSelect = 14,      // u16
-  kLegacyQueueNotify = 16,      // u16
-  kLegacyStatus = 18,           // u8
-  kLegacyIsr = 19,              // u8
-  kLegacyConfigVector = 20,     // u16, only while MSI-X is enabled
-  kLegacyQueueVector = 22,      // u16, only while MSI-X is enabled
+  kLegacyDeviceFeatures = 0,     // u32, read
+  kLegacyGuestFeatures = 4,      // u32, write
+  kLegacyQueuePfn = 8,           // u32: ring address >> 12
+  kLegacyQueueSize = 12,         // u16, read only
+  kLegacyQueueSelect = 14,       // u16
+  kLegacyQueueNotify = 16,       // u16
+  kLegacyStatus = 18,            // u8
+  kLegacyIsr = 19,               // u8
+  kLegacyConfigVector = 20,      // u16, only while MSI-X is enabled
+  kLegacyQueueVector = 22,       // u16, only while MSI-X is enabled
   kLegacyDeviceConfigMsiX = 24,  // device config with MSI-X enabled
   kLegacyDeviceConfigIntx = 20,  // device config without MSI-X
 };
@@ -98,7 +98,7 @@ struct Queue {
   volatile uint16_t* avail = nullptr;  // flags, idx, ring[size]
   volatile uint8_t* used = nullptr;    // flags, idx, {id u32, len u32}[size]
   volatile uint16_t* notify = nullptr;
-  uint8_t* slots = nullptr;            // size * kSlot bytes
+  uint8_t* slots = nullptr;  // size * kSlot bytes
   uint16_t avail_idx = 0, used_seen = 0;
 
   uint16_t UsedIdx() const { return *reinterpret_cast<volatile const uint16_t*>(used + 2); }
@@ -280,21 +280,22 @@ Result<void> VirtioNet::EnableInterrupt() {
       return Error::kUnsupported;
     }
     if (line == 0 || line >= 16) {
-      LOG_WARN("virtio-net: device at %02x:%02x.%x has no MSI-X and the firmware routed its INTx%c to no IRQ "
-               "(interrupt line %u)", dev_.bus, dev_.slot, dev_.function, 'A' + pin - 1, line);
+      LOG_WARN(
+          "virtio-net: device at %02x:%02x.%x has no MSI-X and the firmware routed its INTx%c to no IRQ "
+          "(interrupt line %u)",
+          dev_.bus, dev_.slot, dev_.function, 'A' + pin - 1, line);
       return Error::kUnsupported;
     }
     FOX_TRY_ASSIGN(uint8_t vector, interrupts::AllocateVector(HandleNicInterrupt));
     // Level triggered (still masked) before the device can raise the line.
     if (!ioapic::RoutePciLine(line, vector, percpu::Of(0)->apic_id).ok()) {
-      LOG_WARN("virtio-net: device at %02x:%02x.%x: no IOAPIC serves IRQ %u", dev_.bus, dev_.slot, dev_.function,
-               line);
+      LOG_WARN("virtio-net: device at %02x:%02x.%x: no IOAPIC serves IRQ %u", dev_.bus, dev_.slot, dev_.function, line);
       return Error::kUnsupported;
     }
     intx_line_ = line;
     pci::Write16(dev_, 0x04, uint16_t(pci::Read16(dev_, 0x04) & ~0x400));  // INTx not disabled
-    LOG_INFO("virtio-net: device at %02x:%02x.%x has no MSI-X: INTx%c on IRQ %u, level triggered", dev_.bus,
-             dev_.slot, dev_.function, 'A' + pin - 1, line);
+    LOG_INFO("virtio-net: device at %02x:%02x.%x has no MSI-X: INTx%c on IRQ %u, level triggered", dev_.bus, dev_.slot,
+             dev_.function, 'A' + pin - 1, line);
     return Ok();
   }
   FOX_TRY_ASSIGN(pci::MsiX msix, pci::EnableMsiX(dev_));

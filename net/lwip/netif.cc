@@ -45,9 +45,9 @@ struct Slot {
   uint8_t data[kSlotBytes];
 };
 
-Slot* g_ring = nullptr;               // allocated by InitNetif, before the handler is installed
-std::atomic<uint32_t> g_head{0};      // next slot the producer fills
-std::atomic<uint32_t> g_tail{0};      // next slot the consumer drains
+Slot* g_ring = nullptr;           // allocated by InitNetif, before the handler is installed
+std::atomic<uint32_t> g_head{0};  // next slot the producer fills
+std::atomic<uint32_t> g_tail{0};  // next slot the consumer drains
 void Pump();
 event::InterruptTrigger g_wakeup(kStackCore, [] { Pump(); });  // armed in event context
 
@@ -62,8 +62,7 @@ void Bump(std::atomic<uint64_t>& c, uint64_t n = 1) {
 
 struct netif g_netif;
 nic::Nic* g_nic = nullptr;
-uint8_t g_tx_buffer[kSlotBytes];      // stack core only
-
+uint8_t g_tx_buffer[kSlotBytes];  // stack core only
 
 // Event context, stack core: the next interrupt may post the pump.
 void ArmWakeup() { g_wakeup.Arm(); }
@@ -111,8 +110,10 @@ err_t LinkOutput(struct netif* netif, struct pbuf* p) {
   if (!r.ok()) {
     // A full transmit ring loses the frame as a busy wire would; TCP
     // retransmits. Reporting ERR_OK keeps lwIP from treating it as fatal.
-    if (r.error() == Error::kBusy) ++c.tx_busy;
-    else ++c.tx_errors;
+    if (r.error() == Error::kBusy)
+      ++c.tx_busy;
+    else
+      ++c.tx_errors;
     LINK_STATS_INC(link.drop);
     return ERR_OK;
   }
@@ -137,8 +138,8 @@ err_t NetifInit(struct netif* netif) {
 
 }  // namespace
 
-struct netif* InitNetif(nic::Nic* nic, const ip4_addr_t* address, const ip4_addr_t* netmask,
-                        const ip4_addr_t* gateway, bool install_rx_handler) {
+struct netif* InitNetif(nic::Nic* nic, const ip4_addr_t* address, const ip4_addr_t* netmask, const ip4_addr_t* gateway,
+                        bool install_rx_handler) {
   g_nic = nic;
   if (g_ring == nullptr) g_ring = new Slot[kRingSlots];
   if (netif_add(&g_netif, address, netmask, gateway, nullptr, NetifInit, ethernet_input) == nullptr) return nullptr;

@@ -12,8 +12,8 @@ namespace fox::net::lwip {
 // Adds the interface to lwIP (after lwip_init), allocates the receive ring
 // and, if asked, installs the NIC's receive handler. Stack core, event
 // context, once. nullptr if lwIP refused the interface.
-struct netif* InitNetif(nic::Nic* nic, const ip4_addr_t* address, const ip4_addr_t* netmask,
-                        const ip4_addr_t* gateway, bool install_rx_handler);
+struct netif* InitNetif(nic::Nic* nic, const ip4_addr_t* address, const ip4_addr_t* netmask, const ip4_addr_t* gateway,
+                        bool install_rx_handler);
 
 struct RxRingCounters {
   uint64_t frames, bytes, overflows, too_long, wakeups;

@@ -8,7 +8,9 @@
 namespace fox::net {
 
 namespace {
-struct pbuf* P(void* p) { return static_cast<struct pbuf*>(p); }
+struct pbuf* P(void* p) {
+  return static_cast<struct pbuf*>(p);
+}
 }  // namespace
 
 Packet& Packet::operator=(Packet&& o) noexcept {

@@ -23,12 +23,12 @@
 namespace fox::net::lwip {
 namespace {
 
-struct netif* g_netif = nullptr;         // stack core
-bool g_dhcp = false;                     // stack core
-Ipv4 g_fallback_gateway;                 // stack core: for a DHCP lease without a router
+struct netif* g_netif = nullptr;                    // stack core
+bool g_dhcp = false;                                // stack core
+Ipv4 g_fallback_gateway;                            // stack core: for a DHCP lease without a router
 std::shared_ptr<Promise<InterfaceInfo>> g_waiting;  // Start's promise until an address comes
-timer::TimerId g_timer = 0;              // lwIP's timeouts
-uint64_t g_timer_deadline = 0;           // 0: not armed
+timer::TimerId g_timer = 0;                         // lwIP's timeouts
+uint64_t g_timer_deadline = 0;                      // 0: not armed
 bool g_loop_poll_pending = false;
 PortCounters g_counters;
 
@@ -64,11 +64,11 @@ void StatusChanged(struct netif* netif) {
   if (info.status == Status::kOk) {
     if (g_dhcp) {
       LOG_INFO("net: DHCP lease %s/%s from %s, gateway %s%s", info.address.ToString().c_str(),
-               info.netmask.ToString().c_str(), info.dhcp_server.ToString().c_str(),
-               info.gateway.ToString().c_str(), info.gateway_from_dhcp ? "" : " (not offered; fox.gw/Config)");
+               info.netmask.ToString().c_str(), info.dhcp_server.ToString().c_str(), info.gateway.ToString().c_str(),
+               info.gateway_from_dhcp ? "" : " (not offered; fox.gw/Config)");
     } else {
-      LOG_INFO("net: static address %s/%s gateway %s", info.address.ToString().c_str(),
-               info.netmask.ToString().c_str(), info.gateway.ToString().c_str());
+      LOG_INFO("net: static address %s/%s gateway %s", info.address.ToString().c_str(), info.netmask.ToString().c_str(),
+               info.gateway.ToString().c_str());
     }
     if (g_waiting) {
       auto waiting = std::move(g_waiting);
@@ -175,10 +175,15 @@ void AfterLwip() {
 Status FromErr(err_t err) {
   switch (err) {
     case ERR_OK: return Status::kOk;
-    case ERR_MEM: case ERR_BUF: return Status::kNoMemory;
+    case ERR_MEM:
+    case ERR_BUF: return Status::kNoMemory;
     case ERR_TIMEOUT: return Status::kTimedOut;
-    case ERR_RTE: case ERR_IF: return Status::kNoRoute;
-    case ERR_USE: case ERR_ALREADY: case ERR_ISCONN: case ERR_INPROGRESS: return Status::kInUse;
+    case ERR_RTE:
+    case ERR_IF: return Status::kNoRoute;
+    case ERR_USE:
+    case ERR_ALREADY:
+    case ERR_ISCONN:
+    case ERR_INPROGRESS: return Status::kInUse;
     case ERR_CONN: return Status::kNotConnected;
     case ERR_CLSD: return Status::kClosed;
     case ERR_RST: return Status::kReset;

@@ -53,10 +53,10 @@ struct TcpSocket::State {
   struct tcp_pcb* pcb = nullptr;
   std::shared_ptr<State> self;
   std::deque<PendingSend> sendq;
-  std::deque<struct pbuf*> held;   // received before a handler was set
-  bool delivering = false;         // a receive handler is set
-  bool peer_finished = false;      // FIN received
-  Status end = Status::kOk;        // reset/abort reason once the pcb is gone
+  std::deque<struct pbuf*> held;  // received before a handler was set
+  bool delivering = false;        // a receive handler is set
+  bool peer_finished = false;     // FIN received
+  Status end = Status::kOk;       // reset/abort reason once the pcb is gone
   bool end_reported = false;
   bool closing = false;
   std::shared_ptr<Promise<TcpSocket>> connecting;

@@ -44,13 +44,13 @@ namespace {
 
 using fox::apgas::Place;
 
-#define CHECK(cond)                                                                     \
-  do {                                                                                  \
-    if (!(cond)) {                                                                      \
+#define CHECK(cond)                                                                      \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
       std::printf("apgas_node: CHECK FAILED: %s at %s:%d\n", #cond, __FILE__, __LINE__); \
-      std::fflush(stdout);                                                              \
-      std::exit(1);                                                                     \
-    }                                                                                   \
+      std::fflush(stdout);                                                               \
+      std::exit(1);                                                                      \
+    }                                                                                    \
   } while (0)
 
 // Bumped by activities that place 0 sends back to itself.
@@ -68,7 +68,6 @@ void SleepMs(uint64_t ms) {
     });
   });
 }
-
 
 void Basic() {
   auto places = fox::apgas::places();
@@ -97,16 +96,19 @@ void Basic() {
     }
   });
   CHECK(g_arrived.load() == n);
-  std::printf("apgas: fan-out to %llu places, %llu messages back before the finish returned\n",
-              (unsigned long long)n, (unsigned long long)g_arrived.load());
+  std::printf("apgas: fan-out to %llu places, %llu messages back before the finish returned\n", (unsigned long long)n,
+              (unsigned long long)g_arrived.load());
 
   // Fan-out fan-out: every place spawns at every place, each sends one back.
   g_arrived = 0;
   fox::apgas::finish([&] {
     for (Place p : places) {
-      fox::apgas::asyncAt(p, [](std::vector<Place> all) {
-        for (Place q : all) fox::apgas::asyncAt(q, [] { fox::apgas::asyncAt(Place{0}, [] { Arrive(); }); });
-      }, places);
+      fox::apgas::asyncAt(
+          p,
+          [](std::vector<Place> all) {
+            for (Place q : all) fox::apgas::asyncAt(q, [] { fox::apgas::asyncAt(Place{0}, [] { Arrive(); }); });
+          },
+          places);
     }
   });
   CHECK(g_arrived.load() == n * n);
@@ -114,10 +116,11 @@ void Basic() {
 
   // at: values and strings both ways.
   for (Place p : places) {
-    int v = fox::apgas::at(p, [](int x) { return x * 2 + int(fox::apgas::here().id); }, 21);
+    int v = fox::apgas::at(
+        p, [](int x) { return x * 2 + int(fox::apgas::here().id); }, 21);
     CHECK(v == 42 + int(p.id));
-    std::string s = fox::apgas::at(p, [](std::string w) { return w + " from " + std::to_string(fox::apgas::here().id); },
-                                   std::string("hello"));
+    std::string s = fox::apgas::at(
+        p, [](std::string w) { return w + " from " + std::to_string(fox::apgas::here().id); }, std::string("hello"));
     CHECK(s == "hello from " + std::to_string(p.id));
   }
   std::printf("apgas: at returned values from %llu places\n", (unsigned long long)n);
@@ -168,31 +171,36 @@ void Global() {
   g_counter = 0;
   fox::apgas::finish([&] {
     for (Place p : places) {
-      fox::apgas::asyncAt(p, [](fox::apgas::GlobalRef<std::atomic<uint64_t>> r) {
-        fox::apgas::at(r.home(), [](fox::apgas::GlobalRef<std::atomic<uint64_t>> r2) { r2()->fetch_add(1); }, r);
-      }, ref);
+      fox::apgas::asyncAt(
+          p,
+          [](fox::apgas::GlobalRef<std::atomic<uint64_t>> r) {
+            fox::apgas::at(
+                r.home(), [](fox::apgas::GlobalRef<std::atomic<uint64_t>> r2) { r2()->fetch_add(1); }, r);
+          },
+          ref);
     }
   });
   CHECK(g_counter.load() == places.size());
   bool refused = false;
   try {
-    fox::apgas::at(places.back(), [](fox::apgas::GlobalRef<std::atomic<uint64_t>> r) { return r()->load(); }, ref);
+    fox::apgas::at(
+        places.back(), [](fox::apgas::GlobalRef<std::atomic<uint64_t>> r) { return r()->load(); }, ref);
   } catch (const fox::apgas::RemoteException& e) {
     refused = e.type() == "std::logic_error";
   } catch (const std::logic_error&) {
     refused = false;
   }
   CHECK(refused || places.back().id == 0);
-  auto names = fox::apgas::PlaceLocal<std::string>::Make(places, [] {
-    return "object of place " + std::to_string(fox::apgas::here().id);
-  });
+  auto names = fox::apgas::PlaceLocal<std::string>::Make(
+      places, [] { return "object of place " + std::to_string(fox::apgas::here().id); });
   for (Place p : places) {
-    std::string got = fox::apgas::at(p, [](fox::apgas::PlaceLocal<std::string> h) { return *h(); }, names);
+    std::string got = fox::apgas::at(
+        p, [](fox::apgas::PlaceLocal<std::string> h) { return *h(); }, names);
     CHECK(got == "object of place " + std::to_string(p.id));
   }
   names.Destroy(places);
-  std::printf("apgas: global: %zu remote updates through a GlobalRef, %zu PlaceLocal objects: PASS\n",
-              places.size(), places.size());
+  std::printf("apgas: global: %zu remote updates through a GlobalRef, %zu PlaceLocal objects: PASS\n", places.size(),
+              places.size());
 }
 
 std::mutex g_results_lock;
@@ -208,23 +216,27 @@ void TeamOps() {
   g_results.clear();
   fox::apgas::finish([&] {
     for (Place p : places) {
-      fox::apgas::asyncAt(p, [](std::vector<Place> group) {
-        fox::apgas::Team team(group);
-        team.barrier();
-        long n = long(group.size());
-        long sum = team.allreduce(long(fox::apgas::here().id) + 1, fox::apgas::Team::Sum<long>());
-        auto arr = team.allreduce(std::vector<double>{double(fox::apgas::here().id), 1.0},
-                                  fox::apgas::Team::Sum<double>());
-        long top = team.allreduce(long(fox::apgas::here().id), fox::apgas::Team::Max<long>());
-        std::string word = team.broadcast(group.front(), std::string("from the first member"));
-        int agreed = team.agree(fox::apgas::here().id == group.back().id ? 0x6 : 0x7);
-        team.barrier();
-        bool ok = sum == n * (n + 1) / 2 && arr.size() == 2 && arr[1] == double(n) &&
-                  arr[0] == double(n * (n - 1) / 2) && top == long(group.back().id) && word == "from the first member" &&
-                  agreed == 0x6;
-        std::string line = "place " + std::to_string(fox::apgas::here().id) + (ok ? " ok" : " WRONG");
-        fox::apgas::at(Place{0}, [](std::string l) { Record(l); }, line);
-      }, places);
+      fox::apgas::asyncAt(
+          p,
+          [](std::vector<Place> group) {
+            fox::apgas::Team team(group);
+            team.barrier();
+            long n = long(group.size());
+            long sum = team.allreduce(long(fox::apgas::here().id) + 1, fox::apgas::Team::Sum<long>());
+            auto arr = team.allreduce(std::vector<double>{double(fox::apgas::here().id), 1.0},
+                                      fox::apgas::Team::Sum<double>());
+            long top = team.allreduce(long(fox::apgas::here().id), fox::apgas::Team::Max<long>());
+            std::string word = team.broadcast(group.front(), std::string("from the first member"));
+            int agreed = team.agree(fox::apgas::here().id == group.back().id ? 0x6 : 0x7);
+            team.barrier();
+            bool ok = sum == n * (n + 1) / 2 && arr.size() == 2 && arr[1] == double(n) &&
+                      arr[0] == double(n * (n - 1) / 2) && top == long(group.back().id) &&
+                      word == "from the first member" && agreed == 0x6;
+            std::string line = "place " + std::to_string(fox::apgas::here().id) + (ok ? " ok" : " WRONG");
+            fox::apgas::at(
+                Place{0}, [](std::string l) { Record(l); }, line);
+          },
+          places);
     }
   });
   size_t ok = 0;
@@ -240,22 +252,26 @@ void TeamKill(uint32_t victim) {
   try {
     fox::apgas::finish([&] {
       for (Place p : places) {
-        fox::apgas::asyncAt(p, [](std::vector<Place> group, uint32_t dies) {
-          fox::apgas::Team team(group);
-          team.barrier();
-          team.barrier();
-          if (fox::apgas::here().id == dies) std::_Exit(9);
-          std::string seen = "no exception";
-          try {
-            team.barrier();
-          } catch (const fox::apgas::DeadPlaceException& e) {
-            seen = "DeadPlaceException " + std::to_string(e.place().id);
-          }
-          int agreed = team.agree(0x3);
-          fox::apgas::at(Place{0}, [](std::string l) { Record(l); },
-                         std::string("place ") + std::to_string(fox::apgas::here().id) + ": " + seen + ", agreed " +
-                             std::to_string(agreed));
-        }, places, victim);
+        fox::apgas::asyncAt(
+            p,
+            [](std::vector<Place> group, uint32_t dies) {
+              fox::apgas::Team team(group);
+              team.barrier();
+              team.barrier();
+              if (fox::apgas::here().id == dies) std::_Exit(9);
+              std::string seen = "no exception";
+              try {
+                team.barrier();
+              } catch (const fox::apgas::DeadPlaceException& e) {
+                seen = "DeadPlaceException " + std::to_string(e.place().id);
+              }
+              int agreed = team.agree(0x3);
+              fox::apgas::at(
+                  Place{0}, [](std::string l) { Record(l); },
+                  std::string("place ") + std::to_string(fox::apgas::here().id) + ": " + seen + ", agreed " +
+                      std::to_string(agreed));
+            },
+            places, victim);
       }
     });
   } catch (const fox::apgas::MultipleExceptions& m) {
@@ -275,13 +291,16 @@ void RandomKill(uint32_t victim, uint64_t ms) {
   auto places = fox::apgas::places();
   size_t n = places.size();
   fox::apgas::finish([&] {
-    fox::apgas::asyncAt(Place{victim}, [](uint64_t delay) {
-      fox::timer::Start(delay * 1'000'000, [] {
-        std::printf("apgas_node: place %u dies now\n", fox::apgas::here().id);
-        std::fflush(stdout);
-        std::_Exit(9);
-      });
-    }, ms);
+    fox::apgas::asyncAt(
+        Place{victim},
+        [](uint64_t delay) {
+          fox::timer::Start(delay * 1'000'000, [] {
+            std::printf("apgas_node: place %u dies now\n", fox::apgas::here().id);
+            std::fflush(stdout);
+            std::_Exit(9);
+          });
+        },
+        ms);
   });
   int round = 0;
   for (; round < 2000; ++round) {
@@ -291,14 +310,17 @@ void RandomKill(uint32_t victim, uint64_t ms) {
     try {
       fox::apgas::finish([&] {
         for (Place p : places) {
-          fox::apgas::asyncAt(p, [](std::vector<Place> all) {
-            for (Place q : all) {
-              fox::apgas::asyncAt(q, [] {
-                SleepMs(2);
-                fox::apgas::asyncAt(Place{0}, [] { Arrive(); });
-              });
-            }
-          }, places);
+          fox::apgas::asyncAt(
+              p,
+              [](std::vector<Place> all) {
+                for (Place q : all) {
+                  fox::apgas::asyncAt(q, [] {
+                    SleepMs(2);
+                    fox::apgas::asyncAt(Place{0}, [] { Arrive(); });
+                  });
+                }
+              },
+              places);
         }
       });
     } catch (const fox::apgas::MultipleExceptions& m) {
@@ -312,10 +334,10 @@ void RandomKill(uint32_t victim, uint64_t ms) {
     }
     SleepMs(1500);  // anything still running of that round would arrive meanwhile
     uint64_t later = g_arrived.load() - at_return;
-    std::printf("apgas: random kill of place %u after %llu ms: %d whole rounds, then a round with %llu of %zu "
-                "leaves back, %llu after its finish returned, %zu other exceptions\n",
-                victim, (unsigned long long)ms, round, (unsigned long long)at_return, n * n, (unsigned long long)later,
-                others);
+    std::printf(
+        "apgas: random kill of place %u after %llu ms: %d whole rounds, then a round with %llu of %zu "
+        "leaves back, %llu after its finish returned, %zu other exceptions\n",
+        victim, (unsigned long long)ms, round, (unsigned long long)at_return, n * n, (unsigned long long)later, others);
     CHECK(later == 0 && others == 0);
     return;
   }
@@ -349,10 +371,11 @@ void Kill(uint32_t victim) {
     std::printf("apgas: the finish threw: %s\n", m.what());
   }
   uint64_t ms = (fox::clock::NowNs() - t0) / 1'000'000;
-  std::printf("apgas: place %u died inside a fan-out: DeadPlaceException %s, %zu other exceptions, %llu of %zu "
-              "activities back, %llu ms\n",
-              victim, dead_named ? "named it" : "MISSING", others, (unsigned long long)g_arrived.load(),
-              places.size() - 1, (unsigned long long)ms);
+  std::printf(
+      "apgas: place %u died inside a fan-out: DeadPlaceException %s, %zu other exceptions, %llu of %zu "
+      "activities back, %llu ms\n",
+      victim, dead_named ? "named it" : "MISSING", others, (unsigned long long)g_arrived.load(), places.size() - 1,
+      (unsigned long long)ms);
   CHECK(dead_named && others == 0 && g_arrived.load() == places.size() - 1);
   CHECK(fox::apgas::isDead(Place{victim}));
   bool threw = false;
@@ -371,21 +394,24 @@ void Orphans(uint32_t victim) {
   bool dead_named = false;
   try {
     fox::apgas::finish([&] {
-      fox::apgas::asyncAt(Place{victim}, [](std::vector<Place> all) {
-        for (Place q : all) {
-          if (q == fox::apgas::here()) continue;
-          fox::apgas::asyncAt(q, [] {
-            SleepMs(3000);
-            fox::apgas::asyncAt(Place{0}, [] { Arrive(); });
-          });
-        }
-        fox::apgas::asyncAt(fox::apgas::here(), [] {
-          SleepMs(50);  // let the orphans leave
-          std::printf("apgas_node: place %u dies now, its orphans running\n", fox::apgas::here().id);
-          std::fflush(stdout);
-          std::_Exit(9);
-        });
-      }, places);
+      fox::apgas::asyncAt(
+          Place{victim},
+          [](std::vector<Place> all) {
+            for (Place q : all) {
+              if (q == fox::apgas::here()) continue;
+              fox::apgas::asyncAt(q, [] {
+                SleepMs(3000);
+                fox::apgas::asyncAt(Place{0}, [] { Arrive(); });
+              });
+            }
+            fox::apgas::asyncAt(fox::apgas::here(), [] {
+              SleepMs(50);  // let the orphans leave
+              std::printf("apgas_node: place %u dies now, its orphans running\n", fox::apgas::here().id);
+              std::fflush(stdout);
+              std::_Exit(9);
+            });
+          },
+          places);
     });
   } catch (const fox::apgas::MultipleExceptions& m) {
     dead_named = m.HasDeadPlace(Place{victim});
@@ -393,9 +419,11 @@ void Orphans(uint32_t victim) {
   uint64_t at_return = g_arrived.load();
   SleepMs(1500);  // an orphan still running would send its activity back meanwhile
   uint64_t later = g_arrived.load();
-  std::printf("apgas: orphans of dead place %u: %llu of %zu ended before the finish returned, %llu after; "
-              "DeadPlaceException %s\n", victim, (unsigned long long)at_return, places.size() - 1,
-              (unsigned long long)(later - at_return), dead_named ? "named it" : "MISSING");
+  std::printf(
+      "apgas: orphans of dead place %u: %llu of %zu ended before the finish returned, %llu after; "
+      "DeadPlaceException %s\n",
+      victim, (unsigned long long)at_return, places.size() - 1, (unsigned long long)(later - at_return),
+      dead_named ? "named it" : "MISSING");
   CHECK(later == at_return && dead_named);
 }
 

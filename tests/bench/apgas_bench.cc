@@ -28,7 +28,8 @@ constexpr int kLocal = 32;
 void Tree(uint32_t lo, uint32_t hi) {  // places [lo, hi)
   if (hi - lo <= 1) return;
   uint32_t mid = lo + (hi - lo) / 2;
-  fox::apgas::asyncAt(Place{mid}, [](uint32_t a, uint32_t b) { Tree(a, b); }, mid, hi);
+  fox::apgas::asyncAt(
+      Place{mid}, [](uint32_t a, uint32_t b) { Tree(a, b); }, mid, hi);
   Tree(lo, mid);
 }
 
@@ -52,9 +53,10 @@ void Time(const char* name, int rounds, uint64_t activities_per_round, uint64_t 
   double us = double(fox::clock::NowNs() - t0) / 1e3 / rounds;
   uint64_t sent = MessagesSent() - before - counting;
   double per_remote = remote_per_round == 0 ? 0 : double(sent) / double(remote_per_round * uint64_t(rounds));
-  std::printf("bench: %s %zu places: %.1f us per round, %.0f activities per second, %.2f messages per remote "
-              "activity\n",
-              name, fox::apgas::places().size(), us, double(activities_per_round) / us * 1e6, per_remote);
+  std::printf(
+      "bench: %s %zu places: %.1f us per round, %.0f activities per second, %.2f messages per remote "
+      "activity\n",
+      name, fox::apgas::places().size(), us, double(activities_per_round) / us * 1e6, per_remote);
 }
 }  // namespace
 
@@ -69,7 +71,8 @@ int main(int argc, char** argv) {
         for (int i = 0; i < kLocal; ++i) fox::apgas::async([] {});
       });
     });
-    Time("single", rounds, 1, n > 1 ? 1 : 0, [n] { fox::apgas::finish([n] { fox::apgas::asyncAt(Place{1 % n}, [] {}); }); });
+    Time("single", rounds, 1, n > 1 ? 1 : 0,
+         [n] { fox::apgas::finish([n] { fox::apgas::asyncAt(Place{1 % n}, [] {}); }); });
     Time("fanout", rounds, n, r, [&] {
       fox::apgas::finish([&] {
         for (Place p : places) fox::apgas::asyncAt(p, [] {});
@@ -92,9 +95,12 @@ int main(int argc, char** argv) {
     Time("fanout_fanout", rounds / 4 + 1, n * (n + 1), r * (n + 1), [&] {
       fox::apgas::finish([&] {
         for (Place p : places) {
-          fox::apgas::asyncAt(p, [](uint32_t count) {
-            for (uint32_t q = 0; q < count; ++q) fox::apgas::asyncAt(Place{q}, [] {});
-          }, n);
+          fox::apgas::asyncAt(
+              p,
+              [](uint32_t count) {
+                for (uint32_t q = 0; q < count; ++q) fox::apgas::asyncAt(Place{q}, [] {});
+              },
+              n);
         }
       });
     });

@@ -45,9 +45,7 @@ class VirtualBase {
 };
 class VirtualTarget final : public VirtualBase {
  public:
-  [[gnu::noinline]] void Work(uint64_t x) override {
-    asm volatile("" : : "r"(x), "r"(this) : "memory");
-  }
+  [[gnu::noinline]] void Work(uint64_t x) override { asm volatile("" : : "r"(x), "r"(this) : "memory"); }
 };
 
 struct LeafRoot {};
@@ -138,9 +136,7 @@ double MissNs(const std::vector<EbbRef<Leaf>>& refs, int core) {
 // Hands out ids beyond the direct table, for the far-map figure.
 class FarSource : public fox::ebb::IdRangeSource {
  public:
-  fox::Result<fox::ebb::IdRange> AcquireRange(uint32_t count) override {
-    return fox::ebb::IdRange{1u << 24, count};
-  }
+  fox::Result<fox::ebb::IdRange> AcquireRange(uint32_t count) override { return fox::ebb::IdRange{1u << 24, count}; }
 };
 
 }  // namespace
@@ -180,8 +176,7 @@ int main() {
   constexpr uint64_t kFarIterations = kIterations / 20;
   auto start = Clock::now();
   FarLoop(far, kFarIterations);
-  double far_ns =
-      std::chrono::duration<double, std::nano>(Clock::now() - start).count() / kFarIterations;
+  double far_ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count() / kFarIterations;
 
   std::printf("ebb.hit_call %.2f ns\n", hit);
   std::printf("ebb.virtual_call %.2f ns\n", virt);

@@ -17,9 +17,9 @@ int main(int argc, char** argv) {
   CPU_SET(cpu, &set);
   sched_setaffinity(0, sizeof set, &set);
   auto now = [] {
-    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::steady_clock::now().time_since_epoch())
-                        .count());
+    return uint64_t(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
   };
   auto r = ftq::Summarize(ftq::Run(now, quantum_us * 1000, quanta));
   std::printf("ftq linux cpu %d quanta %d mean %.1f cov %.6f min %.0f max %.0f\n", cpu, quanta, r.mean, r.cov, r.min,

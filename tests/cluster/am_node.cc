@@ -77,8 +77,24 @@ constexpr uint32_t kEbb = 0x00A70001;  // this program's receiver (a dynamic-loo
 // counterparts on other nodes, native or hosted).
 fox::ebb::EbbRef<fox::ebb::Messenger> Messenger() { return fox::ebb::Messenger::Get(); }
 enum Handler : uint16_t {
-  kEcho = 1, kEchoReply, kStream, kStreamDone, kStreamAck, kQuit, kRate, kRateDone, kRateResult,
-  kPut, kPutDone, kPutResult, kLarge, kLargeDone, kLargeResult, kMany, kManyResult, kBlocker,
+  kEcho = 1,
+  kEchoReply,
+  kStream,
+  kStreamDone,
+  kStreamAck,
+  kQuit,
+  kRate,
+  kRateDone,
+  kRateResult,
+  kPut,
+  kPutDone,
+  kPutResult,
+  kLarge,
+  kLargeDone,
+  kLargeResult,
+  kMany,
+  kManyResult,
+  kBlocker,
 };
 constexpr uint32_t kManyBase = 0x00A80000;  // the many step's Ebb ids: kManyBase + i
 constexpr uint32_t kBlockerEbb = 0x00A70002;
@@ -95,21 +111,21 @@ fox::sas::Segment g_puts{};
   std::exit(1);
 }
 
-#define CHECK(cond)                                                                    \
-  do {                                                                                 \
-    if (!(cond)) {                                                                     \
-      std::printf("am_node: CHECK FAILED: %s at %s:%d\n", #cond, __FILE__, __LINE__);  \
-      Fail();                                                                          \
-    }                                                                                  \
+#define CHECK(cond)                                                                   \
+  do {                                                                                \
+    if (!(cond)) {                                                                    \
+      std::printf("am_node: CHECK FAILED: %s at %s:%d\n", #cond, __FILE__, __LINE__); \
+      Fail();                                                                         \
+    }                                                                                 \
   } while (0)
 
 constexpr int kMaxNodes = 4096;
 
 // State written by the receiver (delivery context) and read by steps.
 struct PerNode {
-  std::atomic<uint64_t> stream_next{0};    // next sequence number expected
-  std::atomic<uint64_t> stream_errors{0};  // out of order, duplicated or corrupted
-  std::atomic<uint64_t> stream_acked{~0ull};   // the peer's ack of our stream: its count
+  std::atomic<uint64_t> stream_next{0};       // next sequence number expected
+  std::atomic<uint64_t> stream_errors{0};     // out of order, duplicated or corrupted
+  std::atomic<uint64_t> stream_acked{~0ull};  // the peer's ack of our stream: its count
   std::atomic<uint64_t> stream_ack_errors{0};
   std::atomic<uint64_t> echo_replies{0};
   std::atomic<uint64_t> echo_errors{0};
@@ -173,9 +189,7 @@ class Receiver : public fox::am::Receiver {
     PerNode& n = Of(from);
     uint64_t seq = 0;
     switch (handler) {
-      case kEcho:
-        Reply(from, kEchoReply, data, len);
-        break;
+      case kEcho: Reply(from, kEchoReply, data, len); break;
       case kEchoReply:
         if (!Verify(data, len, &seq)) n.echo_errors.fetch_add(1);
         n.echo_replies.fetch_add(1, std::memory_order_release);
@@ -243,9 +257,7 @@ class Receiver : public fox::am::Receiver {
         n.put_result.store(bad, std::memory_order_release);
         break;
       }
-      case kQuit:
-        g_quit.store(true);
-        break;
+      case kQuit: g_quit.store(true); break;
       case kRate: {
         uint64_t now = fox::clock::NowNs();
         if (n.rate_count.fetch_add(1) == 0) n.rate_first_ns.store(now);
@@ -265,8 +277,7 @@ class Receiver : public fox::am::Receiver {
         n.rate_result_count.store(r[0], std::memory_order_release);
         break;
       }
-      default:
-        break;
+      default: break;
     }
   }
 };
@@ -553,8 +564,9 @@ void Blockers(uint64_t count) {
   WaitUntil([] { return false; }, 50);  // a duplicate would show up meanwhile
   uint64_t twice = 0;
   for (auto& n : runs) twice += n.load() != 1;
-  std::printf("am: %llu local messages, the first handler blocked: others ran meanwhile: %s, %llu not run exactly once\n",
-              (unsigned long long)count, others_ran ? "yes" : "no", (unsigned long long)twice);
+  std::printf(
+      "am: %llu local messages, the first handler blocked: others ran meanwhile: %s, %llu not run exactly once\n",
+      (unsigned long long)count, others_ran ? "yes" : "no", (unsigned long long)twice);
   Messenger()->StopListening(kBlockerEbb);
   CHECK(others_ran && twice == 0);
 }
@@ -612,10 +624,10 @@ void Rate(NodeId peer, uint64_t count, size_t size) {
   CHECK(WaitUntil([&] { return n.rate_result_count.load(std::memory_order_acquire) != ~0ull; }, 600'000));
   uint64_t got = n.rate_result_count.load(), ns = n.rate_result_ns.load();
   uint64_t sender_ns = fox::clock::NowNs() - t0;
-  std::printf("am_rate: %llu messages of %zu bytes to node %u: received %llu; %.0f messages/s at the receiver, "
-              "%.0f messages/s end to end\n",
-              (unsigned long long)count, size, peer, (unsigned long long)got, ns ? got * 1e9 / ns : 0.0,
-              got * 1e9 / sender_ns);
+  std::printf(
+      "am_rate: %llu messages of %zu bytes to node %u: received %llu; %.0f messages/s at the receiver, "
+      "%.0f messages/s end to end\n",
+      (unsigned long long)count, size, peer, (unsigned long long)got, ns ? got * 1e9 / ns : 0.0, got * 1e9 / sender_ns);
   CHECK(got == count);
   n.rate_result_count.store(~0ull);
 }
@@ -656,8 +668,8 @@ void TcpSend(uint16_t port, uint64_t mb) {
     CHECK(st == fox::net::Status::kOk);
   }
   uint64_t ns = fox::clock::NowNs() - t0;
-  std::printf("tcp: sent %llu MiB in %llu ms: %.1f MiB/s\n", (unsigned long long)mb,
-              (unsigned long long)(ns / 1000000), double(total) / (1 << 20) / (ns / 1e9));
+  std::printf("tcp: sent %llu MiB in %llu ms: %.1f MiB/s\n", (unsigned long long)mb, (unsigned long long)(ns / 1000000),
+              double(total) / (1 << 20) / (ns / 1e9));
   sock.Close();
 }
 
@@ -667,17 +679,17 @@ void TcpEcho(uint16_t port, uint64_t connections) {
   auto closed = std::make_shared<std::atomic<uint64_t>>(0);
   auto bytes = std::make_shared<std::atomic<uint64_t>>(0);
   auto listener = fox::net::TcpListener::Listen(port, [closed, bytes](fox::net::TcpSocket sock) {
-    auto s = std::make_shared<fox::net::TcpSocket>(std::move(sock));
-    s->OnReceive([s, bytes](fox::net::Packet data) {
-      std::string text = data.ToString();
-      bytes->fetch_add(text.size());
-      (void)s->Send(text.data(), text.size());
-    });
-    s->OnClose([s, closed](fox::net::Status) {
-      s->Close();
-      closed->fetch_add(1);
-    });
-  }).Block();
+                    auto s = std::make_shared<fox::net::TcpSocket>(std::move(sock));
+                    s->OnReceive([s, bytes](fox::net::Packet data) {
+                      std::string text = data.ToString();
+                      bytes->fetch_add(text.size());
+                      (void)s->Send(text.data(), text.size());
+                    });
+                    s->OnClose([s, closed](fox::net::Status) {
+                      s->Close();
+                      closed->fetch_add(1);
+                    });
+                  }).Block();
   CHECK(listener.status() == fox::net::Status::kOk);
   std::printf("tcp_echo: listening on port %u\n", port);
   std::fflush(stdout);
@@ -719,11 +731,13 @@ void IdMap(uint64_t count, NodeId other) {
   NodeId me = fox::am::Self();
   CHECK(map->Set(kRangesKey + me, mine).Block().ok());
   std::string theirs;
-  bool found = WaitUntil([&] {
-    auto r = map->Lookup(kRangesKey + other).Block();
-    if (r.ok()) theirs = *r;
-    return r.ok();
-  }, 60'000);
+  bool found = WaitUntil(
+      [&] {
+        auto r = map->Lookup(kRangesKey + other).Block();
+        if (r.ok()) theirs = *r;
+        return r.ok();
+      },
+      60'000);
   CHECK(found);
   size_t ranges = 0;
   for (size_t pos = 0; pos < theirs.size();) {
@@ -787,13 +801,11 @@ int main(int argc, char** argv) {
   // Every node runs the GlobalIdMap Ebb (node 0 serves it) and the Messenger.
   CHECK(fox::ebb::GlobalIdMap::Get()->server() == 0);
   CHECK(Messenger()->Self() == config->self);
-  fox::am::OnPeerState([](NodeId n, fox::am::PeerState s) {
-    std::printf("am_node: node %u is %s\n", n, fox::net::PeerStateName(s));
-  });
+  fox::am::OnPeerState(
+      [](NodeId n, fox::am::PeerState s) { std::printf("am_node: node %u is %s\n", n, fox::net::PeerStateName(s)); });
   // A subscriber that stopped hears nothing (tests reject this line).
-  uint64_t stopped = fox::am::OnPeerState([](NodeId n, fox::am::PeerState) {
-    std::printf("am_node: a stopped subscriber heard of node %u\n", n);
-  });
+  uint64_t stopped = fox::am::OnPeerState(
+      [](NodeId n, fox::am::PeerState) { std::printf("am_node: a stopped subscriber heard of node %u\n", n); });
   fox::am::StopPeerState(stopped);
   NodeId me = config->self;
   std::printf("am_node: ready\n");

@@ -101,8 +101,8 @@ void Park(int core) {
 
 void CheckCores(int first_core, int count) {
   if (first_core < 1 || count < 1 || first_core + count - 1 > WorkerCores()) {
-    std::printf("ebb_suite: cores %d..%d asked for, but only 1..%d may be used\n", first_core,
-                first_core + count - 1, WorkerCores());
+    std::printf("ebb_suite: cores %d..%d asked for, but only 1..%d may be used\n", first_core, first_core + count - 1,
+                WorkerCores());
     std::fflush(stdout);
     std::abort();
   }
@@ -175,8 +175,6 @@ void SlowDown() {
   }
 }
 
-void ReleaseCores() {
-  g_release.store(true, std::memory_order_release);
-}
+void ReleaseCores() { g_release.store(true, std::memory_order_release); }
 
 }  // namespace fox::testing

@@ -18,8 +18,7 @@ int main(int argc, char** argv) {
     std::printf("ebb_suite: needs at least 4 cores, this node has %d online\n", fox::core::Online());
     return 2;
   }
-  std::printf("ebb_suite: core 0 runs the tests, cores 1..%d race in them (%d online)\n", workers,
-              fox::core::Online());
+  std::printf("ebb_suite: core 0 runs the tests, cores 1..%d race in them (%d online)\n", workers, fox::core::Online());
   int status = RUN_ALL_TESTS();
   fox::testing::ReleaseCores();
   return status;

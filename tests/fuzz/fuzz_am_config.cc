@@ -29,10 +29,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (const char* peers = fox::BootArg("fox.peers")) {
     // Accepted by ConfigFromBootArgs: am::Start and the apps parse it again.
     size_t count = 0;
-    if (!fox::am::ParsePeers(peers, config->port, [&](fox::NodeId, uint32_t, uint16_t port) {
-          if (port == 0) __builtin_trap();
-          ++count;
-        }).ok() || count == 0) {
+    if (!fox::am::ParsePeers(peers, config->port,
+                             [&](fox::NodeId, uint32_t, uint16_t port) {
+                               if (port == 0) __builtin_trap();
+                               ++count;
+                             })
+             .ok() ||
+        count == 0) {
       __builtin_trap();
     }
   }

@@ -26,9 +26,9 @@ constexpr uint32_t kMe = 1;
 constexpr uint32_t kPeer = 2;
 const SipKey kKey{0x0706050403020100ULL, 0x0f0e0d0c0b0a0908ULL};
 
-#define CHECK(cond)                   \
-  do {                                \
-    if (!(cond)) __builtin_trap();    \
+#define CHECK(cond)                \
+  do {                             \
+    if (!(cond)) __builtin_trap(); \
   } while (0)
 
 struct State {

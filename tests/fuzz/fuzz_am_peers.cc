@@ -14,10 +14,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data + 2), size - 2);
   size_t count = 0;
   const char* why = nullptr;
-  auto r = fox::am::ParsePeers(text, default_port, [&](fox::NodeId node, uint32_t, uint16_t) {
-    if (node > 0x7FFFFFFF) __builtin_trap();
-    ++count;
-  }, &why);
+  auto r = fox::am::ParsePeers(
+      text, default_port,
+      [&](fox::NodeId node, uint32_t, uint16_t) {
+        if (node > 0x7FFFFFFF) __builtin_trap();
+        ++count;
+      },
+      &why);
   if (r.ok()) {
     if (count == 0) __builtin_trap();  // at least one entry, or an error
   } else if (count != 0 || why == nullptr || std::strlen(why) == 0) {

@@ -75,15 +75,14 @@ TEST_P(CommandLineErrors, FailWithAClearMessage) {
 INSTANTIATE_TEST_SUITE_P(
     All, CommandLineErrors,
     ::testing::Values(
-        BadCase{"fox.bogus=1", "unknown boot argument 'fox.bogus' (known: fox.log, fox.stack, fox.kcores, fox.idle, fox.node, fox.ip, fox.gw, fox.job, fox.key, fox.amport, fox.peers, fox.aggregate, fox.app)"},
+        BadCase{"fox.bogus=1",
+                "unknown boot argument 'fox.bogus' (known: fox.log, fox.stack, fox.kcores, fox.idle, fox.node, fox.ip, "
+                "fox.gw, fox.job, fox.key, fox.amport, fox.peers, fox.aggregate, fox.app)"},
         BadCase{"fox.log=loud", "bad boot argument 'fox.log=loud': expected one of debug|info|warn|error"},
-        BadCase{"fox.log", "has no value"},
-        BadCase{"fox.log=", "needs a value"},
-        BadCase{"fox.log=info fox.log=debug", "given twice"},
-        BadCase{"fox.stack=12Q", "expected a size"},
+        BadCase{"fox.log", "has no value"}, BadCase{"fox.log=", "needs a value"},
+        BadCase{"fox.log=info fox.log=debug", "given twice"}, BadCase{"fox.stack=12Q", "expected a size"},
         BadCase{"fox.stack=1K", "from 65536 to 1073741824"},
-        BadCase{"fox.stack=99999999999999999999999", "expected a size"},
-        BadCase{"fox.stack=-5", "expected a size"},
+        BadCase{"fox.stack=99999999999999999999999", "expected a size"}, BadCase{"fox.stack=-5", "expected a size"},
         BadCase{"console=ttyS0", "unexpected boot argument 'console=ttyS0'"},
         BadCase{"fox.log=\"info", "unterminated quote"},
         BadCase{"fox.ip=10.0.2.15", "'fox.ip=10.0.2.15': expected an IPv4 address and prefix length, A.B.C.D/NN"},
@@ -92,8 +91,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"fox.ip=10.0.2.1/", "expected an IPv4 address and prefix length"},
         BadCase{"fox.ip=10.0.2/24", "expected an IPv4 address and prefix length"},
         BadCase{"fox.gw=1.2.3", "'fox.gw=1.2.3': expected an IPv4 address, A.B.C.D"},
-        BadCase{"fox.gw=1.2.3.4.5", "expected an IPv4 address"},
-        BadCase{"fox.gw=1..3.4", "expected an IPv4 address"},
+        BadCase{"fox.gw=1.2.3.4.5", "expected an IPv4 address"}, BadCase{"fox.gw=1..3.4", "expected an IPv4 address"},
         BadCase{"fox.gw=01234.1.1.1", "expected an IPv4 address"}));
 
 TEST(CommandLine, RejectsOversizedInput) {

@@ -60,9 +60,8 @@ TEST(StaticId, DistinctnessCheckFindsCollisions) {
 }
 
 TEST(StaticId, SystemNamesAreDistinct) {
-  std::set<EbbId> ids = {kGlobalIdMapId,     kMessengerId,    kNodeAllocatorId,
-                         kFileSystemId,      kDhtId,          kFailureDetectorId,
-                         kApgasRuntimeId,    kPlaceManagerId, kResilientFinishId};
+  std::set<EbbId> ids = {kGlobalIdMapId,     kMessengerId,    kNodeAllocatorId, kFileSystemId,     kDhtId,
+                         kFailureDetectorId, kApgasRuntimeId, kPlaceManagerId,  kResilientFinishId};
   EXPECT_EQ(ids.size(), 9u);
 }
 

@@ -57,7 +57,7 @@ TEST_F(ReassemblerTest, InterleavedMessagesFromTwoNodesArriveWhole) {
   auto fa = Cut(7, 100, 1, a, 1384), fb = Cut(7, 101, 2, b, 1384), fc = Cut(8, 100, 3, c, 1384);
   ASSERT_EQ(fc.size(), 1u);  // an empty message is one empty fragment
   for (size_t i = 0; i < fa.size(); ++i) {
-    r.OnFragment(1, fa[i].data(), fa[i].size());  // node 1, message 7
+    r.OnFragment(1, fa[i].data(), fa[i].size());                     // node 1, message 7
     if (i < fb.size()) r.OnFragment(2, fb[i].data(), fb[i].size());  // node 2, also message 7
     if (i == 2) r.OnFragment(1, fc[0].data(), fc[0].size());
   }
@@ -105,7 +105,7 @@ TEST_F(ReassemblerTest, LimitsDropWholeMessagesQuietly) {
 TEST_F(ReassemblerTest, MalformedFragmentsAreDroppedAndSaid) {
   Reassembler r = Make();
   auto m = Cut(5, 9, 1, Bytes(5000, 4), 1000);
-  r.OnFragment(1, m[0].data(), 10);  // shorter than a header
+  r.OnFragment(1, m[0].data(), 10);           // shorter than a header
   r.OnFragment(1, m[1].data(), m[1].size());  // start never came
   r.OnFragment(1, m[0].data(), m[0].size());
   r.OnFragment(1, m[2].data(), m[2].size());  // skips m[1]: out of place, message dropped
@@ -118,11 +118,10 @@ TEST_F(ReassemblerTest, MalformedFragmentsAreDroppedAndSaid) {
   lying[1][16] ^= 1;  // a different total length than the first fragment said
   r.OnFragment(1, lying[1].data(), lying[1].size());
   EXPECT_TRUE(got.empty());
-  EXPECT_EQ(drops, (std::vector<std::string>{"a fragment shorter than its header",
-                                             "a fragment of a message whose start never came",
-                                             "a fragment out of place",
-                                             "a fragment of a message whose start never came",
-                                             "a fragment with reserved bits set", "a fragment out of place"}));
+  EXPECT_EQ(drops, (std::vector<std::string>{
+                       "a fragment shorter than its header", "a fragment of a message whose start never came",
+                       "a fragment out of place", "a fragment of a message whose start never came",
+                       "a fragment with reserved bits set", "a fragment out of place"}));
   EXPECT_EQ(r.partial_bytes(), 0u);
 }
 

@@ -44,8 +44,7 @@ void RecordOom(size_t size, size_t align) {
 class AlignedRegion {
  public:
   AlignedRegion(size_t size, size_t align) : raw_size_(size + align) {
-    raw_ = mmap(nullptr, raw_size_, PROT_READ | PROT_WRITE,
-                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    raw_ = mmap(nullptr, raw_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (raw_ == MAP_FAILED) raw_ = nullptr;
     base_ = (reinterpret_cast<uintptr_t>(raw_) + align - 1) & ~(align - 1);
   }
@@ -79,14 +78,15 @@ bool Check(const void* p, size_t size, uint64_t key) {
 void Stamp(void* p, size_t size, uint64_t key) {
   size_t head = std::min<size_t>(size, 32);
   Fill(p, head, key);
-  if (size > 32) Fill(static_cast<char*>(p) + size - std::min<size_t>(size - 32, 32),
-                      std::min<size_t>(size - 32, 32), ~key);
+  if (size > 32)
+    Fill(static_cast<char*>(p) + size - std::min<size_t>(size - 32, 32), std::min<size_t>(size - 32, 32), ~key);
 }
 bool CheckStamp(const void* p, size_t size, uint64_t key) {
   size_t head = std::min<size_t>(size, 32);
   if (!Check(p, head, key)) return false;
-  if (size > 32) return Check(static_cast<const char*>(p) + size - std::min<size_t>(size - 32, 32),
-                              std::min<size_t>(size - 32, 32), ~key);
+  if (size > 32)
+    return Check(static_cast<const char*>(p) + size - std::min<size_t>(size - 32, 32), std::min<size_t>(size - 32, 32),
+                 ~key);
   return true;
 }
 
@@ -195,9 +195,25 @@ TEST(HeapStatic, SizeClassesBoundWaste) {
 }
 
 TEST_F(HeapTest, EverySizeAndAlignment) {
-  std::vector<size_t> sizes = {0, 1, 2, 8, 15, 16, 17, 31, 32, 33, 100, 3 * kMiB + 5, 5 * kMiB,
-                               Heap::kMaxSmallSize - 1, Heap::kMaxSmallSize,
-                               Heap::kMaxSmallSize + 1, 40000, 65536, 65537};
+  std::vector<size_t> sizes = {0,
+                               1,
+                               2,
+                               8,
+                               15,
+                               16,
+                               17,
+                               31,
+                               32,
+                               33,
+                               100,
+                               3 * kMiB + 5,
+                               5 * kMiB,
+                               Heap::kMaxSmallSize - 1,
+                               Heap::kMaxSmallSize,
+                               Heap::kMaxSmallSize + 1,
+                               40000,
+                               65536,
+                               65537};
   for (size_t size = 16; size <= Heap::kMaxSmallSize; size = Heap::RoundUpSize(size + 1)) {
     sizes.push_back(size - 1);  // class boundaries
     sizes.push_back(size);
@@ -219,7 +235,7 @@ TEST_F(HeapTest, EverySizeAndAlignment) {
       EXPECT_GE(usable, std::max<size_t>(size, 1));
       if (align <= Heap::kMinAlign) EXPECT_EQ(usable, Heap::RoundUpSize(size));
       if (usable > 64 * kKiB || align > Heap::kMaxSmallSize) {  // keep the footprint small
-        memset(p, 0x5a, usable);  // the whole usable size belongs to the caller
+        memset(p, 0x5a, usable);                                // the whole usable size belongs to the caller
         Stamp(p, usable, key);
         ASSERT_TRUE(CheckStamp(p, usable, key));
         heap_.Free(p);
@@ -332,8 +348,7 @@ TEST_F(HeapTest, RandomStressVerifiesContents) {
       for (const Live& l : slots) {
         if (l.p != nullptr) sorted.push_back(l);
       }
-      std::sort(sorted.begin(), sorted.end(),
-                [](const Live& a, const Live& b) { return a.p < b.p; });
+      std::sort(sorted.begin(), sorted.end(), [](const Live& a, const Live& b) { return a.p < b.p; });
       for (size_t j = 0; j + 1 < sorted.size(); j++) {
         ASSERT_LE(Addr(sorted[j].p) + std::max<size_t>(sorted[j].size, 1), Addr(sorted[j + 1].p));
       }
@@ -358,8 +373,7 @@ TEST_F(HeapTest, ReallocPreservesContents) {
   ASSERT_NE(p, nullptr);
   Fill(p, 10, 5);
   size_t have = 10;
-  for (size_t size : {size_t{100}, size_t{1000}, size_t{40000}, 3 * kMiB, size_t{33000}, size_t{50},
-                      size_t{20}}) {
+  for (size_t size : {size_t{100}, size_t{1000}, size_t{40000}, 3 * kMiB, size_t{33000}, size_t{50}, size_t{20}}) {
     char* q = static_cast<char*>(heap_.Realloc(p, size));
     ASSERT_NE(q, nullptr) << size;
     size_t kept = std::min(have, size);

@@ -18,7 +18,9 @@ class Memory {
  public:
   Memory() : bytes_(0x10000, 0) {}
   template <typename T>
-  void Put(uint64_t phys, const T& value) { std::memcpy(&bytes_[phys - kBase], &value, sizeof value); }
+  void Put(uint64_t phys, const T& value) {
+    std::memcpy(&bytes_[phys - kBase], &value, sizeof value);
+  }
   void PutBytes(uint64_t phys, const void* p, size_t n) { std::memcpy(&bytes_[phys - kBase], p, n); }
   void PutString(uint64_t phys, const std::string& s) { PutBytes(phys, s.c_str(), s.size() + 1); }
   PhysWindow Window() const { return PhysWindow{bytes_.data(), kBase, bytes_.size()}; }

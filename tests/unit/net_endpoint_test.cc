@@ -67,8 +67,10 @@ TEST(PhiDetector, MonotonicInElapsedTime) {
 }
 
 TEST(PhiDetector, AcceptablePauseDelaysSuspicion) {
-  PhiAccrualDetector strict(PhiConfig{.first_interval_ns = 100 * kMs, .min_stddev_ns = 10 * kMs, .acceptable_pause_ns = 0});
-  PhiAccrualDetector lenient(PhiConfig{.first_interval_ns = 100 * kMs, .min_stddev_ns = 10 * kMs, .acceptable_pause_ns = 500 * kMs});
+  PhiAccrualDetector strict(
+      PhiConfig{.first_interval_ns = 100 * kMs, .min_stddev_ns = 10 * kMs, .acceptable_pause_ns = 0});
+  PhiAccrualDetector lenient(
+      PhiConfig{.first_interval_ns = 100 * kMs, .min_stddev_ns = 10 * kMs, .acceptable_pause_ns = 500 * kMs});
   for (uint64_t t = 0; t <= 1000 * kMs; t += 100 * kMs) {
     strict.Heartbeat(t);
     lenient.Heartbeat(t);
@@ -143,22 +145,22 @@ class Cluster {
         Packet p = wire_.top();
         wire_.pop();
         if (!alive_[p.to]) continue;
-        eps_[p.to]->OnDatagram(p.bytes.data(), p.bytes.size(), now_,
-                               [&](NodeId from, const AmMessage& m) {
-                                 inbox_[p.to].push_back({from, m.ebb, m.handler,
-                                                         std::vector<uint8_t>(m.data, m.data + m.length)});
-                                 if (on_deliver) on_deliver(p.to, inbox_[p.to].back());
-                               },
-                               Tx(p.to));
+        eps_[p.to]->OnDatagram(
+            p.bytes.data(), p.bytes.size(), now_,
+            [&](NodeId from, const AmMessage& m) {
+              inbox_[p.to].push_back({from, m.ebb, m.handler, std::vector<uint8_t>(m.data, m.data + m.length)});
+              if (on_deliver) on_deliver(p.to, inbox_[p.to].back());
+            },
+            Tx(p.to));
       }
     }
   }
 
   // Injects raw bytes to node `to`.
   DropReason Inject(int to, const std::vector<uint8_t>& bytes) {
-    return eps_[to]->OnDatagram(bytes.data(), bytes.size(), now_,
-                                [&](NodeId, const AmMessage&) { ADD_FAILURE() << "delivered a bad frame"; },
-                                Tx(to));
+    return eps_[to]->OnDatagram(
+        bytes.data(), bytes.size(), now_, [&](NodeId, const AmMessage&) { ADD_FAILURE() << "delivered a bad frame"; },
+        Tx(to));
   }
 
   std::vector<std::vector<uint8_t>> captured;  // every datagram sent, when capture is on
@@ -214,7 +216,7 @@ std::vector<uint8_t> Payload(uint64_t i, size_t len) {
 
 EndpointConfig Quiet() {
   EndpointConfig c;
-  c.heartbeat_ns = 1'000'000 * kMs;  // effectively off unless a test wants it
+  c.heartbeat_ns = 1'000'000 * kMs;    // effectively off unless a test wants it
   c.phi_suspect = c.phi_dead = 1e300;  // and so is failure detection
   return c;
 }
@@ -407,7 +409,7 @@ TEST(AmEndpoint, RepliesInDeliveryContextThroughALossyNetwork) {
   }
   c.RunUntil(c.now() + 2000 * kMs);
   EXPECT_EQ(refused, 0u) << "deferred " << c.ep(1).counters().deferred << " full " << c.ep(1).counters().deferred_full
-                        << " waiting " << c.ep(1).deferred_messages() << " inbox1 " << c.inbox(1).size();
+                         << " waiting " << c.ep(1).deferred_messages() << " inbox1 " << c.inbox(1).size();
   ASSERT_EQ(c.inbox(0).size(), kRequests);
   for (uint64_t i = 0; i < kRequests; ++i) ASSERT_EQ(c.inbox(0)[i].data, Payload(i, 8 + i % 300)) << i;
   EXPECT_GT(c.ep(1).counters().deferred, 0u);  // the replies did meet a full window
@@ -446,8 +448,7 @@ TEST(AmEndpoint, FramesRefusedByAdmitAreRetransmittedUntilAdmitted) {
     EXPECT_EQ(std::vector<uint8_t>(m.data, m.data + m.length), Payload(uint64_t(delivered), 40));
     ++delivered;
   };
-  EXPECT_EQ(c.ep(1).OnDatagram(frame.data(), frame.size(), c.now(), deliver_ok, c.Tx(1), &admit_fn),
-            DropReason::kNone);
+  EXPECT_EQ(c.ep(1).OnDatagram(frame.data(), frame.size(), c.now(), deliver_ok, c.Tx(1), &admit_fn), DropReason::kNone);
   EXPECT_EQ(delivered, 3);
   EXPECT_EQ(c.ep(1).OnDatagram(frame.data(), frame.size(), c.now(), deliver_ok, c.Tx(1), &admit_fn),
             DropReason::kDuplicate);

@@ -50,8 +50,8 @@ TEST(AmFrame, LayoutConstants) {
 TEST(AmFrame, RoundTripSeveralMessages) {
   alignas(8) uint8_t buf[kMaxFrameBytes];
   FrameBuilder b(buf, sizeof buf, kToMe);
-  std::vector<std::vector<uint8_t>> payloads = {Bytes(0, 1), Bytes(1, 2), Bytes(7, 3), Bytes(8, 4),
-                                                Bytes(9, 5), Bytes(300, 6)};
+  std::vector<std::vector<uint8_t>> payloads = {Bytes(0, 1), Bytes(1, 2), Bytes(7, 3),
+                                                Bytes(8, 4), Bytes(9, 5), Bytes(300, 6)};
   for (size_t i = 0; i < payloads.size(); ++i) {
     Result<bool> r = b.Add(100 + i, static_cast<uint16_t>(i), payloads[i].data(), payloads[i].size());
     ASSERT_TRUE(r.ok());
@@ -152,7 +152,7 @@ TEST(AmFrame, SmallCapacityBuilder) {
   std::memset(buf, 0xee, sizeof buf);
   FrameBuilder b(buf, sizeof buf, kToMe);
   EXPECT_EQ(b.Add(1, 1, "0123456789abcdefg", 17).error(), Error::kOutOfRange);  // 32 > 24
-  ASSERT_TRUE(*b.Add(1, 1, "0123456789abcdef", 16));                           // 24 bytes
+  ASSERT_TRUE(*b.Add(1, 1, "0123456789abcdef", 16));                            // 24 bytes
   EXPECT_EQ(b.Finish(1, 2, 3, kKey), sizeof buf);
   EXPECT_TRUE(Decode(buf, sizeof buf).ok);
   uint8_t tiny[kHeaderBytes - 1];
@@ -221,9 +221,7 @@ TEST_F(CraftedFrame, Truncated) {
   EXPECT_EQ(Decode(buf_, len_ - 8).reason, DropReason::kTruncated);  // payload cut short
 }
 
-TEST_F(CraftedFrame, Oversized) {
-  EXPECT_EQ(Decode(buf_, kMaxFrameBytes + 1).reason, DropReason::kOversized);
-}
+TEST_F(CraftedFrame, Oversized) { EXPECT_EQ(Decode(buf_, kMaxFrameBytes + 1).reason, DropReason::kOversized); }
 
 TEST_F(CraftedFrame, BadMagic) {
   buf_[0] ^= 0x20;
@@ -306,7 +304,7 @@ TEST_F(CraftedFrame, RecordOverrun) {
   // A payload ending with a partial record header.
   FrameHeader h = h_;
   wire::Store16(buf_ + kHeaderBytes + 16 + 6, 8);
-  h.payload_length = 16;  // first record only, but it says...
+  h.payload_length = 16;                      // first record only, but it says...
   wire::Store16(buf_ + kHeaderBytes + 6, 9);  // ...24 bytes long
   EXPECT_EQ(Reseal(h, kHeaderBytes + 16), DropReason::kRecordOverrun);
 }
@@ -319,8 +317,7 @@ TEST_F(CraftedFrame, BadPadding) {
 TEST(DropReason, NamesAreDistinct) {
   for (size_t i = 0; i < kNumDropReasons; ++i) {
     for (size_t j = i + 1; j < kNumDropReasons; ++j) {
-      EXPECT_STRNE(DropReasonName(static_cast<DropReason>(i)),
-                   DropReasonName(static_cast<DropReason>(j)));
+      EXPECT_STRNE(DropReasonName(static_cast<DropReason>(i)), DropReasonName(static_cast<DropReason>(j)));
     }
   }
   DropCounters c;

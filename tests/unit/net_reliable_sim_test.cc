@@ -120,12 +120,11 @@ class Sim {
           "%s node %d: %.1f ms simulated; sent %lu, retransmitted %lu (timeouts %lu, fast %lu), "
           "spurious %lu, acks sent %lu; received %lu, buffered %lu, duplicates %lu, out of window %lu; "
           "decode drops %lu; srtt %.0f us\n",
-          name, i + 1, elapsed / 1e6, (unsigned long)c.frames_sent,
-          (unsigned long)c.frames_retransmitted, (unsigned long)c.timeouts,
-          (unsigned long)c.fast_retransmits, (unsigned long)c.spurious_retransmits, (unsigned long)c.acks_sent,
-          (unsigned long)c.frames_received, (unsigned long)c.frames_buffered,
-          (unsigned long)c.duplicates, (unsigned long)c.out_of_window,
-          (unsigned long)node_[i].decode_drops.Total(), node_[i].ch.srtt_ns() / 1e3);
+          name, i + 1, elapsed / 1e6, (unsigned long)c.frames_sent, (unsigned long)c.frames_retransmitted,
+          (unsigned long)c.timeouts, (unsigned long)c.fast_retransmits, (unsigned long)c.spurious_retransmits,
+          (unsigned long)c.acks_sent, (unsigned long)c.frames_received, (unsigned long)c.frames_buffered,
+          (unsigned long)c.duplicates, (unsigned long)c.out_of_window, (unsigned long)node_[i].decode_drops.Total(),
+          node_[i].ch.srtt_ns() / 1e3);
     }
   }
 
@@ -181,8 +180,8 @@ class Sim {
   void Arrive(const Packet& pkt, uint64_t now) {
     Node& n = node_[pkt.to];
     DropReason why;
-    Result<FrameView> v = DecodeFrame(pkt.bytes.data(), pkt.bytes.size(), kKey, kJob,
-                                      n.ch.config().address.source, &why);
+    Result<FrameView> v =
+        DecodeFrame(pkt.bytes.data(), pkt.bytes.size(), kKey, kJob, n.ch.config().address.source, &why);
     if (!v.ok()) {
       n.decode_drops.Add(why);
       return;
@@ -193,8 +192,7 @@ class Sim {
         uint64_t i = n.next_expected++;
         uint64_t got;
         std::memcpy(&got, m.data, 8);
-        bool ok = got == i && m.ebb == EbbOf(i) && m.handler == HandlerOf(i) &&
-                  m.length == LengthOf(i);
+        bool ok = got == i && m.ebb == EbbOf(i) && m.handler == HandlerOf(i) && m.length == LengthOf(i);
         for (size_t k = 8; ok && k < m.length; ++k) ok = m.data[k] == ByteOf(i, k);
         if (!ok && n.bad_messages++ == 0) {
           ADD_FAILURE() << "node " << pkt.to + 1 << " expected message " << i << ", got " << got;

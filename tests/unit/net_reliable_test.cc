@@ -365,10 +365,12 @@ TEST(Channel, CloseFromTheDeliveryCallbackStopsDelivery) {
   Result<FrameView> v = DecodeFrame(a.sent[0].data(), a.sent[0].size(), kKey, kJob, 2);
   ASSERT_TRUE(v.ok());
   int calls = 0;
-  EXPECT_EQ(b.ch.OnReceive(*v, 20, [&](const FrameView&) {
-    ++calls;
-    b.ch.Close();
-  }), DropReason::kNone);
+  EXPECT_EQ(b.ch.OnReceive(*v, 20,
+                           [&](const FrameView&) {
+                             ++calls;
+                             b.ch.Close();
+                           }),
+            DropReason::kNone);
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(b.ch.counters().dropped_on_close, 2u);
   EXPECT_EQ(b.Receive(a.sent[0], 30), DropReason::kPeerClosed);

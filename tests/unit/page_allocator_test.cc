@@ -23,8 +23,7 @@ constexpr size_t kGiB = size_t{1} << 30;
 // An anonymous mapping of `size` bytes starting at a multiple of `align`.
 class AlignedRegion {
  public:
-  AlignedRegion(size_t size, size_t align, int prot = PROT_READ | PROT_WRITE)
-      : raw_size_(size + align) {
+  AlignedRegion(size_t size, size_t align, int prot = PROT_READ | PROT_WRITE) : raw_size_(size + align) {
     raw_ = mmap(nullptr, raw_size_, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (raw_ == MAP_FAILED) raw_ = nullptr;
     base_ = (reinterpret_cast<uintptr_t>(raw_) + align - 1) & ~(align - 1);
@@ -266,8 +265,8 @@ TEST_F(PageAllocatorTest, ExhaustThenFreeEverythingCoalesces) {
 
 TEST_F(PageAllocatorTest, HolesAreNeverHandedOut) {
   // Added ranges (in pages), with holes between them, including odd edges.
-  const std::vector<std::pair<size_t, size_t>> ranges = {
-      {0, 256}, {257, 3}, {1000, 1}, {1003, 5000}, {9000, 7}, {40001, 20000}};
+  const std::vector<std::pair<size_t, size_t>> ranges = {{0, 256},     {257, 3},  {1000, 1},
+                                                         {1003, 5000}, {9000, 7}, {40001, 20000}};
   size_t added = 0;
   for (auto [first, n] : ranges) {
     ASSERT_TRUE(pages_.AddFree(base() + first * kPageSize, n * kPageSize).ok());
@@ -307,16 +306,16 @@ TEST_F(PageAllocatorTest, AddFreeRejectsBadRanges) {
     EXPECT_EQ(pages_.AddFree(start, size).error(), Error::kInvalidArgument)
         << std::hex << start - base() << " +" << size;
   };
-  bad(base() - kPageSize, 2 * kPageSize);              // starts before the span
-  bad(base() + kSpan - kPageSize, 2 * kPageSize);      // ends after the span
-  bad(base() + kSpan, kPageSize);                      // entirely after
-  bad(base() + 8 * kPageSize, 9 * kPageSize);          // overlaps free pages
-  bad(base() + 20 * kPageSize, kPageSize);             // inside free pages
-  bad(Addr(held.value()), 4 * kPageSize);              // allocated pages
-  bad(Addr(held.value()) + kPageSize, kPageSize);      // inside allocated pages
-  bad(base() + 100 * kPageSize + 1, kPageSize);        // misaligned start
-  bad(base() + 100 * kPageSize, kPageSize + 1);        // misaligned size
-  bad(base() + 100 * kPageSize, 0);                    // empty
+  bad(base() - kPageSize, 2 * kPageSize);                        // starts before the span
+  bad(base() + kSpan - kPageSize, 2 * kPageSize);                // ends after the span
+  bad(base() + kSpan, kPageSize);                                // entirely after
+  bad(base() + 8 * kPageSize, 9 * kPageSize);                    // overlaps free pages
+  bad(base() + 20 * kPageSize, kPageSize);                       // inside free pages
+  bad(Addr(held.value()), 4 * kPageSize);                        // allocated pages
+  bad(Addr(held.value()) + kPageSize, kPageSize);                // inside allocated pages
+  bad(base() + 100 * kPageSize + 1, kPageSize);                  // misaligned start
+  bad(base() + 100 * kPageSize, kPageSize + 1);                  // misaligned size
+  bad(base() + 100 * kPageSize, 0);                              // empty
   bad(base() + 100 * kPageSize, ~size_t{0} & ~(kPageSize - 1));  // wraps
   PageAllocator::Stats after = pages_.GetStats();
   EXPECT_EQ(after.free_pages, before.free_pages);
@@ -339,7 +338,7 @@ TEST_F(PageAllocatorTest, BadFreesAreRejectedWithoutDamage) {
   EXPECT_EQ(pages_.Free(p + kPageSize).error(), Error::kInvalidArgument);  // interior page
   EXPECT_EQ(pages_.Free(p + 8).error(), Error::kInvalidArgument);          // unaligned
   EXPECT_EQ(pages_.Free(reinterpret_cast<void*>(base() + kSpan)).error(),
-            Error::kInvalidArgument);                                      // out of span
+            Error::kInvalidArgument);  // out of span
   EXPECT_EQ(pages_.Free(nullptr).error(), Error::kInvalidArgument);
   int on_stack = 0;
   EXPECT_EQ(pages_.Free(&on_stack).error(), Error::kInvalidArgument);
@@ -442,8 +441,7 @@ TEST_F(PageAllocatorTest, RandomStressContentsNeverOverlap) {
   auto check = [](const Live& l) {
     size_t words_per_page = kPageSize / sizeof(uint64_t);
     for (size_t page = 0; page < (size_t{1} << l.order); page++) {
-      if (l.p[page * words_per_page] != l.key ||
-          l.p[page * words_per_page + words_per_page - 1] != ~l.key) {
+      if (l.p[page * words_per_page] != l.key || l.p[page * words_per_page + words_per_page - 1] != ~l.key) {
         return false;
       }
     }

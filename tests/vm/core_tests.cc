@@ -130,8 +130,8 @@ int Timers(int argc, char** argv) {
       CHECK(*runs >= 8 && *runs <= 11);  // the 105 ms timer itself may be late under emulation
       return *worst;
     });
-    std::printf("timers on core %d (%s): worst lateness %llu us\n", core, fox::core::IsKernelCore(core) ? "kernel" : "application",
-                (unsigned long long)(worst / 1000));
+    std::printf("timers on core %d (%s): worst lateness %llu us\n", core,
+                fox::core::IsKernelCore(core) ? "kernel" : "application", (unsigned long long)(worst / 1000));
     CHECK(worst <= tolerance_ms * 1000000);
   }
   return 0;
@@ -144,9 +144,7 @@ int Futures(int, char**) {
   fox::Promise<int> p;
   auto f = p.GetFuture();
   auto shared = std::make_shared<fox::Promise<int>>(std::move(p));
-  fox::event::SpawnRemote(other, [shared] {
-    fox::timer::Start(2000000, [shared] { shared->SetValue(42); });
-  });
+  fox::event::SpawnRemote(other, [shared] { fox::timer::Start(2000000, [shared] { shared->SetValue(42); }); });
   CHECK(f.Block() == 42);
   // event::Local belongs to the event: kept across its blocking while other
   // events on the core set their own, null at the start of every event.
@@ -163,8 +161,10 @@ int Futures(int, char**) {
   });
   CHECK(other_started_null && fox::event::Local() == &mine);
   // Then: the continuation runs on this core.
-  auto chained = fox::MakeReadyFuture(20).Then([](fox::Future<int> v) { return v.Get() + 1; }).Then(
-      [](fox::Future<int> v) { return std::to_string(v.Get() * 2) + " on " + std::to_string(fox::core::Current()); });
+  auto chained =
+      fox::MakeReadyFuture(20).Then([](fox::Future<int> v) { return v.Get() + 1; }).Then([](fox::Future<int> v) {
+        return std::to_string(v.Get() * 2) + " on " + std::to_string(fox::core::Current());
+      });
   CHECK(chained.Block() == "42 on 0");
   // Exceptions cross cores through futures.
   bool caught = false;
@@ -261,10 +261,11 @@ int IdleWake(int argc, char** argv) {
   uint64_t ipis = after.wakeup_ipis - before.wakeup_ipis;
   uint64_t interrupts = fox::core::InterruptCount(app) - interrupts_before;
   uint64_t wake_vector = fox::interrupts::Count(app, fox::lapic::kWakeVector) - wake_vector_before;
-  std::printf("idle_wake: %s, %d spawns to sleeping core %d: %llu wake-ups, %llu by doorbell alone, %llu by IPI, "
-              "%llu interrupts taken (%llu on the wake-up vector)\n",
-              mwait ? "MWAIT" : "HLT", rounds, app, (unsigned long long)woken, (unsigned long long)(woken - ipis),
-              (unsigned long long)ipis, (unsigned long long)interrupts, (unsigned long long)wake_vector);
+  std::printf(
+      "idle_wake: %s, %d spawns to sleeping core %d: %llu wake-ups, %llu by doorbell alone, %llu by IPI, "
+      "%llu interrupts taken (%llu on the wake-up vector)\n",
+      mwait ? "MWAIT" : "HLT", rounds, app, (unsigned long long)woken, (unsigned long long)(woken - ipis),
+      (unsigned long long)ipis, (unsigned long long)interrupts, (unsigned long long)wake_vector);
   CHECK(woken == uint64_t(rounds));
   CHECK(interrupts == ipis && wake_vector == ipis);  // an application core takes nothing else
   if (!mwait) {

@@ -32,7 +32,8 @@ int AppCoresQuiet(int argc, char** argv) {
   fox::timer::Cancel(periodic);
   fox::rtc::StopPeriodicInterrupt();
   uint64_t ticks = fox::rtc::Ticks();
-  std::printf("device interrupts: %llu RTC ticks; %d timer callbacks on core 0\n", (unsigned long long)ticks, *timer_runs);
+  std::printf("device interrupts: %llu RTC ticks; %d timer callbacks on core 0\n", (unsigned long long)ticks,
+              *timer_runs);
   CHECK(ticks > ms / 4);
   for (int c = 0; c < n; ++c) {
     uint64_t taken = fox::core::InterruptCount(c) - before[c];
@@ -81,11 +82,11 @@ int NicArp(int, char**) {
   nic->SetRxHandler(OnFrame, nullptr);
   auto mac = nic->Mac();
   uint8_t frame[42] = {};
-  std::memset(frame, 0xFF, 6);              // broadcast
+  std::memset(frame, 0xFF, 6);  // broadcast
   std::memcpy(frame + 6, mac.data(), 6);
-  frame[12] = 0x08, frame[13] = 0x06;       // ARP
-  frame[14] = 0, frame[15] = 1;             // Ethernet
-  frame[16] = 0x08, frame[17] = 0x00;       // IPv4
+  frame[12] = 0x08, frame[13] = 0x06;                          // ARP
+  frame[14] = 0, frame[15] = 1;                                // Ethernet
+  frame[16] = 0x08, frame[17] = 0x00;                          // IPv4
   frame[18] = 6, frame[19] = 4, frame[20] = 0, frame[21] = 1;  // request
   std::memcpy(frame + 22, mac.data(), 6);
   const uint8_t me[4] = {10, 0, 2, 15}, gateway[4] = {10, 0, 2, 2};
@@ -100,10 +101,11 @@ int NicArp(int, char**) {
   }
   CHECK(g_arp_reply.load());
   auto s = nic->GetStats();
-  std::printf("nic: gateway 10.0.2.2 is at %02x:%02x:%02x:%02x:%02x:%02x; rx %llu tx %llu (dropped %llu), %llu interrupts\n",
-              g_gateway_mac[0], g_gateway_mac[1], g_gateway_mac[2], g_gateway_mac[3], g_gateway_mac[4],
-              g_gateway_mac[5], (unsigned long long)s.rx_packets, (unsigned long long)s.tx_packets,
-              (unsigned long long)s.tx_dropped, (unsigned long long)s.interrupts);
+  std::printf(
+      "nic: gateway 10.0.2.2 is at %02x:%02x:%02x:%02x:%02x:%02x; rx %llu tx %llu (dropped %llu), %llu interrupts\n",
+      g_gateway_mac[0], g_gateway_mac[1], g_gateway_mac[2], g_gateway_mac[3], g_gateway_mac[4], g_gateway_mac[5],
+      (unsigned long long)s.rx_packets, (unsigned long long)s.tx_packets, (unsigned long long)s.tx_dropped,
+      (unsigned long long)s.interrupts);
   CHECK(s.rx_packets >= 1 && s.tx_packets >= 1 && s.tx_dropped == 1 && s.interrupts >= 1);
   // A burst larger than the transmit ring: the ring recycles, nothing hangs.
   int sent = 0;

@@ -46,16 +46,16 @@ T BlockFor(fox::Future<T> future, uint64_t ms, const char* what) {
 
 void PrintStats() {
   auto s = fox::net::GetStats();
-  std::printf("net stats: rx %llu frames (%llu wake-ups, %llu ring overflows, %llu no pbuf), tx %llu frames "
-              "(%llu busy, %llu errors); ip drops %llu; icmp rx %llu tx %llu; udp rx %llu tx %llu drops %llu; "
-              "tcp rx %llu tx %llu drops %llu retransmits %llu; lwIP memory errors %llu\n",
-              (unsigned long long)s.rx_frames, (unsigned long long)s.rx_wakeups,
-              (unsigned long long)s.rx_ring_overflows, (unsigned long long)s.rx_no_pbuf,
-              (unsigned long long)s.tx_frames, (unsigned long long)s.tx_busy, (unsigned long long)s.tx_errors,
-              (unsigned long long)s.ip_drops, (unsigned long long)s.icmp_rx, (unsigned long long)s.icmp_tx,
-              (unsigned long long)s.udp_rx, (unsigned long long)s.udp_tx, (unsigned long long)s.udp_drops,
-              (unsigned long long)s.tcp_rx, (unsigned long long)s.tcp_tx, (unsigned long long)s.tcp_drops,
-              (unsigned long long)s.tcp_retransmits, (unsigned long long)s.mem_errors);
+  std::printf(
+      "net stats: rx %llu frames (%llu wake-ups, %llu ring overflows, %llu no pbuf), tx %llu frames "
+      "(%llu busy, %llu errors); ip drops %llu; icmp rx %llu tx %llu; udp rx %llu tx %llu drops %llu; "
+      "tcp rx %llu tx %llu drops %llu retransmits %llu; lwIP memory errors %llu\n",
+      (unsigned long long)s.rx_frames, (unsigned long long)s.rx_wakeups, (unsigned long long)s.rx_ring_overflows,
+      (unsigned long long)s.rx_no_pbuf, (unsigned long long)s.tx_frames, (unsigned long long)s.tx_busy,
+      (unsigned long long)s.tx_errors, (unsigned long long)s.ip_drops, (unsigned long long)s.icmp_rx,
+      (unsigned long long)s.icmp_tx, (unsigned long long)s.udp_rx, (unsigned long long)s.udp_tx,
+      (unsigned long long)s.udp_drops, (unsigned long long)s.tcp_rx, (unsigned long long)s.tcp_tx,
+      (unsigned long long)s.tcp_drops, (unsigned long long)s.tcp_retransmits, (unsigned long long)s.mem_errors);
 }
 
 fox::net::InterfaceInfo StartNet(const fox::net::Config& config) {
@@ -197,19 +197,22 @@ int NetTcpLoopback(int argc, char** argv) {
     bool ended = false;
   };
   auto server = std::make_shared<ServerStats>();
-  auto listener = BlockFor(fox::net::TcpListener::Listen(kPort, [server](fox::net::TcpSocket conn) {
-    ++server->accepted;
-    conn.OnReceive([server, conn](fox::net::Packet data) mutable {
-      server->echoed += data.size();
-      std::string bytes = data.ToString();
-      conn.Send(bytes);  // the future is not awaited: echo as fast as lwIP takes it
-    });
-    conn.OnClose([server, conn](Status why) mutable {
-      server->end = why;
-      server->ended = true;
-      conn.Close();
-    });
-  }), 2000, "listener");
+  auto listener = BlockFor(
+      fox::net::TcpListener::Listen(kPort,
+                                    [server](fox::net::TcpSocket conn) {
+                                      ++server->accepted;
+                                      conn.OnReceive([server, conn](fox::net::Packet data) mutable {
+                                        server->echoed += data.size();
+                                        std::string bytes = data.ToString();
+                                        conn.Send(bytes);  // the future is not awaited: echo as fast as lwIP takes it
+                                      });
+                                      conn.OnClose([server, conn](Status why) mutable {
+                                        server->end = why;
+                                        server->ended = true;
+                                        conn.Close();
+                                      });
+                                    }),
+      2000, "listener");
   CHECK(listener.status() == Status::kOk);
   CHECK(listener.port() == kPort);
   // A second listener on the port is refused.
@@ -279,9 +282,9 @@ int NetTcpBackpressure(int, char**) {
   // The server accepts but reads nothing until told to.
   auto accepted = std::make_shared<fox::Promise<fox::net::TcpSocket>>();
   auto accepted_future = accepted->GetFuture();
-  auto listener = BlockFor(fox::net::TcpListener::Listen(kPort, [accepted](fox::net::TcpSocket conn) {
-    accepted->SetValue(conn);
-  }), 2000, "listener");
+  auto listener =
+      BlockFor(fox::net::TcpListener::Listen(kPort, [accepted](fox::net::TcpSocket conn) { accepted->SetValue(conn); }),
+               2000, "listener");
   CHECK(listener.status() == Status::kOk);
 
   auto client = BlockFor(fox::net::TcpSocket::Connect(Endpoint{info.address, kPort}), 5000, "TCP connection");
@@ -294,8 +297,8 @@ int NetTcpBackpressure(int, char**) {
   size_t done = 0;
   for (auto& f : sends) done += f.Ready();
   size_t queued = client.Queued();
-  std::printf("tcp: reader idle: %zu of %zu sends accepted by lwIP, %zu bytes queued behind them\n", done,
-              sends.size(), queued);
+  std::printf("tcp: reader idle: %zu of %zu sends accepted by lwIP, %zu bytes queued behind them\n", done, sends.size(),
+              queued);
   CHECK(done < sends.size() && queued > 0);
 
   // The reader starts: everything flows, every send completes, data intact.
@@ -332,10 +335,12 @@ int NetUdpLoopback(int argc, char** argv) {
   constexpr uint16_t kPort = 7;
   // Echo server on core 0.
   std::shared_ptr<fox::net::UdpSocket> echo = std::make_shared<fox::net::UdpSocket>();
-  *echo = BlockFor(fox::net::UdpSocket::Bind(kPort, [echo](fox::net::Packet data, Endpoint from) {
-    std::string bytes = data.ToString();
-    echo->SendTo(from, bytes.data(), bytes.size());
-  }), 2000, "UDP bind");
+  *echo = BlockFor(fox::net::UdpSocket::Bind(kPort,
+                                             [echo](fox::net::Packet data, Endpoint from) {
+                                               std::string bytes = data.ToString();
+                                               echo->SendTo(from, bytes.data(), bytes.size());
+                                             }),
+                   2000, "UDP bind");
   CHECK(echo->status() == Status::kOk && echo->port() == kPort);
   auto dup = BlockFor(fox::net::UdpSocket::Bind(kPort, [](fox::net::Packet, Endpoint) {}), 2000, "second bind");
   CHECK(dup.status() == Status::kInUse);
@@ -347,10 +352,12 @@ int NetUdpLoopback(int argc, char** argv) {
     auto got = std::make_shared<std::vector<std::string>>();
     auto all = std::make_shared<fox::Promise<void>>();
     auto all_future = all->GetFuture();
-    auto client = BlockFor(fox::net::UdpSocket::Bind(0, [got, all, count](fox::net::Packet data, Endpoint from) {
-      got->push_back(data.ToString());
-      if (int(got->size()) == count) all->SetValue();
-    }), 2000, "client bind");
+    auto client = BlockFor(fox::net::UdpSocket::Bind(0,
+                                                     [got, all, count](fox::net::Packet data, Endpoint from) {
+                                                       got->push_back(data.ToString());
+                                                       if (int(got->size()) == count) all->SetValue();
+                                                     }),
+                           2000, "client bind");
     if (client.status() != Status::kOk || client.port() == 0) return -1;
     std::printf("udp: client bound to port %u on core %d\n", client.port(), fox::core::Current());
     std::vector<std::string> sent;

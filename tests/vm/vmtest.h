@@ -7,12 +7,12 @@
 #include <cstdlib>
 
 // Fails the test with a message naming the check.
-#define CHECK(cond)                                                                  \
-  do {                                                                               \
-    if (!(cond)) {                                                                   \
-      std::printf("CHECK FAILED: %s at %s:%d\n", #cond, __FILE__, __LINE__);         \
-      std::exit(1);                                                                  \
-    }                                                                                \
+#define CHECK(cond)                                                          \
+  do {                                                                       \
+    if (!(cond)) {                                                           \
+      std::printf("CHECK FAILED: %s at %s:%d\n", #cond, __FILE__, __LINE__); \
+      std::exit(1);                                                          \
+    }                                                                        \
   } while (0)
 
 #include <memory>
@@ -43,7 +43,6 @@ auto RunOn(int core, F fn) {
   });
   return future.Block();
 }
-
 
 int Banner(int argc, char** argv);
 int AllocStress(int argc, char** argv);

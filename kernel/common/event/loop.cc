@@ -116,8 +116,10 @@ void Loop::RemoveIdle(uint64_t id) {
 uint64_t Loop::AddTimer(uint64_t deadline_ns, uint64_t period_ns, Function<void()> callback) {
   uint64_t id = g_next_timer_id.fetch_add(1, std::memory_order_relaxed);
   Timer timer{id, period_ns, {}, {}};
-  if (period_ns == 0) timer.callback = std::move(callback);
-  else timer.callback_shared = std::make_shared<Function<void()>>(std::move(callback));
+  if (period_ns == 0)
+    timer.callback = std::move(callback);
+  else
+    timer.callback_shared = std::make_shared<Function<void()>>(std::move(callback));
   auto it = timers_.emplace(deadline_ns, std::move(timer));
   timer_index_[id] = it;
   return id;
@@ -271,8 +273,10 @@ void Loop::Loop_() {
     if (worked || local_head_ < local_.size()) continue;
     bool compact = false;
     for (size_t i = 0; i < idle_.size(); ++i) {
-      if (idle_[i].second) idle_[i].second();
-      else compact = true;
+      if (idle_[i].second)
+        idle_[i].second();
+      else
+        compact = true;
     }
     if (compact) {
       std::erase_if(idle_, [](const auto& h) { return !h.second; });
@@ -297,8 +301,14 @@ void Loop::Block(Function<void(Continuation)> arm) {
 }
 
 Stats Loop::stats() const {
-  return Stats{local_events_, remote_received.load(std::memory_order_relaxed),
-               wakeups_sent.load(std::memory_order_relaxed), wakeup_ipis.load(std::memory_order_relaxed), sleeps_, blocks_, resumes_, timers_fired_,
+  return Stats{local_events_,
+               remote_received.load(std::memory_order_relaxed),
+               wakeups_sent.load(std::memory_order_relaxed),
+               wakeup_ipis.load(std::memory_order_relaxed),
+               sleeps_,
+               blocks_,
+               resumes_,
+               timers_fired_,
                stacks_};
 }
 

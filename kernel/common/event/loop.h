@@ -28,16 +28,16 @@
 namespace fox::event {
 
 struct Context {
-  uintptr_t sp = 0;          // saved stack pointer while not running
-  uintptr_t stack_top = 0;   // 0 for stacks the loop does not own (boot, main)
+  uintptr_t sp = 0;         // saved stack pointer while not running
+  uintptr_t stack_top = 0;  // 0 for stacks the loop does not own (boot, main)
   size_t stack_bytes = 0;
   int core = -1;
-  void* local = nullptr;     // the event's Local() while it is blocked
+  void* local = nullptr;  // the event's Local() while it is blocked
 };
 
 struct Node {
   std::atomic<Node*> next{nullptr};
-  Task task;                  // an event, or empty for an activation
+  Task task;  // an event, or empty for an activation
   Context* activate = nullptr;
 };
 
@@ -108,7 +108,7 @@ class Loop {
   void ReleaseAbandoned();
 
   const int core_;
-  std::vector<Task> local_;      // FIFO as a ring over a vector
+  std::vector<Task> local_;  // FIFO as a ring over a vector
   size_t local_head_ = 0;
   MpscQueue remote_;
   std::vector<std::pair<uint64_t, Function<void()>>> idle_;

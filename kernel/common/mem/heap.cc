@@ -35,8 +35,8 @@ namespace fox::mem {
 namespace {
 
 constexpr size_t kSlabHeaderBytes = 64;
-constexpr int kMinSlabOrder = 4;  // 64 KiB
-constexpr int kMaxSlabOrder = 8;  // 1 MiB
+constexpr int kMinSlabOrder = 4;     // 64 KiB
+constexpr int kMaxSlabOrder = 8;     // 1 MiB
 constexpr size_t kReserveSlabs = 1;  // empty slabs a class keeps
 constexpr size_t kCacheBatchBytes = 16384;
 constexpr uintptr_t kSlabMagic = 0x5ab1e5ab1e5ab1e5;
@@ -113,9 +113,7 @@ uintptr_t LoadWord(const void* p, int i) {
   return v;
 }
 
-void StoreWord(void* p, int i, uintptr_t v) {
-  memcpy(static_cast<char*>(p) + i * sizeof(uintptr_t), &v, sizeof(v));
-}
+void StoreWord(void* p, int i, uintptr_t v) { memcpy(static_cast<char*>(p) + i * sizeof(uintptr_t), &v, sizeof(v)); }
 
 void* Next(const void* object) { return reinterpret_cast<void*>(LoadWord(object, 0)); }
 
@@ -144,7 +142,7 @@ struct Heap::Slab {
 
 struct alignas(64) Heap::CoreCache {
   struct ClassCache {
-    void* head = nullptr;             // free objects, linked through word 0
+    void* head = nullptr;            // free objects, linked through word 0
     std::atomic<uint32_t> count{0};  // written by the owner core only
   };
   ClassCache cache[kNumClasses];
@@ -158,9 +156,7 @@ struct alignas(64) Heap::CoreCache {
 
 namespace {
 
-uintptr_t SlabBase(const void* p, int order) {
-  return reinterpret_cast<uintptr_t>(p) & ~((kPageSize << order) - 1);
-}
+uintptr_t SlabBase(const void* p, int order) { return reinterpret_cast<uintptr_t>(p) & ~((kPageSize << order) - 1); }
 
 }  // namespace
 
@@ -174,8 +170,7 @@ size_t Heap::RoundUpSize(size_t size) {
 
 Result<void> Heap::Init(PageAllocator* pages, int (*current_core)(), int max_cores) {
   static_assert(sizeof(Slab) <= kSlabHeaderBytes);
-  if (pages == nullptr || current_core == nullptr || max_cores < 1 || max_cores > kMaxCores ||
-      cores_ != nullptr) {
+  if (pages == nullptr || current_core == nullptr || max_cores < 1 || max_cores > kMaxCores || cores_ != nullptr) {
     return Error::kInvalidArgument;
   }
   size_t bytes = sizeof(CoreCache) * static_cast<size_t>(max_cores);
@@ -198,13 +193,9 @@ Result<void> Heap::Init(PageAllocator* pages, int (*current_core)(), int max_cor
   return Ok();
 }
 
-void Heap::SetOomHandler(OomHandler handler) {
-  oom_handler_.store(handler, std::memory_order_relaxed);
-}
+void Heap::SetOomHandler(OomHandler handler) { oom_handler_.store(handler, std::memory_order_relaxed); }
 
-void Heap::SetErrorHandler(ErrorHandler handler) {
-  error_handler_.store(handler, std::memory_order_relaxed);
-}
+void Heap::SetErrorHandler(ErrorHandler handler) { error_handler_.store(handler, std::memory_order_relaxed); }
 
 void Heap::Report(const char* what, const void* p) const {
   errors_.fetch_add(1, std::memory_order_relaxed);
@@ -231,8 +222,7 @@ void Heap::MarkFree(void* object, void* next) const {
 }
 
 bool Heap::IsFree(const void* object) const {
-  return LoadWord(object, 1) ==
-         (cookie_key_ ^ reinterpret_cast<uintptr_t>(object) ^ LoadWord(object, 0));
+  return LoadWord(object, 1) == (cookie_key_ ^ reinterpret_cast<uintptr_t>(object) ^ LoadWord(object, 0));
 }
 
 Heap::Owner Heap::Classify(const void* p) const {
@@ -328,7 +318,7 @@ void* Heap::AllocLarge(size_t size, size_t align, CoreCache* core) {
   int size_order = PageAllocator::OrderForBytes(size);
   int align_order = PageAllocator::OrderForBytes(align);
   if (size_order < 0 || align_order < 0) return nullptr;  // larger than any block
-  int order = std::max(size_order, align_order);  // blocks are naturally aligned
+  int order = std::max(size_order, align_order);          // blocks are naturally aligned
   auto take = [this](int o) -> void* {
     Result<void*> block = pages_->Alloc(o);
     return block.ok() ? block.value() : nullptr;
@@ -407,8 +397,7 @@ void* Heap::Realloc(void* p, size_t size) {
   if (owner.kind == Kind::kInvalid) return nullptr;
   CoreCache* core = ThisCore();
   if (core == nullptr) return nullptr;
-  size_t usable = owner.kind == Kind::kSmall ? kClasses.info[owner.size_class].size
-                                             : kPageSize << owner.order;
+  size_t usable = owner.kind == Kind::kSmall ? kClasses.info[owner.size_class].size : kPageSize << owner.order;
   size_t want = size == 0 ? 1 : size;
   if (want <= usable && RoundUpSize(want) > usable / 2) return p;
   void* q = AllocInternal(want, kMinAlign, core);
@@ -457,8 +446,7 @@ void Heap::UnlinkSlab(Central& central, Slab* slab) {
   slab->listed = false;
 }
 
-size_t Heap::TakeFromSlab(Central& central, Slab* slab, size_t count, void** list,
-                          bool* corrupt) const {
+size_t Heap::TakeFromSlab(Central& central, Slab* slab, size_t count, void** list, bool* corrupt) const {
   if (slab->in_use == 0 && slab->listed) central.empty_slabs--;
   size_t taken = 0;
   while (taken < count && slab->free != nullptr) {
@@ -515,8 +503,7 @@ void Heap::ReturnBatch(int c, void* list, size_t count) {
     void* object = list;
     for (size_t i = 0; i < count; i++) {
       void* next = Next(object);
-      auto* slab = reinterpret_cast<Slab*>(SlabBase(object, order) + (kPageSize << order) -
-                                           kSlabHeaderBytes);
+      auto* slab = reinterpret_cast<Slab*>(SlabBase(object, order) + (kPageSize << order) - kSlabHeaderBytes);
       MarkFree(object, slab->free);
       slab->free = object;
       if (!slab->listed) LinkSlab(central, slab);
@@ -628,8 +615,7 @@ Heap::CoreStats Heap::GetCoreStats(int core) const {
   stats.cache_flushes = cache.flushes.load(std::memory_order_relaxed);
   stats.bytes_in_use_delta = cache.bytes_in_use.load(std::memory_order_relaxed);
   for (int c = 0; c < kNumClasses; c++) {
-    stats.bytes_cached +=
-        size_t{cache.cache[c].count.load(std::memory_order_relaxed)} * kClasses.info[c].size;
+    stats.bytes_cached += size_t{cache.cache[c].count.load(std::memory_order_relaxed)} * kClasses.info[c].size;
   }
   return stats;
 }

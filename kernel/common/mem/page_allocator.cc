@@ -54,9 +54,8 @@ int PageAllocator::OrderForBytes(size_t bytes) {
 
 Result<void> PageAllocator::Init(uintptr_t base, size_t size, void* meta) {
   static_assert(kChunkShift == kChunkShiftPages);
-  if (meta == nullptr || size == 0 || (base & (kPageSize - 1)) != 0 ||
-      (size & (kPageSize - 1)) != 0 || base + size < base || base + size == 0 ||
-      (size >> kPageShift) >= kNoPage) {
+  if (meta == nullptr || size == 0 || (base & (kPageSize - 1)) != 0 || (size & (kPageSize - 1)) != 0 ||
+      base + size < base || base + size == 0 || (size >> kPageShift) >= kNoPage) {
     return Error::kInvalidArgument;
   }
   SpinGuard guard(lock_);
@@ -95,9 +94,7 @@ void PageAllocator::MakeReady(size_t first, size_t pages) {
   }
 }
 
-uint8_t PageAllocator::StateOf(size_t index) const {
-  return Ready(index >> kChunkShift) ? state_[index] : kNotHead;
-}
+uint8_t PageAllocator::StateOf(size_t index) const { return Ready(index >> kChunkShift) ? state_[index] : kNotHead; }
 
 void PageAllocator::SetState(size_t index, uint8_t state) {
   if (state == kNotHead && !Ready(index >> kChunkShift)) return;  // reads so already
@@ -160,8 +157,7 @@ void PageAllocator::InsertFree(size_t index, int order) {
 
 Result<void> PageAllocator::AddFree(uintptr_t start, size_t size) {
   if (size == 0 || (start & (kPageSize - 1)) != 0 || (size & (kPageSize - 1)) != 0 ||
-      !Contains(reinterpret_cast<const void*>(start)) ||
-      (size >> kPageShift) > span_pages_ - PageIndex(start)) {
+      !Contains(reinterpret_cast<const void*>(start)) || (size >> kPageShift) > span_pages_ - PageIndex(start)) {
     return Error::kInvalidArgument;
   }
   size_t first = PageIndex(start);
@@ -186,8 +182,8 @@ Result<void> PageAllocator::AddFree(uintptr_t start, size_t size) {
   uintptr_t end_pfn = (start >> kPageShift) + count;
   size_t left = count;
   while (left > 0) {
-    int order = std::min({static_cast<int>(std::countr_zero(end_pfn)),
-                          static_cast<int>(std::bit_width(left)) - 1, kMaxOrder});
+    int order =
+        std::min({static_cast<int>(std::countr_zero(end_pfn)), static_cast<int>(std::bit_width(left)) - 1, kMaxOrder});
     end_pfn -= uintptr_t{1} << order;
     left -= size_t{1} << order;
     InsertFree(PageIndex(end_pfn << kPageShift), order);
@@ -271,8 +267,7 @@ PageAllocator::Stats PageAllocator::GetStats() const {
   stats.allocs = allocs_;
   stats.frees = frees_;
   stats.failed_allocs = failed_allocs_;
-  stats.largest_free_order =
-      nonempty_orders_ == 0 ? -1 : static_cast<int>(std::bit_width(nonempty_orders_)) - 1;
+  stats.largest_free_order = nonempty_orders_ == 0 ? -1 : static_cast<int>(std::bit_width(nonempty_orders_)) - 1;
   for (int k = 0; k <= kMaxOrder; k++) stats.free_blocks[k] = free_blocks_[k];
   return stats;
 }

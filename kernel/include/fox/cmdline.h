@@ -17,10 +17,10 @@
 namespace fox {
 
 enum class BootArgKind : uint8_t {
-  kEnum,    // one of the '|'-separated words in `choices`
-  kUInt,    // decimal integer in [min, max]
-  kSize,    // bytes with optional K, M or G suffix, in [min, max]
-  kString,  // any non-empty text
+  kEnum,        // one of the '|'-separated words in `choices`
+  kUInt,        // decimal integer in [min, max]
+  kSize,        // bytes with optional K, M or G suffix, in [min, max]
+  kString,      // any non-empty text
   kIpv4,        // A.B.C.D, each part 0-255
   kIpv4Prefix,  // A.B.C.D/NN, NN 0-32
 };
@@ -47,8 +47,8 @@ class CommandLine {
   // Parses `text`. When `skip_image_name` is set the first word is the image's
   // path (multiboot1 loaders prepend it) and becomes argv[0]. On failure
   // returns kInvalidArgument and Error() says why; the object is then empty.
-  Result<void> Parse(std::string_view text, bool skip_image_name,
-                     const BootArgSpec* specs = kBootArgSpecs, size_t num_specs = kNumBootArgSpecs);
+  Result<void> Parse(std::string_view text, bool skip_image_name, const BootArgSpec* specs = kBootArgSpecs,
+                     size_t num_specs = kNumBootArgSpecs);
 
   // The value given for `key`, or nullptr if absent.
   const char* Get(std::string_view key) const;

@@ -54,7 +54,7 @@ struct State {
     Function<void()> waiter;
     {
       SpinGuard guard(lock);
-      if (ready) return;  // fulfilled twice: the first result stands
+      if (ready) return;                    // fulfilled twice: the first result stands
       if (v) value.emplace(std::move(*v));  // T need not be assignable (Result<T> is not)
       error = std::move(e);
       ready = true;

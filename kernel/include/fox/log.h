@@ -30,9 +30,9 @@ void LogV(LogLevel level, const char* fmt, va_list args);
 
 }  // namespace fox
 
-#define FOX_LOG(level, ...)                                          \
-  do {                                                               \
-    if (::fox::LogEnabled(level)) ::fox::Log(level, __VA_ARGS__);    \
+#define FOX_LOG(level, ...)                                       \
+  do {                                                            \
+    if (::fox::LogEnabled(level)) ::fox::Log(level, __VA_ARGS__); \
   } while (0)
 #define LOG_DEBUG(...) FOX_LOG(::fox::LogLevel::kDebug, __VA_ARGS__)
 #define LOG_INFO(...) FOX_LOG(::fox::LogLevel::kInfo, __VA_ARGS__)

@@ -9,8 +9,7 @@ namespace fox {
 }  // namespace fox
 
 // Invariant checks (STYLE.md §4: asserts guard invariants only).
-#define FOX_ASSERT(cond)                                                           \
-  do {                                                                             \
-    if (__builtin_expect(!(cond), 0))                                              \
-      ::fox::Panic("assertion failed: %s (%s:%d)", #cond, __FILE__, __LINE__);     \
+#define FOX_ASSERT(cond)                                                                                       \
+  do {                                                                                                         \
+    if (__builtin_expect(!(cond), 0)) ::fox::Panic("assertion failed: %s (%s:%d)", #cond, __FILE__, __LINE__); \
   } while (0)

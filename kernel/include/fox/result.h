@@ -79,9 +79,9 @@ inline Result<void> Ok() { return Result<void>(); }
 
 // Evaluates a Result<void> expression; returns its error from the enclosing
 // function if it failed.
-#define FOX_TRY(expr)                              \
-  do {                                             \
-    auto fox_try_result_ = (expr);                 \
+#define FOX_TRY(expr)                                          \
+  do {                                                         \
+    auto fox_try_result_ = (expr);                             \
     if (!fox_try_result_.ok()) return fox_try_result_.error(); \
   } while (0)
 
@@ -90,8 +90,7 @@ inline Result<void> Ok() { return Result<void>(); }
 
 // `FOX_TRY_ASSIGN(auto x, Expr());` declares x from a Result<T> or returns
 // the error from the enclosing function.
-#define FOX_TRY_ASSIGN(decl, expr)                                   \
-  auto FOX_CONCAT(fox_try_, __LINE__) = (expr);                      \
-  if (!FOX_CONCAT(fox_try_, __LINE__).ok())                          \
-    return FOX_CONCAT(fox_try_, __LINE__).error();                   \
+#define FOX_TRY_ASSIGN(decl, expr)                                                         \
+  auto FOX_CONCAT(fox_try_, __LINE__) = (expr);                                            \
+  if (!FOX_CONCAT(fox_try_, __LINE__).ok()) return FOX_CONCAT(fox_try_, __LINE__).error(); \
   decl = std::move(FOX_CONCAT(fox_try_, __LINE__).value())

@@ -23,10 +23,10 @@
 
 namespace fox::sas {
 
-constexpr uintptr_t kBase = uintptr_t(512) << 30;   // 512 GiB
-constexpr size_t kSlotSize = size_t(4) << 30;       // 4 GiB: the largest segment
-constexpr size_t kSlots = 512;                      // up to 2.5 TiB
-constexpr size_t kGranule = size_t(2) << 20;        // sizes round up to 2 MiB
+constexpr uintptr_t kBase = uintptr_t(512) << 30;  // 512 GiB
+constexpr size_t kSlotSize = size_t(4) << 30;      // 4 GiB: the largest segment
+constexpr size_t kSlots = 512;                     // up to 2.5 TiB
+constexpr size_t kGranule = size_t(2) << 20;       // sizes round up to 2 MiB
 
 enum class Access : uint8_t { kReadOnly, kReadWrite };
 

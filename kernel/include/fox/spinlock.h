@@ -25,8 +25,7 @@ class CAPABILITY("mutex") SpinLock {
     }
   }
   bool TryLock() TRY_ACQUIRE(true) {
-    return !locked_.load(std::memory_order_relaxed) &&
-           !locked_.exchange(true, std::memory_order_acquire);
+    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
   }
   void Unlock() RELEASE() { locked_.store(false, std::memory_order_release); }
 

@@ -93,7 +93,7 @@
 #define MEMP_STATS 1
 #define SYS_STATS 0
 #define LWIP_STATS_LARGE 1 /* 32-bit counters: lwIP's 16-bit ones wrap */
-#define MIB2_STATS 1 /* for tcpretranssegs */
+#define MIB2_STATS 1       /* for tcpretranssegs */
 
 /* ---- debugging: lwIP's debug output is compiled in only when LWIP_DEBUG
  * is defined (to anything); then e.g. `#define TCP_DEBUG LWIP_DBG_ON`. It

@@ -20,7 +20,9 @@ struct PingPong {
 };
 
 void Ping(std::shared_ptr<PingPong> s);
-void Pong(std::shared_ptr<PingPong> s) { fox::event::SpawnRemote(0, [s] { Ping(s); }); }
+void Pong(std::shared_ptr<PingPong> s) {
+  fox::event::SpawnRemote(0, [s] { Ping(s); });
+}
 void Ping(std::shared_ptr<PingPong> s) {
   if (--s->rounds_left == 0) {
     s->done->SetValue(fox::clock::NowNs() - s->start);
@@ -36,7 +38,8 @@ int main(int argc, char** argv) {
   long events = argc > 2 ? std::atol(argv[2]) : 2000000;
   if (fox::core::Online() < 2) return 2;
 
-  auto pp = std::make_shared<PingPong>(PingPong{rounds + 1, fox::clock::NowNs(), std::make_shared<fox::Promise<uint64_t>>()});
+  auto pp =
+      std::make_shared<PingPong>(PingPong{rounds + 1, fox::clock::NowNs(), std::make_shared<fox::Promise<uint64_t>>()});
   auto rtt_done = pp->done->GetFuture();
   Ping(pp);
   uint64_t ns = rtt_done.Block();

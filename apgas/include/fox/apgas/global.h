@@ -62,8 +62,9 @@ class PlaceLocal {
     handle.id_ = detail::NewPlaceLocalId();
     finish([&] {
       for (Place p : group) {
-        asyncAt(p, [](uint64_t id, Init make) { detail::SetPlaceLocal(id, std::make_shared<T>(make())); },
-                handle.id_, init);
+        asyncAt(
+            p, [](uint64_t id, Init make) { detail::SetPlaceLocal(id, std::make_shared<T>(make())); }, handle.id_,
+            init);
       }
     });
     return handle;
@@ -79,7 +80,9 @@ class PlaceLocal {
   // Frees the objects at every place of `group`.
   void Destroy(const std::vector<Place>& group) const {
     finish([&] {
-      for (Place p : group) asyncAt(p, [](uint64_t id) { detail::DropPlaceLocal(id); }, id_);
+      for (Place p : group)
+        asyncAt(
+            p, [](uint64_t id) { detail::DropPlaceLocal(id); }, id_);
     });
   }
   uint64_t id() const { return id_; }

@@ -79,8 +79,8 @@ inline std::enable_if_t<std::is_arithmetic_v<T>> CEREAL_LOAD_FUNCTION_NAME(InArc
   ar.loadBinary(std::addressof(t), sizeof t);
 }
 template <class Archive, class T>
-inline CEREAL_ARCHIVE_RESTRICT(InArchive, OutArchive) CEREAL_SERIALIZE_FUNCTION_NAME(Archive& ar,
-                                                                                      cereal::NameValuePair<T>& t) {
+inline CEREAL_ARCHIVE_RESTRICT(InArchive, OutArchive)
+    CEREAL_SERIALIZE_FUNCTION_NAME(Archive& ar, cereal::NameValuePair<T>& t) {
   ar(t.value);
 }
 template <class T>
@@ -105,8 +105,8 @@ inline void CEREAL_LOAD_FUNCTION_NAME(InArchive& ar, cereal::BinaryData<T>& bd) 
 namespace detail {
 
 template <class T>
-inline constexpr bool kCereal = cereal::traits::is_output_serializable<T, OutArchive>::value &&
-                                cereal::traits::is_input_serializable<T, InArchive>::value;
+inline constexpr bool kCereal = cereal::traits::is_output_serializable<T, OutArchive>::value&&
+    cereal::traits::is_input_serializable<T, InArchive>::value;
 
 template <class T>
 constexpr void CheckSendable() {

@@ -36,9 +36,9 @@ namespace fox::ebb {
 
 namespace detail {
 template <class T, class Root>
-inline constexpr EbbType kMulticoreType{
-    Kind::kMulticore, std::is_default_constructible_v<Root> ? &MakeDefault<Root> : nullptr,
-    &DeleteAs<Root>, &DeleteAs<T>};
+inline constexpr EbbType kMulticoreType{Kind::kMulticore,
+                                        std::is_default_constructible_v<Root> ? &MakeDefault<Root> : nullptr,
+                                        &DeleteAs<Root>, &DeleteAs<T>};
 
 template <class T, class Root>
 std::unique_ptr<T> MakeRep(Root& root) {
@@ -86,9 +86,7 @@ class MulticoreEbb {
 
   // The node's root of the live Ebb `id`, valid until the calling core's next
   // quiescent point. Throws DeadEbbError, EbbTypeError; creates nothing.
-  static Root& GetRoot(EbbId id) {
-    return *static_cast<Root*>(detail::FindRoot(id, &detail::kMulticoreType<T, Root>));
-  }
+  static Root& GetRoot(EbbId id) { return *static_cast<Root*>(detail::FindRoot(id, &detail::kMulticoreType<T, Root>)); }
 
   // Calls f(core, rep) for every representative created so far (for example
   // to sum per-core counters). Reps are read while their cores may be using

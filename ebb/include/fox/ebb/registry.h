@@ -26,9 +26,9 @@ enum class Kind : uint8_t {
 // constexpr EbbType per type; its address is the type's identity.
 struct EbbType {
   Kind kind;
-  void* (*make_root)();         // lazy creation at a static id; null: not allowed
+  void* (*make_root)();  // lazy creation at a static id; null: not allowed
   void (*delete_root)(void*);
-  void (*delete_rep)(void*);    // kMulticore only
+  void (*delete_rep)(void*);  // kMulticore only
 };
 
 // Type-erased construction and deletion used by the flavours' EbbTypes.

@@ -24,9 +24,8 @@ namespace fox::ebb {
 
 namespace detail {
 template <class T>
-inline constexpr EbbType kSharedType{
-    Kind::kShared, std::is_default_constructible_v<T> ? &MakeDefault<T> : nullptr,
-    &DeleteAs<T>, nullptr};
+inline constexpr EbbType kSharedType{Kind::kShared, std::is_default_constructible_v<T> ? &MakeDefault<T> : nullptr,
+                                     &DeleteAs<T>, nullptr};
 }  // namespace detail
 
 template <class T>

@@ -19,9 +19,8 @@ inline constexpr EbbId kPlaceManagerId = StaticId("fox.apgas.PlaceManager");
 inline constexpr EbbId kResilientFinishId = StaticId("fox.apgas.ResilientFinish");
 inline constexpr EbbId kTeamId = StaticId("fox.apgas.Team");
 
-static_assert(StaticIdsDistinct({"fox.GlobalIdMap", "fox.Messenger", "fox.Rpc", "fox.NodeAllocator",
-                                 "fox.FileSystem", "fox.Dht", "fox.FailureDetector",
-                                 "fox.apgas.Runtime", "fox.apgas.PlaceManager",
+static_assert(StaticIdsDistinct({"fox.GlobalIdMap", "fox.Messenger", "fox.Rpc", "fox.NodeAllocator", "fox.FileSystem",
+                                 "fox.Dht", "fox.FailureDetector", "fox.apgas.Runtime", "fox.apgas.PlaceManager",
                                  "fox.apgas.ResilientFinish", "fox.apgas.Team"}),
               "two system Ebb names share a static id: rename one");
 

@@ -47,25 +47,25 @@ class Heap {
   using ErrorHandler = void (*)(const char* what, const void* p);
 
   struct Stats {
-    size_t bytes_in_use = 0;    // usable bytes of live allocations
-    size_t bytes_cached = 0;    // bytes of free objects parked in per-core caches
-    size_t bytes_reserved = 0;  // bytes held from the page allocator (slabs,
-                                // large blocks, per-core cache array)
-    size_t bytes_large = 0;     // of bytes_reserved: large blocks
-    size_t slabs = 0;           // slabs held now
-    size_t empty_slabs = 0;     // of those, empty ones kept as reserve
-    uint64_t allocs = 0;        // successful Alloc (and moving Realloc)
-    uint64_t frees = 0;         // successful Free
-    uint64_t failed_allocs = 0; // Alloc that returned nullptr
+    size_t bytes_in_use = 0;     // usable bytes of live allocations
+    size_t bytes_cached = 0;     // bytes of free objects parked in per-core caches
+    size_t bytes_reserved = 0;   // bytes held from the page allocator (slabs,
+                                 // large blocks, per-core cache array)
+    size_t bytes_large = 0;      // of bytes_reserved: large blocks
+    size_t slabs = 0;            // slabs held now
+    size_t empty_slabs = 0;      // of those, empty ones kept as reserve
+    uint64_t allocs = 0;         // successful Alloc (and moving Realloc)
+    uint64_t frees = 0;          // successful Free
+    uint64_t failed_allocs = 0;  // Alloc that returned nullptr
     uint64_t large_allocs = 0;
     uint64_t large_frees = 0;
-    uint64_t cache_hits = 0;    // small allocations served by the core's cache
-    uint64_t cache_misses = 0;  // ... that had to refill from the central lists
-    uint64_t cache_flushes = 0; // batches moved from a core cache to central
+    uint64_t cache_hits = 0;     // small allocations served by the core's cache
+    uint64_t cache_misses = 0;   // ... that had to refill from the central lists
+    uint64_t cache_flushes = 0;  // batches moved from a core cache to central
     uint64_t slabs_created = 0;
     uint64_t slabs_released = 0;
-    uint64_t errors = 0;        // error-handler events: bad or double-freed
-                                // pointers, overwritten free objects
+    uint64_t errors = 0;  // error-handler events: bad or double-freed
+                          // pointers, overwritten free objects
   };
 
   struct CoreStats {
@@ -193,8 +193,8 @@ class Heap {
   size_t FetchBatch(int size_class, size_t count, void** list);
   // Moves up to `count` free objects of `slab` onto *list. Stops early and
   // sets *corrupt when a free object was overwritten (the rest is leaked).
-  size_t TakeFromSlab(Central& central, Slab* slab, size_t count, void** list,
-                      bool* corrupt) const REQUIRES(central.lock);
+  size_t TakeFromSlab(Central& central, Slab* slab, size_t count, void** list, bool* corrupt) const
+      REQUIRES(central.lock);
   // Returns the objects on `list` (`count` of them) to their slabs.
   void ReturnBatch(int size_class, void* list, size_t count);
   Slab* NewSlab(int size_class);

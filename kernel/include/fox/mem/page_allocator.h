@@ -36,14 +36,14 @@ constexpr int kMaxOrder = 18;  // blocks of 2^0 .. 2^18 pages (4 KiB .. 1 GiB)
 class PageAllocator {
  public:
   struct Stats {
-    size_t span_pages = 0;       // pages in [base, base + size)
-    size_t total_pages = 0;      // pages made available by AddFree
-    size_t free_pages = 0;       // of those, pages not allocated
-    uint64_t allocs = 0;         // successful Alloc calls
-    uint64_t frees = 0;          // successful Free calls
-    uint64_t failed_allocs = 0;  // Alloc calls that returned kNoMemory
-    int largest_free_order = -1;                  // -1 when nothing is free
-    size_t free_blocks[kMaxOrder + 1] = {};       // free blocks per order
+    size_t span_pages = 0;                   // pages in [base, base + size)
+    size_t total_pages = 0;                  // pages made available by AddFree
+    size_t free_pages = 0;                   // of those, pages not allocated
+    uint64_t allocs = 0;                     // successful Alloc calls
+    uint64_t frees = 0;                      // successful Free calls
+    uint64_t failed_allocs = 0;              // Alloc calls that returned kNoMemory
+    int largest_free_order = -1;             // -1 when nothing is free
+    size_t free_blocks[kMaxOrder + 1] = {};  // free blocks per order
   };
 
   constexpr PageAllocator() = default;
@@ -69,10 +69,9 @@ class PageAllocator {
 
   // Makes the page-aligned range [start, start + size) allocatable, coalescing
   // it (and any free neighbours) into the largest naturally aligned blocks.
-  // Costs O(log size) metadata writes, never touches the range. Errors: kInvalidArgument when the range is misaligned, empty,
-  // outside the span, or contains a page that is not reserved (already free or
-  // allocated); nothing changes then. Takes the allocator lock; thread
-  // context, never interrupt context; does not block beyond the spinlock.
+  // Costs O(log size) metadata writes, never touches the range. Errors: kInvalidArgument when the range is misaligned,
+  // empty, outside the span, or contains a page that is not reserved (already free or allocated); nothing changes then.
+  // Takes the allocator lock; thread context, never interrupt context; does not block beyond the spinlock.
   Result<void> AddFree(uintptr_t start, size_t size);
 
   // A naturally aligned block of 2^order pages; contents undefined (never
@@ -117,7 +116,7 @@ class PageAllocator {
   static constexpr uint8_t kHeadMask = 0xC0;
   static constexpr uint8_t kOrderMask = 0x1F;
   static constexpr uint32_t kNoPage = UINT32_MAX;  // end of a free list
-  static constexpr size_t kChunkShift = 9;        // pages per lazily set-up chunk: 512
+  static constexpr size_t kChunkShift = 9;         // pages per lazily set-up chunk: 512
   static constexpr size_t kChunkPages = size_t{1} << kChunkShift;
 
   uintptr_t PageAddr(size_t index) const { return base_ + (index << kPageShift); }

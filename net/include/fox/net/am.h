@@ -68,7 +68,7 @@ inline constexpr uint16_t kDefaultPort = 7700;
 struct Config {
   uint64_t job = 1;
   net::SipKey key{};
-  bool key_given = false;        // false: the development key derived from the job id
+  bool key_given = false;  // false: the development key derived from the job id
   NodeId self = 0;
   uint16_t port = kDefaultPort;  // UDP port, the same on every node of the job
   int core = 0;                  // transport core: timers, hosted socket (native: 0)
@@ -83,8 +83,8 @@ Result<Config> ConfigFromBootArgs();
 // A peer list "ID@A.B.C.D[:PORT],..." (fox.peers): calls add(node, ip, port)
 // for each (port: `default_port` when absent). kInvalidArgument naming the
 // bad entry in `error` (if given), without calling add for any entry.
-Result<void> ParsePeers(std::string_view text, uint16_t default_port,
-                        FunctionRef<void(NodeId, uint32_t, uint16_t)> add, const char** error = nullptr);
+Result<void> ParsePeers(std::string_view text, uint16_t default_port, FunctionRef<void(NodeId, uint32_t, uint16_t)> add,
+                        const char** error = nullptr);
 
 // Starts the transport (once). Native: the network must be up (net::Start;
 // the transport takes over the NIC's receive handler and hands lwIP what is
@@ -163,16 +163,16 @@ void NotifyDead(NodeId node);
 struct Stats {
   net::EndpointCounters endpoint;
   net::ChannelCounters channels;  // summed over every peer's reliable channel
-  uint64_t local_messages;       // sent to this node
-  uint64_t no_receiver;          // messages for an Ebb id without a receiver
-  uint64_t no_listener;          // mailbox messages whose listener left before they ran
-  uint64_t backpressure_drops;   // frames refused: a mailbox lacked room
-  uint64_t mailbox_overflows;    // messages a mailbox had no room for: must stay 0
+  uint64_t local_messages;        // sent to this node
+  uint64_t no_receiver;           // messages for an Ebb id without a receiver
+  uint64_t no_listener;           // mailbox messages whose listener left before they ran
+  uint64_t backpressure_drops;    // frames refused: a mailbox lacked room
+  uint64_t mailbox_overflows;     // messages a mailbox had no room for: must stay 0
   uint64_t tx_datagrams, tx_bytes, tx_failures;
   uint64_t rx_datagrams, rx_bytes;
-  uint64_t rx_not_am;            // native: frames handed on to lwIP
+  uint64_t rx_not_am;                 // native: frames handed on to lwIP
   uint64_t arp_requests, arp_misses;  // native: frames held back for want of a MAC
-  nic::Stats nic;  // native: the NIC's own counters (zero hosted)
+  nic::Stats nic;                     // native: the NIC's own counters (zero hosted)
 };
 Stats GetStats();
 // Every counter of `stats` with its name ("messages_sent", "dropped.duplicate",

@@ -75,8 +75,7 @@ struct EndpointConfig {
   uint64_t heartbeat_ns = 100'000'000;
   // Defaults sized for emulated nodes on a busy 2-core host: a silent peer
   // is declared dead about 2.7 s after the last frame it sent.
-  PhiConfig phi{.first_interval_ns = 100'000'000, .min_stddev_ns = 100'000'000,
-                .acceptable_pause_ns = 2'000'000'000};
+  PhiConfig phi{.first_interval_ns = 100'000'000, .min_stddev_ns = 100'000'000, .acceptable_pause_ns = 2'000'000'000};
   double phi_suspect = 5;
   double phi_dead = 10;
   // A peer that has never been heard from (still booting) is dead only
@@ -103,12 +102,12 @@ struct EndpointCounters {
   uint64_t heartbeats_sent = 0;
   uint64_t heartbeats_received = 0;
   uint64_t datagrams_received = 0;
-  uint64_t peers_suspected = 0;     // transitions to suspected
+  uint64_t peers_suspected = 0;  // transitions to suspected
   uint64_t peers_dead = 0;
-  uint64_t dead_notices_sent = 0;      // "node X died", one per peer told
+  uint64_t dead_notices_sent = 0;  // "node X died", one per peer told
   uint64_t dead_notices_received = 0;
   uint64_t dead_notices_about_self = 0;  // a peer counts this node out
-  DropCounters drops;               // datagrams dropped, by reason
+  DropCounters drops;                    // datagrams dropped, by reason
 };
 
 class AmEndpoint {
@@ -140,13 +139,13 @@ class AmEndpoint {
 
   // Queues one message (see the top). kNotFound: unknown or dead peer;
   // kOutOfRange: more than kMaxMessageBytes; kBusy: full (retry later).
-  Result<void> Send(NodeId peer, uint32_t ebb, uint16_t handler, const void* data, size_t len,
-                    uint64_t now_ns, TransmitFn transmit);
+  Result<void> Send(NodeId peer, uint32_t ebb, uint16_t handler, const void* data, size_t len, uint64_t now_ns,
+                    TransmitFn transmit);
   // Like Send, but never kBusy while the deferred buffer has room (see the
   // top): the message waits there for the peer's window. kBusy only when
   // that buffer is full as well. Interrupt-safe.
-  Result<void> SendOrDefer(NodeId peer, uint32_t ebb, uint16_t handler, const void* data, size_t len,
-                           uint64_t now_ns, TransmitFn transmit);
+  Result<void> SendOrDefer(NodeId peer, uint32_t ebb, uint16_t handler, const void* data, size_t len, uint64_t now_ns,
+                           TransmitFn transmit);
   // Whether Send to `peer` would be accepted now for a message of `len`
   // bytes (false while deferred messages to it wait).
   bool CanSend(NodeId peer, size_t len = 0) const;
@@ -164,8 +163,8 @@ class AmEndpoint {
   using AdmitFn = FunctionRef<bool(const FrameView& frame)>;
 
   // One received datagram from `from_address`. Returns kNone when accepted.
-  DropReason OnDatagram(const uint8_t* bytes, size_t len, uint64_t now_ns, DeliverFn deliver,
-                        TransmitFn transmit, const AdmitFn* admit = nullptr);
+  DropReason OnDatagram(const uint8_t* bytes, size_t len, uint64_t now_ns, DeliverFn deliver, TransmitFn transmit,
+                        const AdmitFn* admit = nullptr);
 
   // Timers: flushes aggregation buffers that waited flush_delay, sends
   // heartbeats, runs channel timers and the failure detector (calling
@@ -209,8 +208,8 @@ class AmEndpoint {
   Peer* slots_[kMaxPeers * 2] = {};  // open addressing by node id
   size_t peer_count_ = 0;
   EndpointCounters counters_;
-  RecordRing deferred_;              // the deferred buffer (am_endpoint.cc)
-  size_t deferred_count_ = 0;        // records not yet sent
+  RecordRing deferred_;        // the deferred buffer (am_endpoint.cc)
+  size_t deferred_count_ = 0;  // records not yet sent
   size_t peers_with_deferred_ = 0;
   uint64_t drain_pass_ = 0;
   bool notices_pending_ = false;  // a peer was noticed dead; Poll kills it

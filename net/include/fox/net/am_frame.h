@@ -64,9 +64,9 @@ inline constexpr uint8_t kFrameVersion = 1;
 
 inline constexpr size_t kMaxFrameBytes = 1472;
 inline constexpr size_t kHeaderBytes = 56;
-inline constexpr size_t kMaxPayloadBytes = kMaxFrameBytes - kHeaderBytes;            // 1416
+inline constexpr size_t kMaxPayloadBytes = kMaxFrameBytes - kHeaderBytes;  // 1416
 inline constexpr size_t kRecordHeaderBytes = 8;
-inline constexpr size_t kMaxMessageBytes = kMaxPayloadBytes - kRecordHeaderBytes;    // 1408
+inline constexpr size_t kMaxMessageBytes = kMaxPayloadBytes - kRecordHeaderBytes;      // 1408
 inline constexpr size_t kMaxMessagesPerFrame = kMaxPayloadBytes / kRecordHeaderBytes;  // 177
 
 // Frame flags.
@@ -167,8 +167,7 @@ class FrameView {
   MessageIterator end() const { return MessageIterator(payload() + header_.payload_length); }
 
  private:
-  friend Result<FrameView> DecodeFrame(const uint8_t*, size_t, const SipKey&, uint64_t, uint32_t,
-                                       DropReason*);
+  friend Result<FrameView> DecodeFrame(const uint8_t*, size_t, const SipKey&, uint64_t, uint32_t, DropReason*);
   friend class Channel;  // re-views frames it buffered, which were validated on arrival
   FrameView(const FrameHeader& header, const uint8_t* bytes) : header_(header), bytes_(bytes) {}
 
@@ -185,9 +184,8 @@ class FrameView {
 // records. On success stores kNone. The source is not checked: the caller
 // picks the channel by it.
 // Any context; no allocation; O(len).
-Result<FrameView> DecodeFrame(const uint8_t* bytes, size_t len, const SipKey& key,
-                              uint64_t expected_job, uint32_t my_node,
-                              DropReason* reason = nullptr);
+Result<FrameView> DecodeFrame(const uint8_t* bytes, size_t len, const SipKey& key, uint64_t expected_job,
+                              uint32_t my_node, DropReason* reason = nullptr);
 
 // Aggregates messages into a caller-provided buffer, then seals the frame.
 //
@@ -217,8 +215,7 @@ class FrameBuilder {
   // `seq`, cumulative ack `ack` and receive window `window`; returns the
   // frame's length in bytes (0, writing nothing, if the capacity is less than
   // kHeaderBytes). Messages can still be added and Finish called again.
-  size_t Finish(uint32_t seq, uint32_t ack, uint16_t window, const SipKey& key,
-                uint8_t flags = 0, uint64_t sack = 0);
+  size_t Finish(uint32_t seq, uint32_t ack, uint16_t window, const SipKey& key, uint8_t flags = 0, uint64_t sack = 0);
 
   // Forgets all messages (the address stays).
   void Reset();

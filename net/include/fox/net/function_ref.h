@@ -21,9 +21,7 @@ class FunctionRef<R(Args...)> {
                                         std::is_invocable_r_v<R, D&, Args...>>>
   FunctionRef(F&& f)  // NOLINT(google-explicit-constructor): passed as an argument
       : object_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
-        call_([](void* o, Args... args) -> R {
-          return (*static_cast<D*>(o))(std::forward<Args>(args)...);
-        }) {}
+        call_([](void* o, Args... args) -> R { return (*static_cast<D*>(o))(std::forward<Args>(args)...); }) {}
 
   R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
 

@@ -56,13 +56,13 @@ const char* StatusName(Status status);
 // ---- the interface ----
 
 struct Config {
-  bool dhcp = true;     // false: the static address below
-  Ipv4 address;         // static address and netmask
+  bool dhcp = true;  // false: the static address below
+  Ipv4 address;      // static address and netmask
   Ipv4 netmask;
   // Static: the gateway (any: none). DHCP: used when the server names no
   // router (QEMU's restricted user network offers none).
   Ipv4 gateway;
-  int nic = 0;          // nic::Get(nic)
+  int nic = 0;  // nic::Get(nic)
   // How long Start's future waits for a DHCP lease before it is ready with
   // kTimedOut (lwIP's DHCP client keeps trying after that).
   uint64_t dhcp_timeout_ms = 10000;
@@ -84,7 +84,7 @@ struct InterfaceInfo {
   Ipv4 address, netmask, gateway;
   nic::MacAddress mac{};
   bool dhcp = false;
-  Ipv4 dhcp_server;      // the server that leased the address (DHCP)
+  Ipv4 dhcp_server;                // the server that leased the address (DHCP)
   bool gateway_from_dhcp = false;  // false: static, or Config::gateway as fallback
 };
 
@@ -100,17 +100,17 @@ InterfaceInfo Info();
 
 // Counters (STYLE.md §12): the port's own and lwIP's. Any core.
 struct Stats {
-  uint64_t rx_frames, rx_bytes;       // frames taken from the NIC into the ring
-  uint64_t rx_ring_overflows;         // frames dropped: the ring was full
-  uint64_t rx_too_long;               // frames dropped: longer than a ring slot
-  uint64_t rx_no_pbuf;                // frames dropped: lwIP had no pbuf
-  uint64_t rx_wakeups;                // events posted from the interrupt path
+  uint64_t rx_frames, rx_bytes;  // frames taken from the NIC into the ring
+  uint64_t rx_ring_overflows;    // frames dropped: the ring was full
+  uint64_t rx_too_long;          // frames dropped: longer than a ring slot
+  uint64_t rx_no_pbuf;           // frames dropped: lwIP had no pbuf
+  uint64_t rx_wakeups;           // events posted from the interrupt path
   uint64_t tx_frames, tx_bytes;
-  uint64_t tx_busy;                   // frames dropped: the NIC's ring was full
-  uint64_t tx_errors;                 // frames the NIC refused otherwise
+  uint64_t tx_busy;                                                // frames dropped: the NIC's ring was full
+  uint64_t tx_errors;                                              // frames the NIC refused otherwise
   uint64_t ip_drops, icmp_rx, icmp_tx, udp_rx, udp_tx, udp_drops;  // lwIP's
   uint64_t tcp_rx, tcp_tx, tcp_drops, tcp_retransmits;             // lwIP's
-  uint64_t mem_errors;                // lwIP heap and pool allocation failures
+  uint64_t mem_errors;                                             // lwIP heap and pool allocation failures
 };
 Stats GetStats();
 

@@ -19,7 +19,7 @@
 namespace fox::net {
 
 struct PhiConfig {
-  uint64_t first_interval_ns = 100'000'000;   // assumed interval before the first sample
+  uint64_t first_interval_ns = 100'000'000;  // assumed interval before the first sample
   uint64_t min_stddev_ns = 50'000'000;
   uint64_t acceptable_pause_ns = 500'000'000;
 };
@@ -63,9 +63,9 @@ class PhiAccrualDetector {
   bool started_ = false;
   uint64_t last_ns_ = 0;
   double intervals_[kWindow] = {};
-  int count_ = 0;     // samples held, <= kWindow
-  int next_ = 0;      // where the next sample goes
-  double sum_ = 0;    // of the samples held
+  int count_ = 0;   // samples held, <= kWindow
+  int next_ = 0;    // where the next sample goes
+  double sum_ = 0;  // of the samples held
   double sum_sq_ = 0;
 };
 

@@ -34,12 +34,12 @@ class RecordRing {
 
   // A record as the consumer sees it.
   struct Record {
-    uint64_t position = 0;    // of its header, as a running byte count
-    uint64_t next = 0;        // position of the record after it
+    uint64_t position = 0;  // of its header, as a running byte count
+    uint64_t next = 0;      // position of the record after it
     uint16_t tag = 0;
-    bool done = false;        // MarkDone was called on it
+    bool done = false;  // MarkDone was called on it
     uint8_t* payload = nullptr;
-    size_t length = 0;        // payload bytes, as reserved
+    size_t length = 0;  // payload bytes, as reserved
   };
 
   RecordRing() = default;
@@ -89,7 +89,7 @@ class RecordRing {
 
   std::unique_ptr<uint8_t[]> buffer_;
   size_t size_ = 0;
-  uint64_t reserved_ = 0;  // producer: head after the pending record
+  uint64_t reserved_ = 0;                      // producer: head after the pending record
   alignas(64) std::atomic<uint64_t> head_{0};  // bytes produced (committed)
   alignas(64) std::atomic<uint64_t> tail_{0};  // bytes released by the consumer
 };

@@ -46,18 +46,18 @@ inline constexpr uint32_t kMaxWindow = 1024;
 inline constexpr uint32_t kDuplicateHorizon = 4 * kMaxWindow;
 
 struct ChannelConfig {
-  FrameAddress address;           // job, this node (source), the peer (destination)
-  SipKey key;                     // the job key
-  uint32_t send_window = 128;     // frames in flight, 1..kMaxWindow
-  uint32_t recv_window = 128;     // frames accepted from the next expected on, 1..kMaxWindow;
-                                  // advertised to the peer. Keep it >= the peer's send_window.
-  uint32_t initial_send_seq = 0;  // must equal the peer's initial_recv_seq
-  uint32_t initial_recv_seq = 0;  // must equal the peer's initial_send_seq
-  uint64_t initial_rto_ns = 20'000'000;   // before the first RTT sample
+  FrameAddress address;                  // job, this node (source), the peer (destination)
+  SipKey key;                            // the job key
+  uint32_t send_window = 128;            // frames in flight, 1..kMaxWindow
+  uint32_t recv_window = 128;            // frames accepted from the next expected on, 1..kMaxWindow;
+                                         // advertised to the peer. Keep it >= the peer's send_window.
+  uint32_t initial_send_seq = 0;         // must equal the peer's initial_recv_seq
+  uint32_t initial_recv_seq = 0;         // must equal the peer's initial_send_seq
+  uint64_t initial_rto_ns = 20'000'000;  // before the first RTT sample
   uint64_t min_rto_ns = 5'000'000;
-  uint64_t max_rto_ns = 1'000'000'000;    // cap of the exponential backoff
-  uint64_t ack_delay_ns = 1'000'000;      // longest an ack waits for a frame to ride on
-  uint32_t ack_every = 8;                 // ...or for this many frames received
+  uint64_t max_rto_ns = 1'000'000'000;  // cap of the exponential backoff
+  uint64_t ack_delay_ns = 1'000'000;    // longest an ack waits for a frame to ride on
+  uint32_t ack_every = 8;               // ...or for this many frames received
 };
 
 // What a user or operator asks about (STYLE.md §12). Monotonic counts.
@@ -75,16 +75,16 @@ struct ChannelCounters {
   uint64_t stale_acks = 0;            // acks behind what was already acknowledged
   uint64_t bad_acks = 0;              // acks of frames never transmitted (ignored)
   // Receiving.
-  uint64_t frames_received = 0;       // new data frames accepted
-  uint64_t frames_buffered = 0;       // ...of which out of order
-  uint64_t frames_delivered = 0;      // frames passed to `deliver`
-  uint64_t acks_received = 0;         // ack-only frames
-  uint64_t duplicates = 0;            // kDuplicate drops
-  uint64_t stale = 0;                 // kStale drops
-  uint64_t out_of_window = 0;         // kOutOfWindow drops
-  uint64_t wrong_source = 0;          // kWrongSource (and wrong job or destination) drops
-  uint64_t rejected_closed = 0;       // kPeerClosed drops
-  uint64_t dropped_on_close = 0;      // unacknowledged and buffered frames discarded by Close
+  uint64_t frames_received = 0;   // new data frames accepted
+  uint64_t frames_buffered = 0;   // ...of which out of order
+  uint64_t frames_delivered = 0;  // frames passed to `deliver`
+  uint64_t acks_received = 0;     // ack-only frames
+  uint64_t duplicates = 0;        // kDuplicate drops
+  uint64_t stale = 0;             // kStale drops
+  uint64_t out_of_window = 0;     // kOutOfWindow drops
+  uint64_t wrong_source = 0;      // kWrongSource (and wrong job or destination) drops
+  uint64_t rejected_closed = 0;   // kPeerClosed drops
+  uint64_t dropped_on_close = 0;  // unacknowledged and buffered frames discarded by Close
 };
 
 class Channel {
@@ -152,10 +152,10 @@ class Channel {
   uint32_t window() const;                                    // frames allowed in flight now
   uint32_t next_send_seq() const { return snd_nxt_; }
   uint32_t next_expected_seq() const { return rcv_nxt_; }
-  uint32_t buffered() const { return buffered_; }             // out-of-order frames held
-  uint64_t srtt_ns() const { return srtt_ns_; }               // 0 before the first sample
-  uint64_t rto_ns() const;                                    // with the current backoff
-  uint32_t backoff() const { return backoff_; }  // timeouts in a row without progress
+  uint32_t buffered() const { return buffered_; }  // out-of-order frames held
+  uint64_t srtt_ns() const { return srtt_ns_; }    // 0 before the first sample
+  uint64_t rto_ns() const;                         // with the current backoff
+  uint32_t backoff() const { return backoff_; }    // timeouts in a row without progress
   const ChannelCounters& counters() const { return counters_; }
   const ChannelConfig& config() const { return config_; }
 
@@ -197,7 +197,7 @@ class Channel {
   uint64_t min_rtt_ns_ = UINT64_MAX;
   uint64_t rto_base_ns_ = 0;  // RTO before backoff
   uint32_t backoff_ = 0;
-  uint32_t reorder_mult_ = 1;          // reordering allowance, in SRTT/4
+  uint32_t reorder_mult_ = 1;  // reordering allowance, in SRTT/4
   uint32_t fast_since_spurious_ = 0;
 
   // Receiver. Slot of offset k (sequence rcv_nxt_ + k) is recv_[(recv_head_ + k) % recv_window].

@@ -35,7 +35,7 @@ class SipHasher {
   void Compress(uint64_t m);
 
   uint64_t v0_, v1_, v2_, v3_;
-  uint64_t tail_ = 0;   // pending bytes, little-endian, fewer than 8
+  uint64_t tail_ = 0;  // pending bytes, little-endian, fewer than 8
   size_t tail_len_ = 0;
   uint64_t total_ = 0;  // bytes given so far (only the low 8 bits matter)
 };

@@ -23,7 +23,10 @@ uint32_t fox_lwip_rand(void);
 #endif
 
 /* BYTE_ORDER: lwIP's default (little endian), or glibc's <endian.h> where included. */
-#define LWIP_PLATFORM_DIAG(x) do { fox_lwip_diag x; } while (0)
+#define LWIP_PLATFORM_DIAG(x) \
+  do {                        \
+    fox_lwip_diag x;          \
+  } while (0)
 #define LWIP_PLATFORM_ASSERT(x) fox_lwip_assert((x), __FILE__, __LINE__)
 #define LWIP_RAND() ((u32_t)fox_lwip_rand())
 /* Only the raw API is built: no sockets, so no errno of lwIP's own. */
