@@ -66,10 +66,4 @@ uint64_t ClosureDigest() {
   return h;
 }
 
-size_t ClosureCount() {
-  Table& t = TheTable();
-  std::lock_guard<std::mutex> g(t.lock);
-  return t.runners.size();
-}
-
 }  // namespace fox::apgas::detail

@@ -224,18 +224,11 @@ void Runtime::NoteDeathLocked(FinishKey f, Home& h, uint32_t d) {
     auto it = h.total.find(d);
     return it == h.total.end() ? 0 : CountOf(it->second.recv, from);
   };
-  bool lost = false;
+  auto mine = local_.find(f);  // the home's own sends, not reported yet
+  uint64_t unreported = mine == local_.end() ? 0 : CountOf(mine->second.sent, d);
+  bool lost = unreported > received(f.home) && h.total.count(f.home) == 0;
   for (auto& [p, c] : h.total) {
-    uint64_t sent = CountOf(c.sent, d);
-    if (p == f.home) {
-      auto mine = local_.find(f);  // the home's own sends, not reported yet
-      if (mine != local_.end()) sent += CountOf(mine->second.sent, d);
-    }
-    if (sent > received(p)) lost = true;
-  }
-  if (h.total.count(f.home) == 0) {
-    auto mine = local_.find(f);
-    if (mine != local_.end() && CountOf(mine->second.sent, d) > received(f.home)) lost = true;
+    if (CountOf(c.sent, d) + (p == f.home ? unreported : 0) > received(p)) lost = true;
   }
   if (!lost) return;
   h.dead_counted.insert(d);

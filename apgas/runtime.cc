@@ -48,6 +48,15 @@ Result<void> SendTo(uint32_t place, uint16_t handler, const std::vector<uint8_t>
 
 namespace {}  // namespace
 
+void RunClosure(const std::vector<uint8_t>& closure, std::vector<uint8_t>* result) {
+  InArchive in(closure.data(), closure.size());
+  uint64_t id = 0;
+  in(id);
+  Runner run = FindClosure(id);
+  if (run == nullptr) throw std::runtime_error("apgas: a closure this place does not have (different sources?)");
+  run(in, result);
+}
+
 std::vector<ExceptionInfo> Describe(std::exception_ptr e, Place where) {
   try {
     std::rethrow_exception(e);
@@ -176,14 +185,7 @@ void Runtime::OnSpawn(NodeId from, const uint8_t* data, size_t length) {
   }
   Received(f, from);
   std::vector<uint8_t> closure(data + header, data + length);
-  Launch(f, [closure = std::move(closure)] {
-    InArchive in(closure.data(), closure.size());
-    uint64_t id = 0;
-    in(id);
-    Runner run = FindClosure(id);
-    if (run == nullptr) throw std::runtime_error("apgas: a closure this place does not have (different sources?)");
-    run(in, nullptr);
-  });
+  Launch(f, [closure = std::move(closure)] { RunClosure(closure, nullptr); });
 }
 
 void Runtime::OnAt(NodeId from, const uint8_t* data, size_t length) {
@@ -206,12 +208,7 @@ void Runtime::OnAt(NodeId from, const uint8_t* data, size_t length) {
   Launch(f, [from, rpc, closure = std::move(closure)] {
     std::vector<uint8_t> reply{0};
     try {
-      InArchive in(closure.data(), closure.size());
-      uint64_t id = 0;
-      in(id);
-      Runner run = FindClosure(id);
-      if (run == nullptr) throw std::runtime_error("apgas: a closure this place does not have (different sources?)");
-      run(in, &reply);
+      RunClosure(closure, &reply);
     } catch (...) {
       reply.assign(1, 1);
       OutArchive out(reply);
@@ -353,12 +350,7 @@ void SpawnRemote(Place place, std::vector<uint8_t> closure) {
   if (a == nullptr) throw std::logic_error("apgas::asyncAt outside an activity");
   if (place == here()) {
     Runtime::Get()->Spawned(a->finish);
-    Runtime::Get()->Launch(a->finish, [closure = std::move(closure)] {
-      InArchive in(closure.data(), closure.size());
-      uint64_t id = 0;
-      in(id);
-      FindClosure(id)(in, nullptr);
-    });
+    Runtime::Get()->Launch(a->finish, [closure = std::move(closure)] { RunClosure(closure, nullptr); });
     return;
   }
   if (!Runtime::Get()->Sent(a->finish, place)) return;  // dead: the finish has its DeadPlaceException

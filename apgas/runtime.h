@@ -90,6 +90,10 @@ struct ExceptionInfo {
   }
 };
 std::vector<ExceptionInfo> Describe(std::exception_ptr e, Place where);
+// Runs a closure packed by detail::Pack (its id, then it); for `at`, its
+// value goes to `result`. Throws what the closure throws, or for an id this
+// program lacks or bytes that do not hold what they claim.
+void RunClosure(const std::vector<uint8_t>& closure, std::vector<uint8_t>* result);
 // A message to the runtime at `place`, large if it must be. Event context.
 Result<void> SendTo(uint32_t place, uint16_t handler, const std::vector<uint8_t>& bytes);
 std::exception_ptr Rebuild(const ExceptionInfo& info);

@@ -170,7 +170,6 @@ uint64_t RegisterClosure(const char* name, Runner run);
 Runner FindClosure(uint64_t id);
 // A hash of every registered id: equal at every place built from the same sources.
 uint64_t ClosureDigest();
-size_t ClosureCount();
 
 // Reads the arguments one by one, in order, then calls f with them.
 template <class Fn, class... Rest>
