@@ -59,15 +59,7 @@ std::atomic<uint64_t> g_local{0};
 
 void Arrive() { g_arrived.fetch_add(1); }
 
-void SleepMs(uint64_t ms) {
-  fox::event::Block([ms](fox::event::Continuation c) {
-    auto* k = new fox::event::Continuation(std::move(c));
-    fox::timer::Start(ms * 1'000'000, [k] {
-      k->Resume();
-      delete k;
-    });
-  });
-}
+void SleepMs(uint64_t ms) { fox::timer::Sleep(ms * 1'000'000); }
 
 void Basic() {
   auto places = fox::apgas::places();

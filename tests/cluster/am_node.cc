@@ -290,13 +290,7 @@ bool WaitUntil(F done, uint64_t ms) {
   uint64_t deadline = fox::clock::NowNs() + ms * 1'000'000;
   while (!done()) {
     if (fox::clock::NowNs() > deadline) return false;
-    fox::event::Block([](fox::event::Continuation c) {
-      auto* k = new fox::event::Continuation(std::move(c));
-      fox::timer::Start(200'000, [k] {
-        k->Resume();
-        delete k;
-      });
-    });
+    fox::timer::Sleep(200'000);
   }
   return true;
 }
@@ -473,15 +467,7 @@ struct ManyState {
 std::vector<std::unique_ptr<ManyState>> g_many;  // indexed by node % kMaxNodes, made before listening
 size_t g_many_ebbs = 0;
 
-void SleepMs(uint64_t ms) {
-  fox::event::Block([ms](fox::event::Continuation c) {
-    auto* k = new fox::event::Continuation(std::move(c));
-    fox::timer::Start(ms * 1'000'000, [k] {
-      k->Resume();
-      delete k;
-    });
-  });
-}
+void SleepMs(uint64_t ms) { fox::timer::Sleep(ms * 1'000'000); }
 
 // An event on one of this node's cores: message `seq` of `count` for Ebb i.
 void OnMany(NodeId from, size_t i, const uint8_t* data, size_t len) {

@@ -428,4 +428,11 @@ TimerId StartPeriodic(uint64_t period_ns, Function<void()> callback) {
 
 bool Cancel(TimerId id) { return event::ThisLoop()->CancelTimer(id); }
 
+void Sleep(uint64_t delay_ns) {
+  event::Block([delay_ns](event::Continuation k) {
+    auto resume = std::make_shared<event::Continuation>(std::move(k));
+    Start(delay_ns, [resume] { resume->Resume(); });
+  });
+}
+
 }  // namespace fox::timer
