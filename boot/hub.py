@@ -131,6 +131,8 @@ def udp_ports_of(frame):
 
 
 class Hub:
+    NAME = "hub"  # in messages
+
     def __init__(self, args, ports):
         self.args = args
         self.ports = ports
@@ -219,6 +221,22 @@ class Hub:
         due += [p.held[0] for p in self.ports if p.held is not None]
         return min(due) if due else None
 
+    def drain(self, port):
+        """Takes a burst of frames from `port`, bounded so that timers stay on time."""
+        for _ in range(64):
+            try:
+                frame = port.receive()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                port.counters["bad"] += 1
+                return
+            try:
+                self.on_frame(port, frame)
+            except Exception as e:  # a bad frame never stops the hub
+                port.counters["bad"] += 1
+                print("%s: frame from %s: %r" % (self.NAME, port.name, e), file=sys.stderr)
+
     def run(self, stop):
         poller = select.poll()
         by_fd = {}
@@ -233,20 +251,7 @@ class Hub:
             except InterruptedError:
                 continue
             for fd, _ in events:
-                port = by_fd[fd]
-                for _ in range(64):  # drain a burst, bounded so timers stay on time
-                    try:
-                        frame = port.receive()
-                    except (BlockingIOError, InterruptedError):
-                        break
-                    except OSError:
-                        port.counters["bad"] += 1
-                        break
-                    try:
-                        self.on_frame(port, frame)
-                    except Exception as e:  # a bad frame never stops the hub
-                        port.counters["bad"] += 1
-                        print("hub: frame from %s: %r" % (port.name, e), file=sys.stderr)
+                self.drain(by_fd[fd])
             self.expire(time.monotonic())
 
     def report(self):

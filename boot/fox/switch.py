@@ -71,6 +71,8 @@ class NodePort(hub.UdpPort):
 
 
 class Switch(hub.Hub):
+    NAME = "switch"
+
     def __init__(self, key, on_join, on_refuse):
         args = argparse.Namespace(loss=0, dup=0, reorder=0, delay=0, jitter=0, impair_udp_port=None, seed=1)
         super().__init__(args, [])
@@ -98,21 +100,6 @@ class Switch(hub.Hub):
             out.append((port.sock, lambda p=port: self.drain(p)))
             out.append((port.bridge, lambda p=port: self.drain_bridge(p)))
         return out
-
-    def drain(self, port):
-        for _ in range(64):
-            try:
-                frame = port.receive()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                port.counters["bad"] += 1
-                return
-            try:
-                self.on_frame(port, frame)
-            except Exception as e:  # a bad frame never stops the switch
-                port.counters["bad"] += 1
-                print("switch: frame from %s: %r" % (port.name, e), file=sys.stderr)
 
     def drain_bridge(self, port):
         for _ in range(64):
