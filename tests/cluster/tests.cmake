@@ -83,6 +83,9 @@ fox_cluster_test(default_job NODES 3 IMAGE ring LOCAL PEERS ARGS "-- laps=50" TI
          "0:ring: 50 laps around 3 nodes: median lap [0-9.]+ us" "0:ring: every node said goodbye: job done"
          "1:ring: node 1: done, saying goodbye" "2:ring: node 2: done, saying goodbye"
   REJECT "0:am stats: duplicates_received" "1:am stats: duplicates_received" "2:am stats: duplicates_received")
+# Alone: the duplicates it rejects are what an unimpaired network gives, not
+# what five other emulated machines on the same two cores do to the timers.
+set_tests_properties(cluster.default_job.tcg cluster.default_job.kvm PROPERTIES RUN_SERIAL TRUE)
 # A node of the job killed mid-job: the others notice (phi accrual) and fail
 # the job with status 1 instead of waiting forever.
 fox_cluster_test(default_job_node_dies NODES 3 IMAGE ring PEERS ARGS "-- laps=1000000" TIMEOUT 120 EXIT 1

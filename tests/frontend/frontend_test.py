@@ -290,6 +290,8 @@ def two_clusters(e):
         if rc != 0:
             raise Failure("the job on %s exited with %d" % (n, rc))
         check_ring(out, 2)
+    # b's node reboots into the pool after its job: idle first, then a goes down.
+    wait_for(lambda: states(e.status(b)) == {1: "idle"}, 120, "cluster %s's node back in the pool" % b)
     e.fox_cmd("cluster", "down", "--name", a, check=0)
     if states(e.status(b)) != {1: "idle"}:
         raise Failure("cluster %s changed when %s went down" % (b, a))
