@@ -1,0 +1,199 @@
+// net::Membership (SWIM with suspicion) in simulated time: detection of a
+// real death by every node, no false death under loss, pauses shorter than
+// the suspicion timeout, staggered boots, partitions that heal (the cut-off
+// side stays dead), cost per node, and malformed messages.
+#include "fox/net/membership.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "membership_sim.h"
+
+namespace fox::sim {
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kS = 1000 * kMs;
+
+// Dead views of anyone but `allowed` (false deaths).
+int FalseDeaths(const MembershipSim& sim, const std::vector<int>& allowed = {}) {
+  int n = 0;
+  for (const DeadView& v : sim.dead_views()) {
+    if (std::find(allowed.begin(), allowed.end(), v.member) == allowed.end()) ++n;
+  }
+  return n;
+}
+
+SimConfig Job(int nodes, uint64_t seed = 1) {
+  SimConfig c;
+  c.nodes = nodes;
+  c.seed = seed;
+  return c;
+}
+
+TEST(MembershipTest, SteadyJobJoinsEveryoneAndSeesNoDeath) {
+  MembershipSim sim(Job(64));
+  sim.RunUntil(60 * kS);
+  EXPECT_EQ(FalseDeaths(sim), 0);
+  for (int i = 0; i < 64; ++i) {
+    for (int j = 0; j < 64; ++j) {
+      if (i != j) ASSERT_EQ(sim.View(i, j), net::MemberState::kAlive) << i << " sees " << j;
+    }
+  }
+  // Cost per node does not grow with the job: about one ping and one ack
+  // per period (150 ms), plus a few indirect probes.
+  double per_node_s = double(sim.messages_sent()) / 64 / 60;
+  EXPECT_LT(per_node_s, 20);
+  EXPECT_GT(per_node_s, 10);
+}
+
+TEST(MembershipTest, EverySurvivorSeesADeathWithinTheBound) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    MembershipSim sim(Job(64, seed));
+    sim.RunUntil(10 * kS);
+    int victim = int(seed * 7 % 64);
+    sim.Kill(victim);
+    uint64_t killed_at = sim.now();
+    sim.RunUntil(20 * kS);
+    int seen = 0;
+    uint64_t last = 0;
+    for (const DeadView& v : sim.dead_views()) {
+      ASSERT_EQ(v.member, victim) << "false death of " << v.member << " seen by " << v.observer;
+      ++seen;
+      last = std::max(last, v.at_ns - killed_at);
+    }
+    EXPECT_EQ(seen, 63);
+    // The design's bound (membership.h): the first probe (a few periods),
+    // one period, the suspicion timeout, the notice: under 3 s here.
+    EXPECT_LT(last, 3 * kS) << "seed " << seed;
+  }
+}
+
+TEST(MembershipTest, NoFalseDeathUnderFivePercentLoss) {
+  SimConfig c = Job(64, 3);
+  c.loss = 0.05;
+  MembershipSim sim(c);
+  sim.RunUntil(300 * kS);
+  EXPECT_EQ(FalseDeaths(sim), 0);
+  // Loss does cause failed probes; the indirect probes absorb them.
+  uint64_t indirect = 0;
+  for (int i = 0; i < 64; ++i) indirect += sim.node(i).counters().probes_indirect;
+  EXPECT_GT(indirect, 0u);
+}
+
+TEST(MembershipTest, PauseShorterThanSuspicionIsNotDeath) {
+  MembershipSim sim(Job(64, 4));
+  sim.RunUntil(5 * kS);
+  sim.Pause(10, 800 * kMs);  // suspicion timeout: 1 s
+  sim.RunUntil(30 * kS);
+  EXPECT_EQ(FalseDeaths(sim), 0);
+  EXPECT_FALSE(sim.node(10).declared_dead());
+}
+
+TEST(MembershipTest, SuspicionIsRefuted) {
+  MembershipSim sim(Job(32, 5));
+  sim.RunUntil(5 * kS);
+  // Long enough to be probed and suspected, short enough to refute.
+  for (int round = 0; round < 10; ++round) {
+    sim.Pause(3, 700 * kMs);
+    sim.RunUntil(sim.now() + 3 * kS);
+  }
+  EXPECT_EQ(FalseDeaths(sim), 0);
+  uint64_t suspicions = 0;
+  for (int i = 0; i < 32; ++i) suspicions += sim.node(i).counters().suspicions;
+  EXPECT_GT(suspicions, 0u);
+  EXPECT_GT(sim.node(3).counters().refutations, 0u);
+  EXPECT_GT(sim.node(3).incarnation(), 0u);
+}
+
+TEST(MembershipTest, LongPauseIsDeathAndTheNodeLearnsIt) {
+  MembershipSim sim(Job(16, 6));
+  sim.RunUntil(5 * kS);
+  sim.Pause(2, 5 * kS);
+  sim.RunUntil(20 * kS);
+  int seen = 0;
+  for (const DeadView& v : sim.dead_views()) {
+    if (v.member == 2) ++seen;
+  }
+  EXPECT_EQ(seen, 15);
+  EXPECT_EQ(FalseDeaths(sim, {2}), 0);
+  // Fail-stop: it stays dead for everyone, and gossip or notices told it.
+  for (int i = 0; i < 16; ++i) {
+    if (i != 2) EXPECT_EQ(sim.View(i, 2), net::MemberState::kDead);
+  }
+  EXPECT_TRUE(sim.node(2).declared_dead());
+}
+
+TEST(MembershipTest, StaggeredBootIsNotFailure) {
+  SimConfig c = Job(64, 7);
+  c.boot_spread_ns = 20 * kS;  // a host booting 64 emulated nodes one after another
+  MembershipSim sim(c);
+  sim.RunUntil(60 * kS);
+  EXPECT_EQ(FalseDeaths(sim), 0);
+  EXPECT_EQ(sim.busy_ticks(), 0u);  // a probe answered by another frame once spun here
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(sim.View(0, i == 0 ? 1 : i), net::MemberState::kAlive);
+}
+
+TEST(MembershipTest, NeverHeardFromIsDeadAfterTheJoinTimeout) {
+  SimConfig c = Job(8, 8);
+  c.membership.join_timeout_ns = 10 * kS;
+  MembershipSim sim(c);
+  sim.Kill(5);  // never boots
+  sim.RunUntil(9 * kS);
+  EXPECT_EQ(sim.dead_views().size(), 0u);
+  sim.RunUntil(12 * kS);
+  EXPECT_EQ(sim.ObserversOf(5), 7);
+  int seen = 0;
+  for (const DeadView& v : sim.dead_views()) seen += v.member == 5;
+  EXPECT_EQ(seen, 7);
+  EXPECT_EQ(FalseDeaths(sim, {5}), 0);
+}
+
+TEST(MembershipTest, PartitionThatHealsLeavesTheCutOffSideDead) {
+  MembershipSim sim(Job(48, 9));
+  sim.RunUntil(5 * kS);
+  std::vector<bool> side(48, false);
+  for (int i = 40; i < 48; ++i) side[size_t(i)] = true;  // 8 nodes cut off
+  sim.Partition(side);
+  sim.RunUntil(15 * kS);
+  sim.Heal();
+  sim.RunUntil(60 * kS);
+  for (int i = 0; i < 48; ++i) {
+    for (int j = 0; j < 48; ++j) {
+      if (i == j) continue;
+      auto want = side[size_t(i)] == side[size_t(j)] ? net::MemberState::kAlive : net::MemberState::kDead;
+      ASSERT_EQ(sim.View(i, j), want) << i << " sees " << j;
+    }
+  }
+}
+
+TEST(MembershipTest, MalformedMessagesAreCountedAndIgnored) {
+  net::Membership m(net::MembershipConfig{.self = 1});
+  m.AddMember(2, 0);
+  int sent = 0, changes = 0;
+  auto send = [&](NodeId, const uint8_t*, size_t) { return ++sent, true; };
+  auto on_state = [&](NodeId, net::MemberState) { ++changes; };
+  uint8_t junk[40] = {9, 1};
+  m.OnMessage(2, junk, sizeof junk, 1, send, on_state);  // bad type and length
+  uint8_t short_one[5] = {1};
+  m.OnMessage(2, short_one, sizeof short_one, 2, send, on_state);
+  uint8_t ping[16] = {1, 0, 0, 0, 7, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0};
+  m.OnMessage(3, ping, sizeof ping, 3, send, on_state);  // not a member: ignored
+  EXPECT_EQ(m.counters().bad_messages, 2u);
+  EXPECT_EQ(sent, 0);
+  EXPECT_EQ(changes, 0);
+  m.OnMessage(2, ping, sizeof ping, 4, send, on_state);  // a good ping: an ack, and 2 has joined
+  EXPECT_EQ(sent, 1);
+  EXPECT_EQ(m.State(2), net::MemberState::kAlive);
+  // An update about a member we do not know, and one of an unknown kind.
+  uint8_t gossip[16 + 24] = {2, 2, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0, 99, 0, 0, 0, 0, 0, 0, 0,
+                             77, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0};
+  m.OnMessage(2, gossip, sizeof gossip, 5, send, on_state);
+  EXPECT_EQ(m.counters().bad_messages, 3u);
+  EXPECT_EQ(m.State(2), net::MemberState::kAlive);
+}
+
+}  // namespace
+}  // namespace fox::sim
