@@ -93,6 +93,16 @@ def choose_accel(requested):
     return ("kvm" if ok else "tcg"), None
 
 
+def membership_args(accel):
+    """Boot arguments for the membership's timers on emulated nodes (net/membership.h; the
+    defaults are for racks). Many nodes share the host's cores: under TCG a node can go
+    unscheduled for a second or more, and a booting one takes tens of seconds to join. Bound on
+    detecting a death (no frontend notice): about two probe periods plus the suspicion, 5 s (TCG)."""
+    if accel == "tcg":
+        return ["fox.probe_ms=400", "fox.suspect_ms=4000", "fox.join_ms=120000"]
+    return ["fox.probe_ms=200", "fox.suspect_ms=2000"]
+
+
 # --net: QEMU's restricted user network through a virtio-net device with
 # one of these interfaces.
 NIC_INTERFACES = {

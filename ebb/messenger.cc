@@ -197,7 +197,7 @@ std::string Messenger::LocalStatus() const {
     add(std::strncmp(name, "nic.", 4) == 0 ? "%s %llu" : "am.%s %llu", name, (unsigned long long)value);
   });
   for (NodeId p : am::Peers()) {
-    add("peer.%u %s phi %.1f", p, net::PeerStateName(am::State(p)), am::Phi(p));
+    add("peer.%u %s silent_ms %lld", p, net::PeerStateName(am::State(p)), (long long)am::SilentMs(p));
   }
   LargeStats l = large_stats();
   add("large.sent %llu", (unsigned long long)l.sent);

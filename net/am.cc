@@ -104,7 +104,7 @@ void Pump() {
     if (state == PeerState::kDead) {
       LOG_WARN("am: node %u declared dead", node);
     } else {
-      LOG_INFO("am: node %u %s (phi %d/10)", node, net::PeerStateName(state), int(Phi(node) * 10));
+      LOG_INFO("am: node %u %s (silent %lld ms)", node, net::PeerStateName(state), (long long)SilentMs(node));
     }
     NotifySubscribers(node, state);
   }

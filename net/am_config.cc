@@ -85,6 +85,16 @@ Result<Config> ConfigFromBootArgs() {
   c.job = BootArgNumber("fox.job", 1);
   c.port = uint16_t(BootArgNumber("fox.amport", kDefaultPort));
   if (const char* a = BootArg("fox.aggregate")) c.tuning.aggregate = std::string_view(a) != "off";
+  // Membership timers (ranges checked with the other boot arguments). The
+  // direct probe's wait keeps its share of the period.
+  net::MembershipConfig& m = c.tuning.membership;
+  uint64_t probe_ms = BootArgNumber("fox.probe_ms", 0);
+  if (probe_ms != 0) {
+    m.probe_timeout_ns = m.probe_timeout_ns * probe_ms * 1'000'000 / m.probe_period_ns;
+    m.probe_period_ns = probe_ms * 1'000'000;
+  }
+  m.suspicion_ns = BootArgNumber("fox.suspect_ms", m.suspicion_ns / 1'000'000) * 1'000'000;
+  m.join_timeout_ns = BootArgNumber("fox.join_ms", m.join_timeout_ns / 1'000'000) * 1'000'000;
   if (const char* k = BootArg("fox.key")) {
     if (!ParseKey(k, &c.key)) {
       LOG_ERROR("am: bad boot argument 'fox.key': expected 32 hexadecimal digits");

@@ -1,8 +1,9 @@
 // One node's end of the AM transport (am_endpoint.h).
 //
 // Per peer: a Channel (reliability), a FrameBuilder over a frame-sized
-// buffer (aggregation), the time its first message arrived (flush timer), a
-// heartbeat schedule and a phi accrual detector. Peers live in an
+// buffer (aggregation), the time its first message arrived (flush timer) and
+// its state as last told to the driver. The job's membership (failure
+// detection) is one net::Membership for all peers. Peers live in an
 // open-addressing table keyed by node id; they are never removed (a dead
 // node stays dead, its slot remembers it so its late frames are dropped),
 // so lookups at interrupt level need no lock of their own.
@@ -36,17 +37,13 @@ struct AmEndpoint::Peer {
   uint8_t buffer[kMaxFrameBytes];
   FrameBuilder builder;
   uint64_t pending_since = 0;  // when the builder's first message was added
-  uint64_t next_heartbeat = 0;
-  uint64_t heartbeat_seq = 0;
-  uint64_t added_ns = 0;  // the detector starts at the first heartbeat
-  PhiAccrualDetector detector;
+  PeerState told = PeerState::kAlive;  // the state on_state last reported
   uint32_t deferred = 0;           // its records in the deferred buffer
   bool noticed_dead = false;       // a peer said it died; Poll makes it so
   NodeId notice_owed = kNoNotice;  // a death notice the window had no room for
   uint64_t stuck_pass = 0;         // DrainDeferred pass that found it full
 
-  Peer(NodeId peer, uint64_t addr, const FrameAddress& fa, const PhiConfig& phi)
-      : id(peer), address(addr), builder(buffer, sizeof buffer, fa), detector(phi) {}
+  Peer(NodeId peer, uint64_t addr, const FrameAddress& fa) : id(peer), address(addr), builder(buffer, sizeof buffer, fa) {}
 };
 
 const char* PeerStateName(PeerState state) {
@@ -68,7 +65,16 @@ namespace {
 constexpr size_t kDeferredMeta = 8;  // u32 peer, u32 ebb
 }  // namespace
 
-AmEndpoint::AmEndpoint(const EndpointConfig& config) : config_(config) {
+namespace {
+MembershipConfig MembershipOf(const EndpointConfig& c) {
+  MembershipConfig m = c.membership;
+  m.self = c.self;
+  m.seed = c.membership.seed ^ c.job ^ (uint64_t(c.self) << 20);  // a probe order of its own per node
+  return m;
+}
+}  // namespace
+
+AmEndpoint::AmEndpoint(const EndpointConfig& config) : config_(config), membership_(MembershipOf(config)) {
   if (config.deferred_bytes != 0) (void)deferred_.Init(config.deferred_bytes);  // none: SendOrDefer = Send
 }
 
@@ -96,7 +102,7 @@ Result<void> AmEndpoint::AddPeer(NodeId id, uint64_t address, uint64_t now_ns) {
   }
   if (peer_count_ >= kMaxPeers) return Error::kOutOfRange;
   FrameAddress fa{config_.job, config_.self, id};
-  auto* p = new (std::nothrow) Peer(id, address, fa, config_.phi);
+  auto* p = new (std::nothrow) Peer(id, address, fa);
   if (p == nullptr) return Error::kNoMemory;
   ChannelConfig cc = config_.channel;
   cc.address = fa;
@@ -105,8 +111,7 @@ Result<void> AmEndpoint::AddPeer(NodeId id, uint64_t address, uint64_t now_ns) {
     delete p;
     return r;
   }
-  p->added_ns = now_ns;
-  p->next_heartbeat = now_ns;  // the first heartbeat goes out at the next Poll
+  membership_.AddMember(id, now_ns);
   size_t i = SlotOf(id);
   while (slots_[i] != nullptr) i = (i + 1) % kSlots;
   slots_[i] = p;
@@ -252,7 +257,8 @@ DropReason AmEndpoint::OnDatagram(const uint8_t* bytes, size_t len, uint64_t now
     return DropReason::kUnknownPeer;
   }
   Peer& peer = *p;
-  if (peer.state != PeerState::kDead) peer.detector.Touch(now_ns);  // any authenticated frame: alive
+  auto told = [this](NodeId n, MemberState st) { OnMemberState(n, st); };
+  if (peer.state != PeerState::kDead) membership_.HeardFrom(peer.id, now_ns, told);  // any authenticated frame
   if (admit != nullptr && peer.state != PeerState::kDead && !(*admit)(*view)) {
     counters_.drops.Add(DropReason::kNoReceiverYet);
     return DropReason::kNoReceiverYet;
@@ -261,9 +267,9 @@ DropReason AmEndpoint::OnDatagram(const uint8_t* bytes, size_t len, uint64_t now
   why = peer.channel.OnReceive(*view, now_ns, [&](const FrameView& frame) {
     for (AmMessage m : frame) {
       if (m.ebb == kSystemEbb) {
-        if (m.handler == kHeartbeatHandler) {
-          ++counters_.heartbeats_received;
-          peer.detector.Heartbeat(now_ns);
+        if (m.handler == kMembershipHandler) {
+          auto send = [&](NodeId to, const uint8_t* d, size_t n) { return SendMembership(to, d, n, now_ns, transmit); };
+          membership_.OnMessage(peer.id, m.data, m.length, now_ns, send, told);
         } else if (m.handler == kDeadNoticeHandler && m.length == 4) {
           OnDeadNotice(wire::Load32(m.data));
         }
@@ -292,7 +298,7 @@ DropReason AmEndpoint::OnDatagram(const uint8_t* bytes, size_t len, uint64_t now
   return why;
 }
 
-uint64_t AmEndpoint::PollPeer(Peer& p, uint64_t now_ns, TransmitFn transmit, StateFn* on_state) {
+uint64_t AmEndpoint::PollPeer(Peer& p, uint64_t now_ns, TransmitFn transmit) {
   if (p.state == PeerState::kDead) return kNoDeadline;
   uint64_t next = kNoDeadline;
   if (!p.builder.empty()) {
@@ -311,32 +317,6 @@ uint64_t AmEndpoint::PollPeer(Peer& p, uint64_t now_ns, TransmitFn transmit, Sta
       ++counters_.dead_notices_sent;
     }
   }
-  if (now_ns >= p.next_heartbeat) {
-    uint64_t seq = p.heartbeat_seq + 1;
-    uint8_t beat[8];
-    wire::Store64(beat, seq);
-    if (SendSystem(p, kHeartbeatHandler, beat, sizeof beat, now_ns, transmit)) {
-      p.heartbeat_seq = seq;
-      ++counters_.heartbeats_sent;
-    }
-    p.next_heartbeat = now_ns + config_.heartbeat_ns;
-  }
-  if (on_state != nullptr) {
-    double phi = p.detector.Phi(now_ns);
-    bool never_heard = !p.detector.started() && now_ns - p.added_ns >= config_.join_timeout_ns;
-    if (phi >= config_.phi_dead || never_heard) {
-      Kill(p, *on_state);
-      return kNoDeadline;
-    }
-    if (phi >= config_.phi_suspect && p.state == PeerState::kAlive) {
-      p.state = PeerState::kSuspected;
-      ++counters_.peers_suspected;
-      (*on_state)(p.id, p.state);
-    } else if (phi < config_.phi_suspect && p.state == PeerState::kSuspected) {
-      p.state = PeerState::kAlive;
-      (*on_state)(p.id, p.state);
-    }
-  }
   uint64_t address = p.address;
   uint64_t channel_next = p.channel.Poll(now_ns, [&](const uint8_t* f, size_t n) { return transmit(address, f, n); });
   if (channel_next < next) next = channel_next;
@@ -346,17 +326,12 @@ uint64_t AmEndpoint::PollPeer(Peer& p, uint64_t now_ns, TransmitFn transmit, Sta
   if (!p.builder.empty() && p.channel.CanSend() && p.pending_since + config_.flush_delay_ns < next) {
     next = p.pending_since + config_.flush_delay_ns;
   }
-  if (p.next_heartbeat < next) next = p.next_heartbeat;
-  if (!p.detector.started() && p.added_ns + config_.join_timeout_ns < next) {
-    next = p.added_ns + config_.join_timeout_ns;
-  }
-  // The detector is checked at least every heartbeat period (above).
   return next;
 }
 
-// A transport message (heartbeat, death notice) rides in the aggregation
+// A transport message (membership, death notice) rides in the aggregation
 // buffer, ahead of deferred messages, and goes out now. False when the
-// window and buffer are full (a heartbeat is then simply skipped).
+// window and buffer are full (the membership counts it as lost).
 bool AmEndpoint::SendSystem(Peer& p, uint16_t handler, const void* data, size_t len, uint64_t now_ns,
                             TransmitFn transmit) {
   auto first = p.builder.Add(kSystemEbb, handler, data, len);
@@ -387,19 +362,26 @@ void AmEndpoint::NotifyDead(NodeId dead, uint64_t now_ns, TransmitFn transmit, S
 
 uint64_t AmEndpoint::Poll(uint64_t now_ns, TransmitFn transmit, StateFn on_state) {
   DrainDeferred(now_ns, transmit);
-  // Death notices from peers (OnDatagram marks; the state change is told here).
-  if (notices_pending_) {
-    notices_pending_ = false;
-    for (Peer* p : slots_) {
-      if (p != nullptr && p->noticed_dead) Kill(*p, on_state);
-    }
-  }
+  KillNoticed(on_state);
   uint64_t next = kNoDeadline;
   for (Peer* p : slots_) {
     if (p == nullptr) continue;
-    uint64_t n = PollPeer(*p, now_ns, transmit, &on_state);
+    uint64_t n = PollPeer(*p, now_ns, transmit);
     if (n < next) next = n;
   }
+  if (config_.detect_failures) {
+    if (now_ns >= membership_due_) {
+      auto send = [&](NodeId to, const uint8_t* d, size_t n) { return SendMembership(to, d, n, now_ns, transmit); };
+      auto told = [this](NodeId n, MemberState st) { OnMemberState(n, st); };
+      // A suspicion that expired here: every peer is told (the notice), as
+      // when the frontend saw the node die.
+      auto declare = [&](NodeId dead) { NotifyDead(dead, now_ns, transmit, on_state); };
+      membership_due_ = membership_.Tick(now_ns, send, told, declare);
+    }
+    if (membership_due_ < next) next = membership_due_;
+  }
+  KillNoticed(on_state);  // gossip may have said dead during Tick
+  TellStates(on_state);
   return next;
 }
 
@@ -410,6 +392,7 @@ void AmEndpoint::OnDeadNotice(NodeId dead) {
   ++counters_.dead_notices_received;
   if (dead == config_.self) {
     ++counters_.dead_notices_about_self;  // the job counts this node out (counted: a sender never does this)
+    membership_.MarkDead(dead);            // fail-stop: stop judging the others
     return;
   }
   Peer* q = Find(dead);
@@ -421,10 +404,62 @@ void AmEndpoint::OnDeadNotice(NodeId dead) {
 void AmEndpoint::Kill(Peer& p, StateFn on_state) {
   if (p.state == PeerState::kDead) return;
   p.state = PeerState::kDead;
+  p.told = PeerState::kDead;
   p.builder.Reset();
   p.channel.Close();
+  membership_.MarkDead(p.id);
   ++counters_.peers_dead;
   on_state(p.id, PeerState::kDead);
+}
+
+bool AmEndpoint::SendMembership(NodeId to, const uint8_t* message, size_t len, uint64_t now_ns, TransmitFn transmit) {
+  Peer* p = Find(to);
+  return p != nullptr && p->state != PeerState::kDead &&
+         SendSystem(*p, kMembershipHandler, message, len, now_ns, transmit);
+}
+
+// The membership's verdicts, from any context: the peer's state changes
+// now (Send and State see it), the driver is told at the next Poll. A
+// "dead" heard by gossip is a death notice.
+void AmEndpoint::OnMemberState(NodeId member, MemberState state) {
+  Peer* p = Find(member);
+  if (p == nullptr || p->state == PeerState::kDead) return;
+  switch (state) {
+    case MemberState::kSuspected:
+      if (p->state == PeerState::kAlive) ++counters_.peers_suspected;
+      p->state = PeerState::kSuspected;
+      states_pending_ = true;
+      break;
+    case MemberState::kAlive:  // joined, or refuted
+      p->state = PeerState::kAlive;
+      states_pending_ = true;
+      break;
+    case MemberState::kDead:
+      p->noticed_dead = true;
+      notices_pending_ = true;
+      break;
+    case MemberState::kJoining: break;
+  }
+}
+
+// Death notices and gossip (OnDatagram, Tick mark; the state change is
+// made and told here, in normal context).
+void AmEndpoint::KillNoticed(StateFn on_state) {
+  if (!notices_pending_) return;
+  notices_pending_ = false;
+  for (Peer* p : slots_) {
+    if (p != nullptr && p->noticed_dead) Kill(*p, on_state);
+  }
+}
+
+void AmEndpoint::TellStates(StateFn on_state) {
+  if (!states_pending_) return;
+  states_pending_ = false;
+  for (Peer* p : slots_) {
+    if (p == nullptr || p->state == PeerState::kDead || p->state == p->told) continue;
+    p->told = p->state;
+    on_state(p->id, p->state);
+  }
 }
 
 void AmEndpoint::DeclareDead(NodeId id, StateFn on_state) {
@@ -434,11 +469,6 @@ void AmEndpoint::DeclareDead(NodeId id, StateFn on_state) {
 PeerState AmEndpoint::State(NodeId id) const {
   Peer* p = Find(id);
   return p == nullptr ? PeerState::kUnknown : p->state;
-}
-
-double AmEndpoint::Phi(NodeId id, uint64_t now_ns) const {
-  Peer* p = Find(id);
-  return p == nullptr ? 0 : p->detector.Phi(now_ns);
 }
 
 const Channel* AmEndpoint::ChannelTo(NodeId id) const {

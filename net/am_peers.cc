@@ -80,10 +80,15 @@ std::vector<NodeId> Peers() {
   return peers;
 }
 
-double Phi(NodeId node) {
-  if (!Started()) return 0;
-  Locked l;
-  return g.endpoint->Phi(node, clock::NowNs());
+int64_t SilentMs(NodeId node) {
+  if (!Started()) return -1;
+  uint64_t heard;
+  {
+    Locked l;
+    heard = g.endpoint->LastHeardNs(node);
+  }
+  uint64_t now = clock::NowNs();
+  return heard == 0 ? -1 : int64_t(now > heard ? (now - heard) / 1'000'000 : 0);
 }
 
 namespace {

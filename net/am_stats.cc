@@ -34,6 +34,7 @@ Stats GetStats() {
   {
     Locked l;
     s.endpoint = g.endpoint->counters();
+    s.membership = g.endpoint->membership().counters();
     g.endpoint->ForEachPeer([&](NodeId n) {
       g.lock.AssertHeld();
       if (const net::Channel* c = g.endpoint->ChannelTo(n)) AddChannel(&s.channels, c->counters());
@@ -58,6 +59,7 @@ Stats GetStats() {
 void ForEachCounter(const Stats& s, FunctionRef<void(const char* name, uint64_t value)> fn) {
   const auto& e = s.endpoint;
   const auto& c = s.channels;
+  const auto& m = s.membership;
   struct Row {
     const char* name;
     uint64_t value;
@@ -83,8 +85,20 @@ void ForEachCounter(const Stats& s, FunctionRef<void(const char* name, uint64_t 
       {"acks_sent", c.acks_sent},
       {"acks_received", c.acks_received},
       {"frames_buffered", c.frames_buffered},
-      {"heartbeats_sent", e.heartbeats_sent},
-      {"heartbeats_received", e.heartbeats_received},
+      {"fd.probes", m.probes},
+      {"fd.probes_indirect", m.probes_indirect},
+      {"fd.probes_failed", m.probes_failed},
+      {"fd.probes_skipped", m.probes_skipped},
+      {"fd.pings_sent", m.pings_sent},
+      {"fd.acks_sent", m.acks_sent},
+      {"fd.ping_reqs_sent", m.ping_reqs_sent},
+      {"fd.messages_received", m.messages_received},
+      {"fd.bad_messages", m.bad_messages},
+      {"fd.send_failures", m.send_failures},
+      {"fd.suspicions", m.suspicions},
+      {"fd.refutations", m.refutations},
+      {"fd.declared_dead", m.declared_dead},
+      {"fd.updates_sent", m.updates_sent},
       {"peers_suspected", e.peers_suspected},
       {"peers_dead", e.peers_dead},
       {"dead_notices_sent", e.dead_notices_sent},

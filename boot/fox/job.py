@@ -109,6 +109,7 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out):
     peers = ",".join(["0@127.0.0.1:%d" % place0_port] +
                      ["%d@127.0.0.1:%d" % (n["node"], n["bridge_port"]) for n in job_nodes])
     fox_args = "fox.node=0 fox.job=%d fox.key=%s fox.amport=%d fox.peers=%s" % (job, key, place0_port, peers)
+    fox_args = " ".join([fox_args] + msg.get("fd_args", []))  # the nodes' membership timers
     notice_r, notice_w = os.pipe()
     env = dict(os.environ, FOX_ARGS=fox_args, FOX_NOTICE_FD=str(notice_r))
     # Line-buffered stdout (coreutils' stdbuf), so that place 0's lines interleave with its log in order.

@@ -67,9 +67,10 @@ def qemu_tag(cluster, k):
     return "fox:%s:node%d" % (cluster, k)
 
 
-def boot_args(k, app, key, job, peers, app_args=()):
+def boot_args(k, app, key, job, peers, app_args=(), fd_args=()):
+    """Node K's boot arguments; `fd_args` the membership's timers (qemu_run.membership_args)."""
     words = ["fox.app=%s" % app, "fox.node=%d" % k, "fox.ip=%s/%d" % (node_ip(k), PREFIX), "fox.gw=%s" % FRONTEND_IP,
-             "fox.key=%s" % key, "fox.job=%d" % job, "fox.peers=%s" % peers]
+             "fox.key=%s" % key, "fox.job=%d" % job, "fox.peers=%s" % peers] + list(fd_args)
     if app_args:
         words += ["--"] + list(app_args)
     return " ".join(words)

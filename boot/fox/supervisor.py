@@ -95,6 +95,7 @@ class Supervisor:
         with open(os.path.join(self.dir, "fox.key")) as f:
             self.key = f.read().strip()
         self.accel, _ = qemu_run.choose_accel(args.accel)
+        self.fd_args = qemu_run.membership_args(self.accel)
         self.sel = selectors.DefaultSelector()
         self.switch = switch.Switch(self.key, self.on_join, self.on_refuse)
         self.nodes = {}
@@ -281,13 +282,14 @@ class Supervisor:
             offset = os.path.getsize(console) if os.path.exists(console) else 0
             n.job, n.place, n.app = job.id, place, r["app"]
             n.port.route = ("127.0.0.1", int(r["place0_port"]))
-            self.boot(n, image, nodes.boot_args(k, r["app"], self.key, job.id, peers, r.get("args", [])), "running")
+            self.boot(n, image, nodes.boot_args(k, r["app"], self.key, job.id, peers, r.get("args", []), self.fd_args),
+                      "running")
             out.append({"node": k, "place": place, "ip": nodes.node_ip(k), "bridge_port": n.port.bridge_port,
                         "console": console, "offset": offset})
         job.started = True
         job.started_at = time.time()
         log("job %d: %s on place 0 and nodes %s", job.id, r["app"], ",".join(map(str, job.nodes)) or "(none)")
-        self.tell(job.conn, event="start", job=job.id, key=self.key, nodes=out)
+        self.tell(job.conn, event="start", job=job.id, key=self.key, nodes=out, fd_args=self.fd_args)
 
     def check_image(self, image, app, place0_build_id):
         """Why a job of `app` whose place 0 carries `place0_build_id` cannot run on `image`, or None."""

@@ -26,6 +26,12 @@ const BootArgSpec kBootArgSpecs[] = {
      "active-message peers, ID@A.B.C.D[:PORT],... (more join at run time)"},
     {"fox.aggregate", BootArgKind::kEnum, "on|off", 0, 0,
      "aggregate small active messages into full frames (default on)"},
+    {"fox.probe_ms", BootArgKind::kUInt, nullptr, 10, 60'000,
+     "membership: the period in ms in which a node probes one peer (default 150; emulated clusters: longer)"},
+    {"fox.suspect_ms", BootArgKind::kUInt, nullptr, 100, 600'000,
+     "membership: ms a suspected peer has to refute it before it is declared dead (default 1000)"},
+    {"fox.join_ms", BootArgKind::kUInt, nullptr, 1'000, 3'600'000,
+     "membership: ms a peer never heard from has to join before it is declared dead (default 60000)"},
     {"fox.app", BootArgKind::kString, nullptr, 0, 0,
      "the app the pool image (fox.elf, every app) starts: its name (given by the frontend)"},
 };

@@ -1,6 +1,6 @@
 // Boot arguments (as FOX_ARGS text, checked as at start-up) through
 // fox::am::ConfigFromBootArgs: fox.node, fox.job, fox.key, fox.amport,
-// fox.aggregate, fox.peers. It must return a configuration or an error,
+// fox.aggregate, fox.peers, fox.probe_ms, fox.suspect_ms, fox.join_ms. It must return a configuration or an error,
 // never crash or throw (an exception escaping here is a crash to libFuzzer),
 // and a configuration it returns must be the one the arguments asked for.
 #include <cstdint>
@@ -39,5 +39,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       __builtin_trap();
     }
   }
+  // The membership's timers: as asked, and a probe's direct wait inside its period.
+  const fox::net::MembershipConfig& m = config->tuning.membership;
+  if (fox::BootArg("fox.probe_ms") != nullptr && m.probe_period_ns != fox::BootArgNumber("fox.probe_ms", 0) * 1'000'000) {
+    __builtin_trap();
+  }
+  if (m.probe_timeout_ns == 0 || m.probe_timeout_ns >= m.probe_period_ns) __builtin_trap();
+  if (m.suspicion_ns != fox::BootArgNumber("fox.suspect_ms", 1000) * 1'000'000) __builtin_trap();
+  if (m.join_timeout_ns != fox::BootArgNumber("fox.join_ms", 60'000) * 1'000'000) __builtin_trap();
   return 0;
 }

@@ -120,7 +120,7 @@ class Messenger : public SharedEbb<Messenger> {
 
   // A text report of `node`'s state, one "key value" line each: node,
   // platform, cores, uptime, per-core event counters, transport counters
-  // and drops by reason, peers with their state and phi, large-message
+  // and drops by reason, peers with their state and silence, large-message
   // counters (what `fox status` shows). kNotFound if the node is unknown or
   // dies first, kTimedOut after `timeout_ms`. The node answers from its
   // Messenger (every node that messages Ebbs has one), through Rpc. Event

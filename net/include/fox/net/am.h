@@ -41,8 +41,9 @@
 // peer full in the node's deferred buffer (EndpointConfig::deferred_bytes,
 // allocated at Start) until the window opens, keeping per-pair order.
 //
-// Failure detection: heartbeats and a phi accrual detector per peer (see
-// net/am_endpoint.h); OnPeerState callbacks run as events. A dead peer
+// Failure detection: the job's membership protocol (SWIM with suspicion,
+// net/membership.h; its cost per node does not grow with the job) and the
+// frontend's death notices; OnPeerState callbacks run as events. A dead peer
 // stays dead: Sends to it fail with kNotFound, its late frames are dropped.
 #pragma once
 
@@ -72,7 +73,7 @@ struct Config {
   NodeId self = 0;
   uint16_t port = kDefaultPort;  // UDP port, the same on every node of the job
   int core = 0;                  // transport core: timers, hosted socket (native: 0)
-  net::EndpointConfig tuning;    // aggregation, windows, heartbeats, detector (job/key/self ignored)
+  net::EndpointConfig tuning;    // aggregation, windows, membership (job/key/self ignored)
 };
 
 // `fox.node`, `fox.job`, `fox.key` (32 hex digits), `fox.amport`,
@@ -150,7 +151,9 @@ uint64_t OnPeerState(Function<void(NodeId, PeerState)> callback, int core = -1);
 // Event context.
 void StopPeerState(uint64_t subscription);
 PeerState State(NodeId node);
-double Phi(NodeId node);
+// Milliseconds since the peer last gave a sign of life (any authenticated
+// frame); -1: never heard from, or unknown.
+int64_t SilentMs(NodeId node);
 // Every peer of this node (alive or not), in no particular order. Event context.
 std::vector<NodeId> Peers();
 // The frontend saw the node die. Event context.
@@ -173,6 +176,7 @@ struct Stats {
   uint64_t rx_not_am;                 // native: frames handed on to lwIP
   uint64_t arp_requests, arp_misses;  // native: frames held back for want of a MAC
   nic::Stats nic;                     // native: the NIC's own counters (zero hosted)
+  net::MembershipCounters membership;  // failure detection ("fd.*")
 };
 Stats GetStats();
 // Every counter of `stats` with its name ("messages_sent", "dropped.duplicate",

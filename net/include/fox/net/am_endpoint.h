@@ -1,6 +1,7 @@
 // One node's end of the active-message transport, as pure logic: the peers
 // of the job, a reliable Channel and an aggregation buffer per peer,
-// heartbeats and a phi accrual failure detector per peer. No sockets, no
+// and the job's membership (net::Membership: SWIM failure detection whose
+// cost per node does not grow with the job). No sockets, no
 // timers, no locks, no clock: time is passed in, datagrams go out through a
 // callback, and the driver (net/am.cc on both platforms) owns the lock, the
 // timer and the wire. Host unit tests drive it directly.
@@ -19,18 +20,20 @@
 //
 // Receiving: OnDatagram(bytes) decodes and authenticates the frame, feeds
 // the peer's channel, and calls `deliver` for each message now in order,
-// exactly once. Heartbeat messages (ebb kSystemEbb) are consumed here.
+// exactly once. Transport messages (ebb kSystemEbb: membership, death
+// notices) are consumed here.
 // Messages the handlers send back to the frame's sender during delivery
 // (replies) leave at the end of OnDatagram, together in one frame.
 //
 // Failure: NotifyDead(node) tells every peer a node died (the frontend saw
-// its QEMU exit): they believe it at once. Every `heartbeat_ns` each live peer gets a heartbeat message;
-// their arrivals feed the peer's detector (interval samples), and any other
-// authenticated frame from the peer counts as a sign of life. Poll declares a peer suspected
-// when phi reaches `phi_suspect` (cleared when it drops again) and dead at
-// `phi_dead`, or when DeclareDead is called (the frontend saw it die). Dead
-// is final (fail-stop): the channel is closed, its unacknowledged messages
-// are dropped, Send fails with kNotFound and its later frames are dropped.
+// its QEMU exit): they believe it at once. Otherwise the membership
+// protocol decides (membership.h): Poll runs its timers (one probe of one
+// peer per period, indirect probes, suspicions), every authenticated frame
+// from a peer is a sign of life, and a suspicion that nobody refuted within
+// `membership.suspicion_ns` makes this node NotifyDead the peer. A peer is
+// told as kSuspected and then kAlive again (refuted) or kDead. Dead is
+// final (fail-stop): the channel is closed, its unacknowledged messages are
+// dropped, Send fails with kNotFound and its later frames are dropped.
 //
 // Contexts: AddPeer and Poll allocate or free only when peers are added or
 // die (Channel::Init / Close); the driver calls them in event context.
@@ -46,7 +49,7 @@
 #include "fox/net/drop_reason.h"
 #include "fox/net/function_ref.h"
 #include "fox/net/node_id.h"
-#include "fox/net/phi_detector.h"
+#include "fox/net/membership.h"
 #include "fox/net/record_ring.h"
 #include "fox/net/reliable.h"
 #include "fox/net/siphash.h"
@@ -57,8 +60,10 @@ namespace fox::net {
 // Ebb id 0 is never a real Ebb (ebb/ids start at 1): the transport's own
 // messages use it.
 inline constexpr uint32_t kSystemEbb = 0;
-inline constexpr uint16_t kHeartbeatHandler = 1;
+// Handler 1 was the heartbeat of fox before the membership protocol; a
+// node ignores system messages it does not know.
 inline constexpr uint16_t kDeadNoticeHandler = 2;  // u32 node id: that node died
+inline constexpr uint16_t kMembershipHandler = 3;  // a Membership message
 
 struct EndpointConfig {
   uint64_t job = 0;
@@ -72,15 +77,12 @@ struct EndpointConfig {
   ChannelConfig channel{.initial_rto_ns = 100'000'000, .min_rto_ns = 20'000'000};
   bool aggregate = true;             // false: one message per frame
   uint64_t flush_delay_ns = 50'000;  // longest a message waits in an aggregation buffer
-  uint64_t heartbeat_ns = 100'000'000;
-  // Defaults sized for emulated nodes on a busy 2-core host: a silent peer
-  // is declared dead about 2.7 s after the last frame it sent.
-  PhiConfig phi{.first_interval_ns = 100'000'000, .min_stddev_ns = 100'000'000, .acceptable_pause_ns = 2'000'000'000};
-  double phi_suspect = 5;
-  double phi_dead = 10;
-  // A peer that has never been heard from (still booting) is dead only
-  // after this long.
-  uint64_t join_timeout_ns = 60'000'000'000;
+  // Failure detection (membership.h; `self` and `seed` are the
+  // endpoint's). The defaults are for racks; emulated clusters get longer
+  // timeouts from their boot arguments (fox.probe_ms, fox.suspect_ms).
+  // Off: peers are never probed nor suspected (only notices kill).
+  MembershipConfig membership;
+  bool detect_failures = true;
   // SendOrDefer's buffer, shared by all peers (each message takes 16
   // bytes of header plus its data rounded up to 8).
   size_t deferred_bytes = 256 << 10;
@@ -99,8 +101,6 @@ struct EndpointCounters {
   uint64_t deferred = 0;            // SendOrDefer messages that had to wait in the deferred buffer
   uint64_t deferred_full = 0;       // SendOrDefer refused: the deferred buffer was full too
   uint64_t deferred_dropped = 0;    // deferred messages whose peer died before they went out
-  uint64_t heartbeats_sent = 0;
-  uint64_t heartbeats_received = 0;
   uint64_t datagrams_received = 0;
   uint64_t peers_suspected = 0;  // transitions to suspected
   uint64_t peers_dead = 0;
@@ -133,8 +133,8 @@ class AmEndpoint {
   // Adds a peer reachable at `address` (normal context: allocates its
   // channel). kAlreadyExists (the address is updated if the peer is alive),
   // kInvalidArgument for ourselves, kNoMemory, kOutOfRange past kMaxPeers.
-  // Its detector starts with its first heartbeat; a peer never heard from
-  // is declared dead after join_timeout_ns.
+  // It joins the membership: probed, but not suspected before it has been
+  // heard from; dead if never heard from within membership.join_timeout_ns.
   Result<void> AddPeer(NodeId peer, uint64_t address, uint64_t now_ns);
 
   // Queues one message (see the top). kNotFound: unknown or dead peer;
@@ -166,9 +166,9 @@ class AmEndpoint {
   DropReason OnDatagram(const uint8_t* bytes, size_t len, uint64_t now_ns, DeliverFn deliver, TransmitFn transmit,
                         const AdmitFn* admit = nullptr);
 
-  // Timers: flushes aggregation buffers that waited flush_delay, sends
-  // heartbeats, runs channel timers and the failure detector (calling
-  // `on_state` for peers that became suspected, alive again, or dead —
+  // Timers: flushes aggregation buffers that waited flush_delay, runs
+  // channel timers and the membership protocol (calling `on_state` for
+  // peers that became suspected, alive again, or dead —
   // closing dead peers' channels, which frees memory: normal context when a
   // peer may die). Returns the absolute time to call Poll again.
   uint64_t Poll(uint64_t now_ns, TransmitFn transmit, StateFn on_state);
@@ -180,10 +180,15 @@ class AmEndpoint {
   // next Poll (notices_pending() says one is due), without waiting for
   // their detectors. Fail-stop: a notice is believed, whoever sends it.
   void NotifyDead(NodeId dead, uint64_t now_ns, TransmitFn transmit, StateFn on_state);
-  bool notices_pending() const { return notices_pending_; }
+  // A death or a change of state the next Poll must make or tell (the
+  // driver runs it soon).
+  bool notices_pending() const { return notices_pending_ || states_pending_; }
 
   PeerState State(NodeId peer) const;
-  double Phi(NodeId peer, uint64_t now_ns) const;
+  // When the peer last gave a sign of life (any authenticated frame; 0:
+  // never).
+  uint64_t LastHeardNs(NodeId peer) const { return membership_.LastHeardNs(peer); }
+  const Membership& membership() const { return membership_; }
   const EndpointCounters& counters() const { return counters_; }
   // The channel to a peer, for its counters and gauges (nullptr: unknown).
   const Channel* ChannelTo(NodeId peer) const;
@@ -202,7 +207,11 @@ class AmEndpoint {
   bool Defer(Peer& p, uint32_t ebb, uint16_t handler, const void* data, size_t len);
   void DrainDeferred(uint64_t now_ns, TransmitFn transmit);
   void Kill(Peer& p, StateFn on_state);
-  uint64_t PollPeer(Peer& p, uint64_t now_ns, TransmitFn transmit, StateFn* on_state);
+  bool SendMembership(NodeId to, const uint8_t* message, size_t len, uint64_t now_ns, TransmitFn transmit);
+  void OnMemberState(NodeId member, MemberState state);
+  void KillNoticed(StateFn on_state);
+  void TellStates(StateFn on_state);
+  uint64_t PollPeer(Peer& p, uint64_t now_ns, TransmitFn transmit);
 
   EndpointConfig config_;
   Peer* slots_[kMaxPeers * 2] = {};  // open addressing by node id
@@ -213,6 +222,9 @@ class AmEndpoint {
   size_t peers_with_deferred_ = 0;
   uint64_t drain_pass_ = 0;
   bool notices_pending_ = false;  // a peer was noticed dead; Poll kills it
+  Membership membership_;
+  uint64_t membership_due_ = 0;   // when Poll next runs its timers
+  bool states_pending_ = false;   // suspicions or refutations Poll has not told yet
 };
 
 }  // namespace fox::net
