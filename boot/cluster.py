@@ -314,7 +314,7 @@ def peers_arg(nodes):
     return "fox.peers=" + ",".join("%d@%s" % (i, node_ip(i)) for i in range(nodes))
 
 
-def node_append(i, append, dhcp=False, nodes=0, accel="tcg"):
+def node_append(i, append, dhcp=False, nodes=0, accel="tcg", cluster_size=1):
     """Boot args for node I: its id and, unless the caller gives them, its address (see the plan)
     and, with `nodes`, fox.peers naming the plan's first `nodes` nodes."""
     words = ["fox.node=%d" % i]
@@ -324,7 +324,7 @@ def node_append(i, append, dhcp=False, nodes=0, accel="tcg"):
         words.append("fox.ip=%s/%d" % (node_ip(i), PREFIX))
     if not re.search(r"(^|\s)fox\.gw=", append):
         words.append("fox.gw=%s" % HOST_IP)
-    for arg in qemu_run.membership_args(accel):  # unless the caller sets them
+    for arg in qemu_run.membership_args(accel, cluster_size):  # unless the caller sets them
         if not re.search(r"(^|\s)%s=" % re.escape(arg.split("=")[0]), append):
             words.append(arg)
     return " ".join(words + [append]).strip()
@@ -498,7 +498,8 @@ def main():
         with ns:
             for i in range(args.nodes):
                 cmd = qemu_run.qemu_command(args.image, node_append(i, args.append, args.dhcp,
-                                                                    args.nodes if args.peers else 0, accel),
+                                                                    args.nodes if args.peers else 0, accel,
+                                                                    args.nodes * args.smp),
                                             args.smp, args.mem, accel, None, False)
                 cmd += ["-netdev", ns.netdev(i), "-device", "virtio-net-pci,netdev=n0,mac=%s%s"
                         % (node_mac(i), qemu_run.NIC_INTERFACES[args.nic])]

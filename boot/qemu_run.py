@@ -93,14 +93,24 @@ def choose_accel(requested):
     return ("kvm" if ok else "tcg"), None
 
 
-def membership_args(accel):
-    """Boot arguments for the membership's timers on emulated nodes (net/membership.h; the
-    defaults are for racks). Many nodes share the host's cores: under TCG a node can go
-    unscheduled for a second or more, and a booting one takes tens of seconds to join. Bound on
-    detecting a death (no frontend notice): about two probe periods plus the suspicion, 5 s (TCG)."""
+def membership_timers(accel, nodes=1):
+    """(probe_ms, suspect_ms, join_ms) for emulated nodes (net/membership.h; its defaults are
+    for racks). Emulated nodes share the host's cores: under TCG a node can go unscheduled for a
+    second or more, a booting one takes tens of seconds to join, and the more nodes per host
+    core, the longer (64 nodes on 2 cores: 3-4 s silences). So the timers grow with the
+    number of nodes per host core beyond 8. The bound on every survivor seeing a death without
+    the frontend's notice: two probe periods plus the suspicion (TCG: 4.8 s up to 16 nodes on
+    2 cores, 19.2 s for 64)."""
+    scale = max(1.0, nodes / (8.0 * (os.cpu_count() or 1)))
     if accel == "tcg":
-        return ["fox.probe_ms=400", "fox.suspect_ms=4000", "fox.join_ms=120000"]
-    return ["fox.probe_ms=200", "fox.suspect_ms=2000"]
+        return int(400 * scale), int(4000 * scale), int(120000 * scale)
+    return int(200 * scale), int(2000 * scale), int(60000 * scale)
+
+
+def membership_args(accel, nodes=1):
+    """membership_timers as boot arguments."""
+    probe, suspect, join = membership_timers(accel, nodes)
+    return ["fox.probe_ms=%d" % probe, "fox.suspect_ms=%d" % suspect, "fox.join_ms=%d" % join]
 
 
 # --net: QEMU's restricted user network through a virtio-net device with

@@ -116,6 +116,8 @@ void ForEachCounter(const Stats& s, FunctionRef<void(const char* name, uint64_t 
       {"rx_not_am", s.rx_not_am},
       {"arp_requests", s.arp_requests},
       {"arp_misses", s.arp_misses},
+      {"arp_replies", s.arp_replies},
+      {"arp_learned", s.arp_learned},
       {"nic.rx_packets", s.nic.rx_packets},
       {"nic.rx_dropped", s.nic.rx_dropped},
       {"nic.tx_packets", s.nic.tx_packets},

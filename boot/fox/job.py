@@ -26,11 +26,6 @@ import build_id  # noqa: E402 (boot/, on the path through fox.nodes)
 NODE_GRACE_S = 15  # how long nodes may run on after place 0 exited
 
 
-def free_udp_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("0.0.0.0", 0))
-        return s.getsockname()[1]
-
 
 class Tail:
     """Node output: new whole lines of its console log from `offset` on."""
@@ -66,7 +61,7 @@ def run(name, app, places, app_args, timeout, out=sys.stdout):
     if not os.access(program, os.X_OK):
         print("fox run: no hosted program for %s (%s): build it with make" % (app, program), file=sys.stderr)
         return 1
-    place0_port = free_udp_port()
+    place0_port = nodes.free_udp_port("0.0.0.0")
     conn = state.Connection(name)
     conn.send(op="job", app=app, places=places, args=list(app_args), place0_port=place0_port,
               build_id=build_id.read(program))

@@ -8,7 +8,9 @@ Node ids start at 1 (0 is place 0 on the frontend) and are never reused
 within a cluster.
 """
 import os
+import random
 import re
+import socket
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -20,6 +22,34 @@ PREFIX = 16
 AM_PORT = 7700
 POOL_JOB = 1  # the job id idle nodes (the agent) use; jobs count up from 2
 MAX_NODE_ID = 60000
+
+
+_handed_out = set()
+
+
+def free_udp_port(host="127.0.0.1"):
+    """A UDP port for a process that binds it later (a QEMU's -netdev dgram, place 0): free now,
+    and outside the kernel's ephemeral range, so that no socket bound to port 0 meanwhile (the
+    switch's ports, 64 of them for a 64-node cluster) can be given it. Port 0 once asked for
+    this reuse: a node's QEMU found its port taken by a switch port and never booted."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    top = max(low - 1, 2048)
+    for _ in range(200):
+        port = random.randint(max(1024, top - 20000), top)
+        if port in _handed_out:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise OSError("no free UDP port below the ephemeral range (%d)" % low)
 
 
 def build_dir():

@@ -53,11 +53,6 @@ def log(fmt, *args):
     sys.stdout.flush()
 
 
-def free_udp_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 class Node:
     def __init__(self, k):
@@ -71,7 +66,7 @@ class Node:
         self.place = None
         self.app = "agent"
         self.wrong_key = False
-        self.qemu_port = free_udp_port()
+        self.qemu_port = nodes.free_udp_port()
         self.port = None
         self.boots = 0
         self.last_status = None
@@ -95,7 +90,6 @@ class Supervisor:
         with open(os.path.join(self.dir, "fox.key")) as f:
             self.key = f.read().strip()
         self.accel, _ = qemu_run.choose_accel(args.accel)
-        self.fd_args = qemu_run.membership_args(self.accel)
         self.sel = selectors.DefaultSelector()
         self.switch = switch.Switch(self.key, self.on_join, self.on_refuse)
         self.nodes = {}
@@ -270,6 +264,7 @@ class Supervisor:
         self.next_job += 1
         job.nodes = [n.k for n in idle[:want_nodes]]
         self.job = job
+        fd_args = qemu_run.membership_args(self.accel, len(live) * self.args.cores)
         peers = ",".join(["0@%s" % nodes.FRONTEND_IP] + ["%d@%s" % (k, nodes.node_ip(k)) for k in job.nodes])
         out = []
         for k in job.nodes:  # every agent at once: their QEMUs exit in parallel
@@ -282,14 +277,14 @@ class Supervisor:
             offset = os.path.getsize(console) if os.path.exists(console) else 0
             n.job, n.place, n.app = job.id, place, r["app"]
             n.port.route = ("127.0.0.1", int(r["place0_port"]))
-            self.boot(n, image, nodes.boot_args(k, r["app"], self.key, job.id, peers, r.get("args", []), self.fd_args),
+            self.boot(n, image, nodes.boot_args(k, r["app"], self.key, job.id, peers, r.get("args", []), fd_args),
                       "running")
             out.append({"node": k, "place": place, "ip": nodes.node_ip(k), "bridge_port": n.port.bridge_port,
                         "console": console, "offset": offset})
         job.started = True
         job.started_at = time.time()
         log("job %d: %s on place 0 and nodes %s", job.id, r["app"], ",".join(map(str, job.nodes)) or "(none)")
-        self.tell(job.conn, event="start", job=job.id, key=self.key, nodes=out, fd_args=self.fd_args)
+        self.tell(job.conn, event="start", job=job.id, key=self.key, nodes=out, fd_args=fd_args)
 
     def check_image(self, image, app, place0_build_id):
         """Why a job of `app` whose place 0 carries `place0_build_id` cannot run on `image`, or None."""

@@ -80,11 +80,13 @@ class Switch(hub.Hub):
         self.on_join = on_join
         self.on_refuse = on_refuse
         self.by_k = {}
+        self.by_ip = {}  # IPv4 address (bytes) -> the node's port: the plan, for proxy ARP
 
     def add_node(self, k, qemu_port):
         port = NodePort(len(self.ports), k, qemu_port)
         self.ports.append(port)
         self.by_k[k] = port
+        self.by_ip[port.ip] = port
         return port
 
     def reset_node(self, k):
@@ -126,10 +128,16 @@ class Switch(hub.Hub):
     def on_frame(self, src, frame):
         if len(frame) >= 42 and frame[12:14] == ETH_ARP:
             arp = frame[14:42]
-            if arp[6:8] == b"\x00\x01" and arp[24:28] == FRONTEND_IP:  # who has 10.77.0.1?
+            target = arp[24:28]
+            # Who has 10.77.0.1 (us), or a node of the plan? Answered here (proxy ARP), not flooded:
+            # 64 booting nodes asking for one another were 250k flooded frames. Announcements
+            # (gratuitous: sender == target) are flooded as usual.
+            owner = self.by_ip.get(target)
+            if arp[6:8] == b"\x00\x01" and arp[14:18] != target and (target == FRONTEND_IP or owner is not None):
                 src.counters["rx"] += 1
-                reply = (arp[8:14] + SWITCH_MAC + ETH_ARP + b"\x00\x01\x08\x00\x06\x04\x00\x02" + SWITCH_MAC +
-                         FRONTEND_IP + arp[8:14] + arp[14:18])
+                mac = SWITCH_MAC if target == FRONTEND_IP else owner.mac
+                reply = (arp[8:14] + mac + ETH_ARP + b"\x00\x01\x08\x00\x06\x04\x00\x02" + mac +
+                         target + arp[8:14] + arp[14:18])
                 self.transmit(src, reply)
                 return
         if len(frame) >= 42 and frame[12:14] == ETH_IPV4 and frame[23] == 17:
