@@ -99,12 +99,18 @@ def membership_timers(accel, nodes=1):
     second or more, a booting one takes tens of seconds to join, and the more nodes per host
     core, the longer (64 nodes on 2 cores: 3-4 s silences). So the timers grow with the
     number of nodes per host core beyond 8. The bound on every survivor seeing a death without
-    the frontend's notice: two probe periods plus the suspicion (TCG: 4.8 s up to 16 nodes on
-    2 cores, 19.2 s for 64)."""
+    the frontend's notice (detection_bound_s): three probe periods (the first prober to find it,
+    its probe, a late tick) plus the suspicion (TCG: 5.2 s up to 16 nodes on 2 cores, 20.8 s for
+    64; measured 20.2-20.5 s for 64)."""
     scale = max(1.0, nodes / (8.0 * (os.cpu_count() or 1)))
     if accel == "tcg":
         return int(400 * scale), int(4000 * scale), int(120000 * scale)
     return int(200 * scale), int(2000 * scale), int(60000 * scale)
+
+
+def detection_bound_s(accel, nodes=1):
+    probe, suspect, _ = membership_timers(accel, nodes)
+    return (3 * probe + suspect) / 1000.0
 
 
 def membership_args(accel, nodes=1):

@@ -1,6 +1,7 @@
 // The transport's boot arguments (am.h: ConfigFromBootArgs, ParsePeers).
 // Every malformed value is a clear message and kInvalidArgument, never a
 // crash: these parse what an operator typed (tests/fuzz covers them).
+#include <algorithm>
 #include <string_view>
 #include <vector>
 
@@ -112,12 +113,19 @@ Result<Config> ConfigFromBootArgs() {
   }
   if (const char* p = BootArg("fox.peers")) {
     const char* why = nullptr;
+    size_t peers = 0;
     if (!ParsePeers(
-             p, c.port, [](NodeId, uint32_t, uint16_t) {}, &why)
+             p, c.port, [&](NodeId n, uint32_t, uint16_t) { peers += n != c.self; }, &why)
              .ok()) {
       LOG_ERROR("am: bad boot argument 'fox.peers=%s': %s", p, why);
       return Error::kInvalidArgument;
     }
+    // Every peer's channel holds send_window + recv_window frame buffers
+    // (~3 KiB a pair): the default 128 up to 16 peers, then less, so that
+    // all channels stay near 6 MiB (a 64-node job on 64 MiB nodes: 32).
+    // Every node of a job counts the same peers: windows match.
+    uint32_t window = peers <= 16 ? c.tuning.channel.send_window : uint32_t(std::max<size_t>(8, 2048 / peers));
+    c.tuning.channel.send_window = c.tuning.channel.recv_window = std::min(window, c.tuning.channel.send_window);
   }
   return c;
 }

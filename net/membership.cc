@@ -12,10 +12,10 @@
 //    16   12 per update    u8 kind (alive, suspect, dead), 3 bytes 0,
 //                          u32 member, u32 incarnation
 //
-// Piggybacked updates are picked freshest first (most sends left), except
-// that an update about the message's recipient always goes first: a
-// suspected member hears of its suspicion from whoever probes it and can
-// refute it at once.
+// Piggybacked updates: one about the message's recipient always goes first
+// (a suspected member hears of its suspicion from whoever probes it and
+// can refute it at once); then news of suspicions, refutations and deaths,
+// freshest first (most sends left); joins last.
 #include "fox/net/membership.h"
 
 #include "fox/net/wire.h"
@@ -87,10 +87,18 @@ int Membership::Transmissions() const {
   return config_.retransmit_mult * log2;
 }
 
-void Membership::Queue(Kind kind, NodeId node, uint32_t incarnation) {
-  Update u{kind, node, incarnation, Transmissions()};
+// Whether update `a` goes out before `b`: news of failure and refutations
+// before joins, then the least sent.
+bool Membership::Before(const Update& a, const Update& b) {
+  if (a.join != b.join) return !a.join;
+  return a.sends_left > b.sends_left;
+}
+
+void Membership::Queue(Kind kind, NodeId node, uint32_t incarnation, bool join) {
+  Update u{kind, node, incarnation, Transmissions(), join};
   for (int i = 0; i < queued_; ++i) {
     if (queue_[i].node == node) {
+      if (join && !queue_[i].join) return;  // a join does not replace news about the member
       queue_[i] = u;
       return;
     }
@@ -99,11 +107,11 @@ void Membership::Queue(Kind kind, NodeId node, uint32_t incarnation) {
     queue_[queued_++] = u;
     return;
   }
-  int most_sent = 0;
+  int last = 0;  // the one that would go out last: evicted, unless it is the new one
   for (int i = 1; i < queued_; ++i) {
-    if (queue_[i].sends_left < queue_[most_sent].sends_left) most_sent = i;
+    if (Before(queue_[last], queue_[i])) last = i;
   }
-  queue_[most_sent] = u;
+  if (Before(u, queue_[last])) queue_[last] = u;
 }
 
 void Membership::Send(Type type, NodeId to, uint32_t seq, NodeId target, NodeId origin, SendFn send) {
@@ -118,7 +126,7 @@ void Membership::Send(Type type, NodeId to, uint32_t seq, NodeId target, NodeId 
     for (int i = 0; i < queued_; ++i) {
       bool taken = false;
       for (int j = 0; j < n; ++j) taken |= picked[j] == i;
-      if (!taken && (best < 0 || queue_[i].sends_left > queue_[best].sends_left)) best = i;
+      if (!taken && (best < 0 || Before(queue_[i], queue_[best]))) best = i;
     }
     if (best < 0) break;
     picked[n++] = best;
@@ -159,12 +167,14 @@ void Membership::Join(Member& m, uint64_t now_ns, StateFn on_state) {
   if (m.state != MemberState::kJoining) return;
   m.state = MemberState::kAlive;
   --joining_;
+  Queue(Kind::kAlive, m.id, m.incarnation, true);  // the others learn it joined
   on_state(m.id, m.state);
 }
 
 void Membership::Suspect(Member& m, uint32_t incarnation, uint64_t now_ns, StateFn on_state) {
   if (m.state == MemberState::kJoining) --joining_;
   bool was = m.state == MemberState::kSuspected;
+  if (!was) m.own = false;  // EndProbe marks its own
   m.incarnation = incarnation;
   m.state = MemberState::kSuspected;
   m.suspect_since_ns = now_ns;
@@ -217,11 +227,11 @@ void Membership::Apply(Kind kind, NodeId node, uint32_t incarnation, uint64_t no
       if (m->state == MemberState::kJoining) {
         m->incarnation = incarnation;
         Join(*m, now_ns, on_state);
-        Queue(kind, node, incarnation);
       } else if (incarnation > m->incarnation) {
         m->incarnation = incarnation;
         if (m->state == MemberState::kSuspected) {
           m->state = MemberState::kAlive;
+          m->own = false;
           --suspected_;
           on_state(node, m->state);
         }
@@ -319,8 +329,11 @@ void Membership::EndProbe(uint64_t now_ns, SendFn send, StateFn on_state) {
   if (acked_ || m->last_heard_ns >= probe_start_ns_) return;
   if (m->state == MemberState::kJoining) return;  // still booting: only the join timeout counts
   ++counters_.probes_failed;
-  if (m->state == MemberState::kAlive) {
-    Suspect(*m, m->incarnation, now_ns, on_state);
+  if (m->state == MemberState::kAlive || (m->state == MemberState::kSuspected && !m->own)) {
+    if (m->state == MemberState::kAlive) Suspect(*m, m->incarnation, now_ns, on_state);
+    m->suspect_since_ns = now_ns;  // our own timer starts with our own evidence
+    m->own = true;
+    m->pinged_ns = now_ns;
     Send(Type::kPing, m->id, 0, m->id, config_.self, send);  // carries the suspicion: refute it
   }
 }
@@ -342,22 +355,29 @@ uint64_t Membership::Tick(uint64_t now_ns, SendFn send, StateFn on_state, Declar
           continue;
         }
         if (due < next) next = due;
-      } else if (m.state == MemberState::kSuspected) {
-        uint64_t due = m.suspect_since_ns + config_.suspicion_ns;
+      } else if (m.state == MemberState::kSuspected && m.own) {
+        uint64_t wait = config_.suspicion_ns;
+        uint64_t due = m.suspect_since_ns + wait;
         if (now_ns >= due && was_paused) {
           due = now_ns + config_.probe_period_ns;  // our own silence: give it one more period
-          m.suspect_since_ns = due - config_.suspicion_ns;
+          m.suspect_since_ns = due - wait;
         } else if (now_ns >= due && m.last_heard_ns > m.suspect_since_ns) {
           // It spoke to us since: alive, but its refutation has not come.
           // Suspect afresh (the update goes to it first).
           Suspect(m, m.incarnation, now_ns, on_state);
-          due = now_ns + config_.suspicion_ns;
+          due = now_ns + wait;
         } else if (now_ns >= due) {
           ++counters_.declared_dead;
           declare(m.id);
           MarkDead(m.id);
           continue;
         }
+        // Remind it every period: one ping, or its ack, may be lost.
+        if (now_ns >= m.pinged_ns + config_.probe_period_ns) {
+          m.pinged_ns = now_ns;
+          Send(Type::kPing, m.id, 0, m.id, config_.self, send);
+        }
+        if (m.pinged_ns + config_.probe_period_ns < due) due = m.pinged_ns + config_.probe_period_ns;
         if (due < next) next = due;
       }
     }

@@ -24,6 +24,10 @@ Scenarios:
     build_id           place 0 and node image from different sources: refused; an app not in the image too
     iso                nodes boot GRUB ISOs carrying their arguments, join and run a job
     bad_arguments      clear messages and status 2
+    scale64            64 nodes of 64 MiB: the ring with 0 deaths; a node paused (SIGSTOP) for a
+                       quarter of the suspicion timeout is not declared dead; a node that hangs
+                       (SIGSTOP for good: no QEMU exit, so no notice from the frontend) is
+                       declared dead by all 63 survivors within the membership's bound
 """
 import argparse
 import json
@@ -74,9 +78,11 @@ class Env:
         p = subprocess.Popen([self.fox] + list(args), env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True)
         p.lines = []
+        p.times = []  # when each line arrived (time.monotonic())
 
         def read():
             for line in p.stdout:
+                p.times.append(time.monotonic())
                 p.lines.append(line.rstrip("\n"))
         p.reader = threading.Thread(target=read, daemon=True)
         p.reader.start()
@@ -442,8 +448,76 @@ def bad_arguments(e):
     e.expect_nothing_left("after bad arguments")
 
 
+def scale64(e):
+    """Issue 14's cluster test: 64 nodes on this host, membership without false deaths, and a
+    hang detected by every survivor within the bound the frontend's timers state
+    (qemu_run.detection_bound_s: three probe periods plus the suspicion)."""
+    sys.path.insert(0, os.path.join(ROOT, "boot"))
+    import qemu_run
+    probe_ms, suspect_ms, _ = qemu_run.membership_timers("tcg", 64)
+    bound = qemu_run.detection_bound_s("tcg", 64)
+    print("membership timers for 64 nodes here: probe %d ms, suspicion %d ms; bound %.1f s" %
+          (probe_ms, suspect_ms, bound))
+    name = e.name("scale")
+    _, out = e.fox_cmd("cluster", "up", "--nodes", "64", "--mem", "64", "--name", name, "--timeout", "400", check=0)
+    _, out = e.fox_cmd("run", "ring", "--name", name, "--timeout", "300", "--", "laps=30", check=0)
+    check_ring(out, 65)
+    if re.search(r"declared dead|died", out):
+        raise Failure("a death in a healthy 64-node job")
+    print("ok: 64 nodes, ring, 0 deaths (%d suspicions, all refuted)" % len(re.findall(r"am: node \d+ suspected", out)))
+    wait_for(lambda: set(states(e.status(name)).values()) == {"idle"}, 200, "the nodes back in the pool")
+    pids = {r["node"]: r["pid"] for r in e.status(name)["nodes"]}
+    run = e.start("run", "ring", "--name", name, "--timeout", "400", "--", "laps=1000000")
+    stopped = []
+    try:
+        wait_for(lambda: any("nodes joined" in line for line in run.lines), 300, "the job to start")
+        wait_for(lambda: any(re.search(r"ring: node 0: job-wide", line) for line in run.lines), 60, "place 0's ids")
+        time.sleep(3)
+        pids = {r["node"]: r["pid"] for r in e.status(name)["nodes"]}
+        pause = suspect_ms / 4000.0
+        os.kill(pids[10], signal.SIGSTOP)
+        time.sleep(pause)
+        os.kill(pids[10], signal.SIGCONT)
+        time.sleep(bound + 3)
+        if any("declared dead" in line for line in run.lines) or run.poll() is not None:
+            raise Failure("a node paused for %.1f s (suspicion %.1f s) was declared dead" % (pause, suspect_ms / 1000.0))
+        print("ok: node 10 paused %.1f s, nobody declared dead %.1f s later" % (pause, bound + 3))
+        os.kill(pids[20], signal.SIGSTOP)  # hangs: its QEMU does not exit, the frontend sees nothing
+        stopped.append(pids[20])
+        hung_at = time.monotonic()
+        run.wait(timeout=bound * 3 + 60)
+    finally:
+        for pid in stopped:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass  # the job ended and the frontend stopped it
+        if run.poll() is None:
+            run.kill()
+        run.reader.join(timeout=5)
+        print("\n".join("  | " + line for line in run.lines if "am stats" not in line and "] I " not in line))
+    seen = {}
+    for t, line in zip(run.times, run.lines):
+        m = re.match(r"^place(\d+)\| .*am: node (\d+) declared dead", line)
+        if m and int(m.group(2)) == 20:
+            seen.setdefault(int(m.group(1)), t - hung_at)
+        elif m and int(m.group(1)) not in seen:
+            raise Failure("place %s declared node %s dead before node 20: %s" % (m.group(1), m.group(2), line))
+    survivors = set(range(0, 65)) - {20}
+    if set(seen) != survivors:
+        raise Failure("node 20 was not declared dead by places %s" % sorted(survivors - set(seen)))
+    times = sorted(seen.values())
+    print("node 20 hung: declared dead by all %d survivors, first after %.1f s, last after %.1f s (bound %.1f s)" %
+          (len(times), times[0], times[-1], bound))
+    if times[-1] > bound + 3:  # the consoles reach us through files polled by fox run
+        raise Failure("the last survivor saw the death %.1f s after the hang, above the bound %.1f s" %
+                      (times[-1], bound))
+    e.fox_cmd("cluster", "down", "--name", name, check=0)
+    e.expect_nothing_left("after down")
+
+
 SCENARIOS = {f.__name__: f for f in (lifecycle, kill_during_job, supervisor_killed, run_interrupted, two_clusters, consecutive_jobs,
-                                     run_temporary, wrong_key, build_id, iso, bad_arguments)}
+                                     run_temporary, wrong_key, build_id, iso, bad_arguments, scale64)}
 
 
 def main():

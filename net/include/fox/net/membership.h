@@ -19,11 +19,22 @@
 //      a B that is alive hears it and refutes it: it raises its incarnation
 //      number and gossips "alive" with the new number, which overrides the
 //      suspicion everywhere.
-//   4. A suspicion nobody refuted for `suspicion_ns` (counted at each node
-//      from when it learned of it) makes that node declare B dead: the
-//      `declare` callback, by which the transport tells every node at once
-//      (fail-stop: a dead member stays dead, its id is never reused, and a
-//      "dead" heard from anyone is believed).
+//   4. A suspicion nobody refuted for `suspicion_ns` makes A declare B
+//      dead: the `declare` callback, by which the transport tells every
+//      node at once (fail-stop: a dead member stays dead, its id is never
+//      reused, and a "dead" heard from anyone is believed). Meanwhile A
+//      pings B with the suspicion every period, so that a B that is alive
+//      hears of it although messages are lost, and refutes it to A
+//      directly. Only a node whose own probe failed declares: one that
+//      heard of the suspicion by gossip marks B suspected and passes it on,
+//      and declares only if its own probe of B fails too. (Were every
+//      node's timer to declare, the refutation would have to reach all of
+//      them in time: in a job of 1024 nodes with 5% of messages lost, gossip
+//      could not carry them all, and live nodes died.)
+//
+// Joins spread too: a node that hears from a member for the first time
+// gossips "alive" about it, so that every node soon knows every member as
+// joined (and suspects it if its probes fail) without having met it.
 //
 // Updates (alive, suspect, dead, with the member and incarnation) ride on
 // every ping and ack, each sent `retransmit_mult * ceil(log2(n + 1))` times,
@@ -62,7 +73,7 @@ struct MembershipConfig {
   // fox.probe_ms and fox.suspect_ms; the frontend sets them).
   uint64_t probe_period_ns = 150'000'000;
   uint64_t probe_timeout_ns = 60'000'000;  // direct ack awaited this long, then indirect probes
-  int indirect_probes = 3;
+  int indirect_probes = 5;
   uint64_t suspicion_ns = 1'000'000'000;
   uint64_t join_timeout_ns = 60'000'000'000;
   int retransmit_mult = 3;
@@ -144,6 +155,8 @@ class Membership {
     uint64_t added_ns = 0;
     uint64_t last_heard_ns = 0;
     uint64_t suspect_since_ns = 0;
+    bool own = false;          // suspected by our own failed probe (not only by gossip)
+    uint64_t pinged_ns = 0;    // own suspicion: when we last pinged it with the suspicion
   };
   enum class Kind : uint8_t { kAlive = 1, kSuspect = 2, kDead = 3 };
   struct Update {
@@ -151,13 +164,15 @@ class Membership {
     NodeId node;
     uint32_t incarnation;
     int sends_left;
+    bool join;  // "alive" only because it joined: yields to suspicions, refutations and deaths
   };
   enum class Type : uint8_t { kPing = 1, kAck = 2, kPingReq = 3 };
 
   Member* Find(NodeId id);
   const Member* Find(NodeId id) const;
   void Send(Type type, NodeId to, uint32_t seq, NodeId target, NodeId origin, SendFn send);
-  void Queue(Kind kind, NodeId node, uint32_t incarnation);
+  void Queue(Kind kind, NodeId node, uint32_t incarnation, bool join = false);
+  static bool Before(const Update& a, const Update& b);
   void Apply(Kind kind, NodeId node, uint32_t incarnation, uint64_t now_ns, StateFn on_state);
   void Join(Member& m, uint64_t now_ns, StateFn on_state);
   void Suspect(Member& m, uint32_t incarnation, uint64_t now_ns, StateFn on_state);
@@ -177,7 +192,8 @@ class Membership {
   size_t suspected_ = 0;  // members suspected
   uint32_t incarnation_ = 0;
   uint64_t rng_;
-  // Gossip: a fixed number of pending updates; the newest replace the most-sent.
+  // Gossip: a fixed number of pending updates. Joins go after the others
+  // and are evicted first; among equals, the newest replace the most-sent.
   static constexpr int kQueue = 64;
   Update queue_[kQueue] = {};
   int queued_ = 0;
