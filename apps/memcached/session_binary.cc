@@ -17,8 +17,21 @@ namespace fox::memcached {
 
 namespace {
 
-enum class Kind : uint8_t { kGet, kGat, kTouch, kStore, kConcat, kDelete, kArith, kQuit, kFlush, kNoop, kVersion,
-                            kStat, kUnknown };
+enum class Kind : uint8_t {
+  kGet,
+  kGat,
+  kTouch,
+  kStore,
+  kConcat,
+  kDelete,
+  kArith,
+  kQuit,
+  kFlush,
+  kNoop,
+  kVersion,
+  kStat,
+  kUnknown
+};
 
 struct OpInfo {
   Kind kind;
@@ -328,8 +341,8 @@ void Session::CompleteBinary(const Result& result) {
       }
       return;
     case Kind::kArith: {
-      bool incr = static_cast<Opcode>(h.opcode) == Opcode::kIncrement ||
-                  static_cast<Opcode>(h.opcode) == Opcode::kIncrementQ;
+      bool incr =
+          static_cast<Opcode>(h.opcode) == Opcode::kIncrement || static_cast<Opcode>(h.opcode) == Opcode::kIncrementQ;
       ++(incr ? (ok ? c.incr_hits : c.incr_misses) : (ok ? c.decr_hits : c.decr_misses));
       switch (result.status) {
         case Status::kOk: {
@@ -340,6 +353,7 @@ void Session::CompleteBinary(const Result& result) {
           return;
         }
         case Status::kNonNumeric: fail(BinaryStatus::kNonNumeric); return;
+        case Status::kTooLarge: fail(BinaryStatus::kTooLarge); return;
         case Status::kExists: fail(BinaryStatus::kKeyExists); return;
         case Status::kNoMemory: fail(BinaryStatus::kOutOfMemory); return;
         default: fail(BinaryStatus::kKeyNotFound); return;

@@ -177,8 +177,8 @@ Session::Parsed Session::ParseText(Time now, Request* request) {
       return Parsed::kDone;
     }
     // The groups memcached has and fox does not keep: empty.
-    if (n == 2 && (tokens[1] == "settings" || tokens[1] == "items" || tokens[1] == "slabs" ||
-                   tokens[1] == "sizes" || tokens[1] == "conns")) {
+    if (n == 2 && (tokens[1] == "settings" || tokens[1] == "items" || tokens[1] == "slabs" || tokens[1] == "sizes" ||
+                   tokens[1] == "conns")) {
       Reply("END");
       return Parsed::kDone;
     }
@@ -319,9 +319,7 @@ void Session::CompleteText(const Result& result) {
     case Cmd::kPrepend:
     case Cmd::kCas:
       if (cmd_ == Cmd::kCas) {
-        ++(ok                                   ? c.cas_hits
-           : result.status == Status::kExists ? c.cas_badval
-                                                : c.cas_misses);
+        ++(ok ? c.cas_hits : result.status == Status::kExists ? c.cas_badval : c.cas_misses);
       }
       switch (result.status) {
         case Status::kOk: Reply("STORED"); return;
@@ -345,6 +343,7 @@ void Session::CompleteText(const Result& result) {
       switch (result.status) {
         case Status::kOk: Reply(std::to_string(result.number)); return;
         case Status::kNonNumeric: Reply("CLIENT_ERROR cannot increment or decrement non-numeric value"); return;
+        case Status::kTooLarge: Reply(kTooLarge); return;  // only with a value limit under 20 bytes
         case Status::kNoMemory: Reply("SERVER_ERROR out of memory"); return;
         case Status::kExists: Reply("EXISTS"); return;
         default: Reply("NOT_FOUND"); return;

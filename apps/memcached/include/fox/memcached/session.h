@@ -72,18 +72,18 @@ struct Request {
   Op op = Op::kGet;
   Time now = 0;
   std::string key;
-  std::string value;                  // kPut
-  StoreMode mode = StoreMode::kSet;   // kPut
-  uint32_t flags = 0;                 // kPut
-  Expiry expiry = kNeverExpires;      // kPut, kTouch, kArithmetic
-  bool check_cas = false;             // kPut, kDelete, kArithmetic
+  std::string value;                 // kPut
+  StoreMode mode = StoreMode::kSet;  // kPut
+  uint32_t flags = 0;                // kPut
+  Expiry expiry = kNeverExpires;     // kPut, kTouch, kArithmetic
+  bool check_cas = false;            // kPut, kDelete, kArithmetic
   uint64_t cas = 0;
-  bool want_item = false;             // kTouch: copy the item back (gat, binary touch)
-  bool increment = true;              // kArithmetic
+  bool want_item = false;  // kTouch: copy the item back (gat, binary touch)
+  bool increment = true;   // kArithmetic
   uint64_t delta = 0;
   bool create = false;
   uint64_t initial = 0;
-  Time flush_when = 0;                // kFlush
+  Time flush_when = 0;  // kFlush
 };
 
 struct Result {
@@ -141,8 +141,24 @@ class Session {
   enum class Parsed : uint8_t { kNeedMore, kRequest, kDone };
   // What the outstanding request answers (one at a time).
   enum class Cmd : uint8_t {
-    kGet, kGets, kGat, kGats, kTouch, kSet, kAdd, kReplace, kAppend, kPrepend, kCas, kDelete, kIncr, kDecr,
-    kFlush, kStats, kUnlinkTooLarge, kBinary,
+    kGet,
+    kGets,
+    kGat,
+    kGats,
+    kTouch,
+    kSet,
+    kAdd,
+    kReplace,
+    kAppend,
+    kPrepend,
+    kCas,
+    kDelete,
+    kIncr,
+    kDecr,
+    kFlush,
+    kStats,
+    kUnlinkTooLarge,
+    kBinary,
   };
 
   Parsed ParseText(Time now, Request* request);
@@ -169,8 +185,8 @@ class Session {
   Protocol protocol_ = Protocol::kUnknown;
   std::string in_;
   size_t in_start_ = 0;
-  size_t need_ = 0;        // don't parse before this many bytes are available
-  uint64_t swallow_ = 0;   // bytes of a refused value still to skip
+  size_t need_ = 0;       // don't parse before this many bytes are available
+  uint64_t swallow_ = 0;  // bytes of a refused value still to skip
   std::string out_;
   size_t out_start_ = 0;
   bool closing_ = false;
@@ -178,9 +194,9 @@ class Session {
 
   // The outstanding command.
   Cmd cmd_ = Cmd::kGet;
-  bool noreply_ = false;   // text noreply, binary quiet opcode
-  BinaryHeader header_;    // binary
-  std::string binary_key_;  // binary: the key, for GetK's answer
+  bool noreply_ = false;           // text noreply, binary quiet opcode
+  BinaryHeader header_;            // binary
+  std::string binary_key_;         // binary: the key, for GetK's answer
   std::vector<std::string> keys_;  // text multi-key get: the keys, the next one
   size_t next_key_ = 0;
   Expiry gat_expiry_ = kNeverExpires;
