@@ -29,6 +29,7 @@ enum class Kind : uint8_t {
   kFlush,
   kNoop,
   kVersion,
+  kVerbosity,
   kStat,
   kUnknown
 };
@@ -72,6 +73,7 @@ OpInfo Classify(uint8_t opcode) {
     case Opcode::kNoop: return {Kind::kNoop, false};
     case Opcode::kVersion: return {Kind::kVersion, false};
     case Opcode::kStat: return {Kind::kStat, false};
+    case Opcode::kVerbosity: return {Kind::kVerbosity, false};
   }
   return {Kind::kUnknown, false};
 }
@@ -113,6 +115,7 @@ bool ShapeOk(Kind kind, const BinaryHeader& h) {
     case Kind::kQuit:
     case Kind::kNoop:
     case Kind::kVersion: return h.body_length == 0;
+    case Kind::kVerbosity: return h.extras_length == 4 && !has_key && value == 0;
     case Kind::kStat: return h.extras_length == 0 && value == 0;
     case Kind::kUnknown: return false;
   }
@@ -270,6 +273,10 @@ Session::Parsed Session::ParseBinary(Time now, Request* request) {
       break;
     case Kind::kVersion:
       BinaryReply(BinaryStatus::kSuccess, {}, {}, kVersionString, 0);
+      parsed = Parsed::kDone;
+      break;
+    case Kind::kVerbosity:  // accepted; fox logs no protocol traffic
+      BinaryReply(BinaryStatus::kSuccess, {}, {}, {}, 0);
       parsed = Parsed::kDone;
       break;
     case Kind::kUnknown: parsed = Parsed::kDone; break;

@@ -1,12 +1,22 @@
-// The text protocol (memcached doc/protocol.txt): a command line of at most
-// kMaxTextLineBytes ending in "\n" (a "\r" before it is dropped), tokens
-// separated by spaces, then for storage commands a data block of the
-// announced length and "\r\n". Replies and errors are memcached's, word for
-// word. `noreply` is honoured only as the optional last token of a command
-// that has one; it silences every reply of that command, errors included,
-// as in memcached. Whenever a storage command's data length can be read, its
-// data block is consumed (or skipped) even if the command is refused, so
-// that the stream stays in step.
+// The text protocol (memcached doc/protocol.txt): a command line ending in
+// "\n" (a "\r" before it is dropped), tokens separated by spaces, then for
+// storage commands a data block of the announced length and "\r\n". Replies
+// and errors are memcached 1.6's, word for word, and so are its token rules:
+// a wrong number of tokens is "ERROR"; `noreply` is the last token of a
+// command that has one (storage, incr/decr, touch, delete, flush_all,
+// verbosity) and silences every reply of that command, errors included;
+// version and quit ignore their arguments.
+//
+// Lines are at most kMaxTextLineBytes, except get/gets/gat/gats lines, which
+// may be of any length (clients send large multigets): past that bound their
+// keys are looked up as they arrive, so a bad key late in such a line is
+// refused after the earlier keys were answered (as in memcached). Any other
+// longer line closes the connection.
+//
+// Where memcached leaves the stream out of step, fox keeps it in step:
+// whenever a storage command's data length can be read, its data block is
+// consumed (or skipped) even if the command is refused.
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -34,6 +44,10 @@ std::vector<std::string_view> Tokenize(std::string_view line) {
   return tokens;
 }
 
+bool IsGetCommand(std::string_view command) {
+  return command == "get" || command == "gets" || command == "gat" || command == "gats";
+}
+
 }  // namespace
 
 void Session::Reply(std::string_view line) {
@@ -42,17 +56,13 @@ void Session::Reply(std::string_view line) {
 }
 
 Session::Parsed Session::ParseText(Time now, Request* request) {
+  if (discard_line_) return DiscardLine();
+  if (line_open_) return ParseGetKeys();
   const char* data = reinterpret_cast<const char*>(InputData());
   size_t available = Available();
   const void* newline = std::memchr(data, '\n', std::min(available, kMaxTextLineBytes));
   if (newline == nullptr) {
-    if (available >= kMaxTextLineBytes) {
-      noreply_ = false;
-      Reply("CLIENT_ERROR line too long");
-      ++counters_->protocol_errors;
-      Close();
-      return Parsed::kDone;
-    }
+    if (available >= kMaxTextLineBytes) return ParseLongGetLine(now);
     need_ = available + 1;
     return Parsed::kNeedMore;
   }
@@ -83,17 +93,10 @@ Session::Parsed Session::ParseText(Time now, Request* request) {
     Reply(reply);
     return Parsed::kDone;
   };
-  // The optional trailing noreply after `required` tokens: false if the
-  // line has a token too many that is not noreply.
-  auto trailing_noreply = [&](size_t required) {
-    if (n == required + 1) {
-      if (tokens[required] != "noreply") return false;
-      noreply_ = true;
-    }
-    return true;
-  };
+  // memcached's set_noreply_maybe: the last token, whatever its position.
+  auto take_noreply = [&] { noreply_ = n >= 2 && tokens[n - 1] == "noreply"; };
 
-  if (command == "get" || command == "gets" || command == "gat" || command == "gats") {
+  if (IsGetCommand(command)) {
     bool gat = command[1] == 'a';
     size_t first_key = gat ? 2 : 1;
     if (n <= first_key) return error("ERROR");
@@ -111,10 +114,11 @@ Session::Parsed Session::ParseText(Time now, Request* request) {
   }
   if (command == "delete") {
     if (n < 2 || n > 4) return error("ERROR");
-    bool ok = n == 2 || (n == 3 && (tokens[2] == "0" || tokens[2] == "noreply")) ||
-              (n == 4 && tokens[2] == "0" && tokens[3] == "noreply");
-    noreply_ = tokens[n - 1] == "noreply" && n > 2;
-    if (!ok) return error("CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]");
+    if (n > 2) {
+      take_noreply();
+      bool ok = (n == 3 && (tokens[2] == "0" || noreply_)) || (n == 4 && tokens[2] == "0" && noreply_);
+      if (!ok) return error("CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]");
+    }
     if (!ValidKey(tokens[1])) return error(kBadFormat);
     *request = Request{};
     request->op = Request::Op::kDelete;
@@ -124,7 +128,8 @@ Session::Parsed Session::ParseText(Time now, Request* request) {
   }
   if (command == "incr" || command == "decr") {
     if (n < 3 || n > 4) return error("ERROR");
-    if (!trailing_noreply(3) || !ValidKey(tokens[1])) return error(kBadFormat);
+    take_noreply();
+    if (!ValidKey(tokens[1])) return error(kBadFormat);
     uint64_t delta;
     if (!ParseU64(tokens[2], &delta)) return error("CLIENT_ERROR invalid numeric delta argument");
     *request = Request{};
@@ -137,7 +142,8 @@ Session::Parsed Session::ParseText(Time now, Request* request) {
   }
   if (command == "touch") {
     if (n < 3 || n > 4) return error("ERROR");
-    if (!trailing_noreply(3) || !ValidKey(tokens[1])) return error(kBadFormat);
+    take_noreply();
+    if (!ValidKey(tokens[1])) return error(kBadFormat);
     int64_t exptime;
     if (!ParseI64(tokens[2], &exptime)) return error(kBadExptime);
     *request = Request{};
@@ -149,14 +155,12 @@ Session::Parsed Session::ParseText(Time now, Request* request) {
   }
   if (command == "flush_all") {
     if (n > 3) return error("ERROR");
+    take_noreply();
     int64_t delay = 0;
-    if (n >= 2 && tokens[n - 1] == "noreply") noreply_ = true;
-    size_t args = n - 1 - (noreply_ ? 1 : 0);
-    if (args > 1 || (args == 1 && !ParseI64(tokens[1], &delay))) return error(kBadFormat);
+    if (n != (noreply_ ? 2u : 1u) && !ParseI64(tokens[1], &delay)) return error(kBadExptime);
     *request = Request{};
     request->op = Request::Op::kFlush;
-    request->flush_when = delay == 0 ? now : ExpiryFromExptime(delay, now);
-    if (request->flush_when < now) request->flush_when = now;
+    request->flush_when = delay <= 0 ? now : std::max(now, ExpiryFromExptime(delay, now));
     cmd_ = Cmd::kFlush;
     return Parsed::kRequest;
   }
@@ -167,7 +171,7 @@ Session::Parsed Session::ParseText(Time now, Request* request) {
       cmd_ = Cmd::kStats;
       return Parsed::kRequest;
     }
-    if (n == 2 && tokens[1] == "reset") {
+    if (tokens[1] == "reset") {
       Counters reset;
       reset.start_time = counters_->start_time;
       reset.curr_connections = counters_->curr_connections;
@@ -177,32 +181,112 @@ Session::Parsed Session::ParseText(Time now, Request* request) {
       return Parsed::kDone;
     }
     // The groups memcached has and fox does not keep: empty.
-    if (n == 2 && (tokens[1] == "settings" || tokens[1] == "items" || tokens[1] == "slabs" || tokens[1] == "sizes" ||
-                   tokens[1] == "conns")) {
+    if (tokens[1] == "settings" || tokens[1] == "items" || tokens[1] == "slabs" || tokens[1] == "sizes" ||
+        tokens[1] == "conns") {
       Reply("END");
       return Parsed::kDone;
     }
     return error("ERROR");
   }
   if (command == "version") {
-    if (n != 1) return error("ERROR");
     Reply(std::string("VERSION ") + kVersionString);
     return Parsed::kDone;
   }
   if (command == "verbosity") {
     if (n < 2 || n > 3) return error("ERROR");
+    take_noreply();
     uint32_t level;
     if (!ParseU32(tokens[1], &level)) return error(kBadFormat);
-    if (!trailing_noreply(2)) return error(kBadFormat);
     Reply("OK");
     return Parsed::kDone;
   }
   if (command == "quit") {
-    if (n != 1) return error("ERROR");
     Close();
     return Parsed::kDone;
   }
   return error("ERROR");
+}
+
+Session::Parsed Session::ParseLongGetLine(Time now) {
+  // The first kMaxTextLineBytes bytes hold no "\n". Only a get command may
+  // go on: take its name (and a gat's exptime), then its keys as they come.
+  std::string_view head(reinterpret_cast<const char*>(InputData()), kMaxTextLineBytes);
+  size_t start = head.find_first_not_of(' ');
+  size_t end = start == std::string_view::npos ? start : head.find(' ', start);
+  std::string_view command = end == std::string_view::npos ? std::string_view() : head.substr(start, end - start);
+  noreply_ = false;
+  if (!IsGetCommand(command)) {
+    Reply("CLIENT_ERROR line too long");
+    ++counters_->protocol_errors;
+    Close();
+    return Parsed::kDone;
+  }
+  int64_t exptime = 0;
+  if (command[1] == 'a') {
+    start = head.find_first_not_of(' ', end);
+    end = start == std::string_view::npos ? start : head.find(' ', start);
+    if (end == std::string_view::npos || !ParseI64(head.substr(start, end - start), &exptime)) {
+      Reply(kBadExptime);
+      ++counters_->protocol_errors;
+      ConsumeInput(end == std::string_view::npos ? head.size() : end);
+      discard_line_ = true;
+      return Parsed::kDone;
+    }
+  }
+  cmd_ = command == "get" ? Cmd::kGet : command == "gets" ? Cmd::kGets : command == "gat" ? Cmd::kGat : Cmd::kGats;
+  gat_expiry_ = ExpiryFromExptime(exptime, now);
+  keys_.clear();
+  next_key_ = 0;
+  line_open_ = true;
+  ConsumeInput(end);
+  return ParseGetKeys();
+}
+
+Session::Parsed Session::ParseGetKeys() {
+  std::string_view data(reinterpret_cast<const char*>(InputData()), Available());
+  size_t newline = data.find('\n');
+  bool last = newline != std::string_view::npos;
+  // The complete keys end at the line's end, or at the last space so far.
+  size_t complete = last ? newline : data.rfind(' ');
+  size_t consumed = complete == std::string_view::npos ? 0 : complete + 1;
+  std::string_view keys = data.substr(0, consumed == 0 ? 0 : complete);
+  if (last && !keys.empty() && keys.back() == '\r') keys.remove_suffix(1);
+  std::vector<std::string_view> tokens = Tokenize(keys);
+  // A key still arriving is already too long ("\r" may follow the last).
+  bool pending_too_long = !last && data.size() - consumed > kMaxKeyBytes + 1;
+  bool bad = pending_too_long;
+  for (std::string_view key : tokens) bad |= !ValidKey(key);
+  if (bad) {
+    noreply_ = false;
+    Reply(kBadFormat);
+    ++counters_->protocol_errors;
+    line_open_ = false;
+    discard_line_ = !last;
+    ConsumeInput(last ? consumed : data.size());
+    return Parsed::kDone;
+  }
+  if (consumed == 0) {
+    need_ = data.size() + 1;
+    return Parsed::kNeedMore;
+  }
+  keys_.assign(tokens.begin(), tokens.end());
+  next_key_ = 0;
+  multi_get_ = true;
+  line_open_ = !last;
+  ConsumeInput(consumed);
+  return Parsed::kDone;
+}
+
+Session::Parsed Session::DiscardLine() {
+  std::string_view data(reinterpret_cast<const char*>(InputData()), Available());
+  size_t newline = data.find('\n');
+  if (newline == std::string_view::npos) {
+    ConsumeInput(data.size());
+    return Parsed::kNeedMore;
+  }
+  discard_line_ = false;
+  ConsumeInput(newline + 1);
+  return Parsed::kDone;
 }
 
 Session::Parsed Session::ParseTextStorage(const std::vector<std::string_view>& tokens, Cmd cmd, size_t line_bytes,
@@ -217,10 +301,9 @@ Session::Parsed Session::ParseTextStorage(const std::vector<std::string_view>& t
     return Parsed::kDone;
   };
   if (n < required || n > required + 1) return error("ERROR", 0);
-  if (n == required + 1) {
-    if (tokens[required] != "noreply") return error(kBadFormat, 0);
-    noreply_ = true;
-  }
+  // As memcached: noreply is the last token; a token in its place that is
+  // not noreply is ignored.
+  noreply_ = tokens[n - 1] == "noreply";
   uint32_t flags;
   int64_t exptime, bytes;
   uint64_t cas = 0;
@@ -277,6 +360,7 @@ Session::Parsed Session::NextMultiGet(Time now, Request* request) {
   if (next_key_ == keys_.size()) {
     multi_get_ = false;
     keys_.clear();
+    if (line_open_) return Parsed::kDone;  // more keys are on their way
     Reply("END");
     return Parsed::kDone;
   }

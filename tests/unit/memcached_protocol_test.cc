@@ -94,11 +94,14 @@ TEST_F(MemcachedText, Noreply) {
             "STORED\r\nVALUE n 0 1\r\n6\r\nEND\r\n");
   EXPECT_EQ(T("touch n 10 noreply\r\ndelete n noreply\r\nflush_all noreply\r\nflush_all 0 noreply\r\n"), "");
   EXPECT_EQ(T("verbosity 1 noreply\r\ndelete n 0 noreply\r\nget n\r\n"), "END\r\n");
-  // noreply only in its place: these are errors, and answered.
-  EXPECT_EQ(T("verbosity noreply\r\n"), "CLIENT_ERROR bad command line format\r\n");
-  EXPECT_EQ(T("quit noreply\r\n"), "ERROR\r\n");
-  EXPECT_EQ(T("version noreply\r\n"), "ERROR\r\n");
+  // As memcached 1.6: noreply is the last token, and silences errors too;
+  // version ignores its arguments; stats has no noreply.
+  EXPECT_EQ(T("verbosity noreply\r\n"), "");
+  EXPECT_EQ(T("set n 0 0 1 noreply\r\n0\r\nincr n x noreply\r\nincr n 1 2\r\n"), "1\r\n");
+  EXPECT_EQ(T("version noreply\r\n"), std::string("VERSION ") + kVersionString + "\r\n");
   EXPECT_EQ(T("stats noreply\r\n"), "ERROR\r\n");
+  EXPECT_EQ(T("set q 0 0 noreply\r\nget q\r\n"), "END\r\n");
+  EXPECT_EQ(T("set q 0 0 1 whatever\r\na\r\n"), "STORED\r\n");  // not noreply: ignored
 }
 
 TEST_F(MemcachedText, Cas) {
@@ -200,7 +203,8 @@ TEST_F(MemcachedText, FlushAll) {
   EXPECT_EQ(T("get a b\r\n", kNow + 10), "END\r\n");
   T("set c 0 0 1\r\nc\r\n", kNow + 11);
   EXPECT_EQ(T("get c\r\n", kNow + 12), "VALUE c 0 1\r\nc\r\nEND\r\n");
-  EXPECT_EQ(T("flush_all x\r\n"), "CLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(T("flush_all x\r\n"), "CLIENT_ERROR invalid exptime argument\r\n");
+  EXPECT_EQ(T("flush_all x noreply\r\n"), "");
   EXPECT_EQ(T("flush_all 1 2 3\r\n"), "ERROR\r\n");
   EXPECT_EQ(counters.cmd_flush, 2u);
 }
@@ -222,14 +226,16 @@ TEST_F(MemcachedText, StatsVersionVerbosityQuit) {
   EXPECT_EQ(T("stats reset\r\n"), "RESET\r\n");
   EXPECT_EQ(counters.get_hits, 0u);
   EXPECT_EQ(T("version\r\n"), std::string("VERSION ") + kVersionString + "\r\n");
-  EXPECT_EQ(T("version x\r\n"), "ERROR\r\n");
+  EXPECT_EQ(T("version x y\r\n"), std::string("VERSION ") + kVersionString + "\r\n");
   EXPECT_EQ(T("verbosity 1\r\n"), "OK\r\n");
   EXPECT_EQ(T("verbosity\r\n"), "ERROR\r\n");
   EXPECT_EQ(T("verbosity foo bar my\r\n"), "ERROR\r\n");
-  EXPECT_EQ(T("quit x\r\n"), "ERROR\r\n");
   EXPECT_FALSE(session.closing());
   EXPECT_EQ(T("quit\r\nget a\r\n"), "");
   EXPECT_TRUE(session.closing());
+  Session other;
+  EXPECT_EQ(Talk(other, store, "quit foo bar\r\nget a\r\n"), "");  // arguments ignored
+  EXPECT_TRUE(other.closing());
 }
 
 TEST_F(MemcachedText, Errors) {
@@ -246,9 +252,9 @@ TEST_F(MemcachedText, Errors) {
   EXPECT_EQ(T("set " + long_key + " 0 0 3\r\nabc\r\nget a\r\n"), "CLIENT_ERROR bad command line format\r\nEND\r\n");
   EXPECT_EQ(T("set k x 0 3\r\nabc\r\nget a\r\n"), "CLIENT_ERROR bad command line format\r\nEND\r\n");
   EXPECT_EQ(T("set k 0 0 -1\r\n"), "CLIENT_ERROR bad command line format\r\n");
-  EXPECT_EQ(T("set k 0 0 3 extra\r\nabc\r\n"), "CLIENT_ERROR bad command line format\r\nERROR\r\n");
+  EXPECT_EQ(T("set k 0 0 3 extra\r\nabc\r\n"), "STORED\r\n");  // as memcached: not noreply, ignored
   EXPECT_EQ(T("set k 0 0\r\n"), "ERROR\r\n");
-  EXPECT_EQ(T("set k 0 0 3\r\nabcde\r\nget k\r\n"), "CLIENT_ERROR bad data chunk\r\nERROR\r\nEND\r\n");
+  EXPECT_EQ(T("set k2 0 0 3\r\nabcde\r\nget k2\r\n"), "CLIENT_ERROR bad data chunk\r\nERROR\r\nEND\r\n");
   EXPECT_GT(counters.protocol_errors, 0u);
 }
 
@@ -286,11 +292,61 @@ TEST(MemcachedLimits, StoreFullIsOutOfMemory) {
 TEST(MemcachedLimits, LineTooLongCloses) {
   LocalStore store;
   Session s;
-  EXPECT_EQ(Talk(s, store, "get " + std::string(2100, 'k')), "CLIENT_ERROR line too long\r\n");
+  EXPECT_EQ(Talk(s, store, "set " + std::string(2100, 'k')), "CLIENT_ERROR line too long\r\n");
   EXPECT_TRUE(s.closing());
   Session t;  // 2047 bytes and "\n" is still a line
   EXPECT_EQ(Talk(t, store, "get " + std::string(2043, 'k') + "\n"), "CLIENT_ERROR bad command line format\r\n");
   EXPECT_FALSE(t.closing());
+}
+
+// Large multigets: a get line may be longer than kMaxTextLineBytes (clients
+// batch hundreds of keys); its keys are answered as they arrive.
+std::string ManyKeys(int count, std::string_view prefix = "key") {
+  std::string keys;
+  for (int i = 0; i < count; ++i) keys += " " + std::string(prefix) + std::to_string(i);
+  return keys;
+}
+
+TEST(MemcachedLongLines, LongMultiGetAnyChunking) {
+  std::string sets;
+  std::string expected;
+  for (int i = 0; i < 600; i += 3) {
+    std::string key = "longkeyname-" + std::to_string(i);
+    sets += "set " + key + " 0 0 2\r\nv" + std::to_string(i % 10) + "\r\n";
+    expected += "VALUE " + key + " 0 2\r\nv" + std::to_string(i % 10) + "\r\n";
+  }
+  std::string line = "get" + ManyKeys(600, "longkeyname-") + "\r\n";
+  ASSERT_GT(line.size(), 4 * kMaxTextLineBytes);
+  std::string stored;
+  for (int i = 0; i < 200; ++i) stored += "STORED\r\n";
+  for (size_t chunk : {line.size() + sets.size(), size_t{1}, size_t{7}, size_t{1000}, size_t{2047}, size_t{4096}}) {
+    EXPECT_EQ(TalkChunked(sets + line + "version\r\n", {chunk}),
+              stored + expected + "END\r\nVERSION " + kVersionString + "\r\n")
+        << "chunk " << chunk;
+  }
+  // gets and gat too, and leading spaces.
+  std::string gat = "  gats 100" + ManyKeys(400) + "\r\n";
+  EXPECT_EQ(TalkChunked("set key399 0 0 1\r\nx\r\n" + gat, {100}).substr(8, 21), "VALUE key399 0 1 1\r\nx");
+}
+
+TEST(MemcachedLongLines, BadKeyInALongLine) {
+  // Refused, the rest of the line skipped, the session goes on.
+  std::string line = "get" + ManyKeys(300) + " " + std::string(300, 'k') + ManyKeys(300) + "\r\nversion\r\n";
+  std::string reply = "CLIENT_ERROR bad command line format\r\nVERSION " + std::string(kVersionString) + "\r\n";
+  for (size_t chunk : {line.size(), size_t{1}, size_t{13}, size_t{3000}}) {
+    EXPECT_EQ(TalkChunked(line, {chunk}), reply) << chunk;
+  }
+  EXPECT_EQ(TalkChunked("get" + ManyKeys(300) + " a\x01b\r\nversion\r\n", {5000}), reply);
+  EXPECT_EQ(TalkChunked("gat x" + ManyKeys(300) + "\r\nversion\r\n", {100}),
+            "CLIENT_ERROR invalid exptime argument\r\nVERSION " + std::string(kVersionString) + "\r\n");
+  // A key that never ends is refused once it is too long, not buffered.
+  LocalStore store;
+  Session s;
+  EXPECT_EQ(Talk(s, store, "get" + ManyKeys(300) + " " + std::string(100000, 'k')),
+            "CLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(Talk(s, store, std::string(100000, 'k') + "\r\nversion\r\n"),
+            "VERSION " + std::string(kVersionString) + "\r\n");
+  EXPECT_FALSE(s.closing());
 }
 
 TEST(MemcachedLimits, OutputIsBoundedWhenTheClientDoesNotRead) {
@@ -584,6 +640,23 @@ TEST_F(MemcachedBinary, Errors) {
   EXPECT_EQ(r[0].opcode, static_cast<uint8_t>(Opcode::kSetQ));
   EXPECT_EQ(r[1].status, 0x01);
   EXPECT_FALSE(session.closing());
+}
+
+TEST_F(MemcachedBinary, Verbosity) {
+  EXPECT_EQ(One(Bin(Opcode::kVerbosity, {}, Ext32(1))).status, 0);
+  EXPECT_EQ(One(Bin(Opcode::kVerbosity)).status, 0x04);
+}
+
+TEST(MemcachedBinaryLimits, IncrPastTheValueLimit) {
+  Session::Options options;
+  options.max_value_bytes = 4;
+  LocalStore store(LocalStore::Options{4, 1 << 20});
+  Session s(options);
+  auto r = Parse(Talk(
+      s, store,
+      Bin(Opcode::kSet, "k", SetExtras(0, 0), "1234") + Bin(Opcode::kIncrement, "k", ArithExtras(99999999, 0, 0))));
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[1].status, 0x03);
 }
 
 TEST(MemcachedBinaryStream, FatalErrorsClose) {

@@ -61,6 +61,7 @@ enum class Opcode : uint8_t {
   kFlushQ = 0x18,
   kAppendQ = 0x19,
   kPrependQ = 0x1a,
+  kVerbosity = 0x1b,
   kTouch = 0x1c,
   kGat = 0x1d,
   kGatQ = 0x1e,

@@ -162,6 +162,11 @@ class Session {
   };
 
   Parsed ParseText(Time now, Request* request);
+  // A get-family line longer than kMaxTextLineBytes: its keys are taken as
+  // they arrive (ParseGetKeys), as memcached does for large multigets.
+  Parsed ParseLongGetLine(Time now);
+  Parsed ParseGetKeys();
+  Parsed DiscardLine();
   Parsed ParseTextStorage(const std::vector<std::string_view>& tokens, Cmd cmd, size_t line_bytes, Time now,
                           Request* request);
   Parsed NextMultiGet(Time now, Request* request);
@@ -201,6 +206,8 @@ class Session {
   size_t next_key_ = 0;
   Expiry gat_expiry_ = kNeverExpires;
   bool multi_get_ = false;
+  bool line_open_ = false;     // a long get line whose end has not been parsed
+  bool discard_line_ = false;  // skipping the rest of a refused long line
   Time last_now_ = 0;
 };
 
