@@ -12,7 +12,8 @@
 //   close once closing() and Output() is empty     and call Next again
 //
 // Bounds: the input buffer holds at most one request (a command line or
-// binary header, and a value up to max_value_bytes); Feed takes only what
+// binary header, and a value up to max_value_bytes; a get line longer than
+// kMaxTextLineBytes is taken key by key as it arrives); Feed takes only what
 // fits (InputSpace), so a client streaming faster than the backend answers
 // waits in TCP flow control. A value over the limit is answered at once and
 // its bytes skipped as they arrive, never buffered. Output is not parsed
@@ -20,9 +21,9 @@
 // (Consume) enough, so a client that never reads holds at most output_limit
 // plus one response (one item, for a multi-key get: each key is its own
 // request) in memory. Nothing throws on bad input: a refused request
-// produces the protocol's error; a stream the session cannot follow (line
-// too long, bad binary magic, inconsistent lengths) produces an error if the
-// protocol has one, then closing().
+// produces the protocol's error; a stream the session cannot follow (a line
+// too long that is not a get, bad binary magic, inconsistent lengths)
+// produces an error if the protocol has one, then closing().
 //
 // Context: any, one thread at a time per session; never blocks, never
 // allocates more than the bounds above.
