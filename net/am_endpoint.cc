@@ -36,14 +36,15 @@ struct AmEndpoint::Peer {
   Channel channel;
   uint8_t buffer[kMaxFrameBytes];
   FrameBuilder builder;
-  uint64_t pending_since = 0;  // when the builder's first message was added
+  uint64_t pending_since = 0;          // when the builder's first message was added
   PeerState told = PeerState::kAlive;  // the state on_state last reported
-  uint32_t deferred = 0;           // its records in the deferred buffer
-  bool noticed_dead = false;       // a peer said it died; Poll makes it so
-  NodeId notice_owed = kNoNotice;  // a death notice the window had no room for
-  uint64_t stuck_pass = 0;         // DrainDeferred pass that found it full
+  uint32_t deferred = 0;               // its records in the deferred buffer
+  bool noticed_dead = false;           // a peer said it died; Poll makes it so
+  NodeId notice_owed = kNoNotice;      // a death notice the window had no room for
+  uint64_t stuck_pass = 0;             // DrainDeferred pass that found it full
 
-  Peer(NodeId peer, uint64_t addr, const FrameAddress& fa) : id(peer), address(addr), builder(buffer, sizeof buffer, fa) {}
+  Peer(NodeId peer, uint64_t addr, const FrameAddress& fa)
+      : id(peer), address(addr), builder(buffer, sizeof buffer, fa) {}
 };
 
 const char* PeerStateName(PeerState state) {
@@ -392,7 +393,7 @@ void AmEndpoint::OnDeadNotice(NodeId dead) {
   ++counters_.dead_notices_received;
   if (dead == config_.self) {
     ++counters_.dead_notices_about_self;  // the job counts this node out (counted: a sender never does this)
-    membership_.MarkDead(dead);            // fail-stop: stop judging the others
+    membership_.MarkDead(dead);           // fail-stop: stop judging the others
     return;
   }
   Peer* q = Find(dead);

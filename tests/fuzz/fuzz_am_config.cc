@@ -44,7 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (ch.send_window != ch.recv_window || ch.send_window < 8 || ch.send_window > 128) __builtin_trap();
   // The membership's timers: as asked, and a probe's direct wait inside its period.
   const fox::net::MembershipConfig& m = config->tuning.membership;
-  if (fox::BootArg("fox.probe_ms") != nullptr && m.probe_period_ns != fox::BootArgNumber("fox.probe_ms", 0) * 1'000'000) {
+  if (fox::BootArg("fox.probe_ms") != nullptr &&
+      m.probe_period_ns != fox::BootArgNumber("fox.probe_ms", 0) * 1'000'000) {
     __builtin_trap();
   }
   if (m.probe_timeout_ns == 0 || m.probe_timeout_ns >= m.probe_period_ns) __builtin_trap();

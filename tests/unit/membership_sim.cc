@@ -94,7 +94,7 @@ void MembershipSim::Run(Event& e) {
   if (killed_[to]) return;
   if (paused_until_[to] > e.at) {
     if (e.kind != Kind::kTick && e.at < boot_at_[to]) return;  // its NIC is not up yet
-    e.at = paused_until_[to];  // held until it runs again, in order
+    e.at = paused_until_[to];                                  // held until it runs again, in order
     if (e.kind == Kind::kTick) tick_at_[to] = e.at;
     Push(e);
     return;

@@ -46,7 +46,7 @@ class MembershipSim {
   void RunUntil(uint64_t t_ns);
   uint64_t now() const { return now_; }
 
-  void Kill(int node);  // at now()
+  void Kill(int node);                         // at now()
   void Pause(int node, uint64_t duration_ns);  // from now()
   // Until Heal, messages between nodes in `side` (true) and the others are lost.
   void Partition(std::vector<bool> side);
@@ -71,7 +71,7 @@ class MembershipSim {
     uint64_t seq;
     Kind kind;
     int to;
-    int from;     // kNotice: the dead member
+    int from;      // kNotice: the dead member
     int declarer;  // kNotice: who declared it
     uint8_t len;
     uint8_t bytes[net::Membership::kMaxMessageBytes];

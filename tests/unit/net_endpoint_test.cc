@@ -474,7 +474,7 @@ TEST(AmEndpoint, ProbesKeepPeersAliveAndASilentPeerDies) {
     if (s == PeerState::kSuspected) ++suspected;
     if (s == PeerState::kDead) ++dead;
   }
-  EXPECT_EQ(dead, 2u);  // node 3 declared dead by both others, once each
+  EXPECT_EQ(dead, 2u);       // node 3 declared dead by both others, once each
   EXPECT_GE(suspected, 1u);  // by the one whose probe failed (the other may hear the notice first)
   EXPECT_EQ(c.ep(0).State(3), PeerState::kDead);
   EXPECT_EQ(c.ep(1).State(3), PeerState::kDead);

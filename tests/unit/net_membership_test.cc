@@ -212,8 +212,8 @@ TEST(MembershipTest, MalformedMessagesAreCountedAndIgnored) {
   EXPECT_EQ(sent, 1);
   EXPECT_EQ(m.State(2), net::MemberState::kAlive);
   // An update about a member we do not know, and one of an unknown kind.
-  uint8_t gossip[16 + 24] = {2, 2, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0, 99, 0, 0, 0, 0, 0, 0, 0,
-                             77, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0};
+  uint8_t gossip[16 + 24] = {2,  2, 0, 0, 0, 0, 0, 0, 2,  0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0,
+                             99, 0, 0, 0, 0, 0, 0, 0, 77, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0};
   m.OnMessage(2, gossip, sizeof gossip, 5, send, on_state);
   EXPECT_EQ(m.counters().bad_messages, 3u);
   EXPECT_EQ(m.State(2), net::MemberState::kAlive);

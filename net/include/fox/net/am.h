@@ -173,10 +173,10 @@ struct Stats {
   uint64_t mailbox_overflows;     // messages a mailbox had no room for: must stay 0
   uint64_t tx_datagrams, tx_bytes, tx_failures;
   uint64_t rx_datagrams, rx_bytes;
-  uint64_t rx_not_am;                 // native: frames handed on to lwIP
-  uint64_t arp_requests, arp_misses;  // native: ARP requests sent; frames held back for want of a MAC
-  uint64_t arp_replies, arp_learned;  // native: answers to peers' announcements; peers' MACs learned
-  nic::Stats nic;                     // native: the NIC's own counters (zero hosted)
+  uint64_t rx_not_am;                  // native: frames handed on to lwIP
+  uint64_t arp_requests, arp_misses;   // native: ARP requests sent; frames held back for want of a MAC
+  uint64_t arp_replies, arp_learned;   // native: answers to peers' announcements; peers' MACs learned
+  nic::Stats nic;                      // native: the NIC's own counters (zero hosted)
   net::MembershipCounters membership;  // failure detection ("fd.*")
 };
 Stats GetStats();

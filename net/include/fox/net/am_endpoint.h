@@ -223,8 +223,8 @@ class AmEndpoint {
   uint64_t drain_pass_ = 0;
   bool notices_pending_ = false;  // a peer was noticed dead; Poll kills it
   Membership membership_;
-  uint64_t membership_due_ = 0;   // when Poll next runs its timers
-  bool states_pending_ = false;   // suspicions or refutations Poll has not told yet
+  uint64_t membership_due_ = 0;  // when Poll next runs its timers
+  bool states_pending_ = false;  // suspicions or refutations Poll has not told yet
 };
 
 }  // namespace fox::net

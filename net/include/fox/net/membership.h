@@ -88,16 +88,16 @@ struct MembershipCounters {
   uint64_t acks_sent = 0;   // answers, and acks relayed to who asked
   uint64_t ping_reqs_sent = 0;
   uint64_t messages_received = 0;
-  uint64_t bad_messages = 0;  // malformed, ignored
+  uint64_t bad_messages = 0;   // malformed, ignored
   uint64_t send_failures = 0;  // the transport could not take one (counted as lost)
   uint64_t probes = 0;
-  uint64_t probes_indirect = 0;  // needed step 2
-  uint64_t probes_failed = 0;    // ended without a sign of life
-  uint64_t probes_skipped = 0;   // dropped: this node was not running
-  uint64_t suspicions = 0;       // members this node came to suspect (own probe or gossip)
-  uint64_t refutations = 0;      // suspicions of this node it refuted
-  uint64_t declared_dead = 0;    // suspicions that expired here
-  uint64_t updates_sent = 0;     // gossip entries piggybacked
+  uint64_t probes_indirect = 0;     // needed step 2
+  uint64_t probes_failed = 0;       // ended without a sign of life
+  uint64_t probes_skipped = 0;      // dropped: this node was not running
+  uint64_t suspicions = 0;          // members this node came to suspect (own probe or gossip)
+  uint64_t refutations = 0;         // suspicions of this node it refuted
+  uint64_t declared_dead = 0;       // suspicions that expired here
+  uint64_t updates_sent = 0;        // gossip entries piggybacked
   uint64_t self_declared_dead = 0;  // another node declared this one dead
 };
 
@@ -155,8 +155,8 @@ class Membership {
     uint64_t added_ns = 0;
     uint64_t last_heard_ns = 0;
     uint64_t suspect_since_ns = 0;
-    bool own = false;          // suspected by our own failed probe (not only by gossip)
-    uint64_t pinged_ns = 0;    // own suspicion: when we last pinged it with the suspicion
+    bool own = false;        // suspected by our own failed probe (not only by gossip)
+    uint64_t pinged_ns = 0;  // own suspicion: when we last pinged it with the suspicion
   };
   enum class Kind : uint8_t { kAlive = 1, kSuspect = 2, kDead = 3 };
   struct Update {
