@@ -54,6 +54,7 @@ struct TcpSocket::State {
   std::shared_ptr<State> self;
   std::deque<PendingSend> sendq;
   std::deque<struct pbuf*> held;  // received before a handler was set
+  size_t unrecved = 0;            // bytes taken from lwIP and not yet given back (tcp_recved)
   bool delivering = false;        // a receive handler is set
   bool peer_finished = false;     // FIN received
   Status end = Status::kOk;       // reset/abort reason once the pcb is gone
@@ -139,7 +140,9 @@ void Deliver(const ConnPtr& s, struct pbuf* p) {
     if (!s->closed.load(std::memory_order_acquire) && s->on_receive) s->on_receive(std::move(packet));
     RunOnStack([s, length] {
       if (s->pcb == nullptr) return;
-      tcp_recved(s->pcb, length);
+      u16_t give = u16_t(std::min<size_t>(s->unrecved, length));  // a close may have given it back
+      s->unrecved -= give;
+      if (give != 0) tcp_recved(s->pcb, give);
       AfterLwip();
     });
   });
@@ -152,6 +155,7 @@ err_t Recv(void* arg, struct tcp_pcb*, struct pbuf* p, err_t) {
     ReportEndIfDue(s->self);
     return ERR_OK;
   }
+  s->unrecved += p->tot_len;
   if (!s->delivering) {
     s->held.push_back(p);
     return ERR_OK;
@@ -242,6 +246,12 @@ void DoClose(Conn* s) {
   tcp_sent(pcb, nullptr);
   tcp_err(pcb, nullptr);
   tcp_poll(pcb, nullptr, 0);
+  // Give back the window of data taken but not yet handed back: lwIP answers
+  // a close with unread data by a reset, and a client that sent "quit" (and
+  // was answered) must see a FIN after the answer, not a reset.
+  for (; s->unrecved > 0; s->unrecved -= std::min<size_t>(s->unrecved, 0xFFFF)) {
+    tcp_recved(pcb, u16_t(std::min<size_t>(s->unrecved, 0xFFFF)));
+  }
   if (tcp_close(pcb) != ERR_OK) {
     Attach(s, pcb);  // out of memory for the FIN: the next poll tries again
     return;

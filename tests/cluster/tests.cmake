@@ -243,3 +243,11 @@ fox_cluster_test(am_dhcp NODES 2 IMAGE am_node TIMEOUT 120 DHCP
   HOST_CMD "python3 tests/cluster/dhcp_server.py $FOX_HOST_IF --count 2"
   EXPECT "0:I net: DHCP lease 10\\.77\\.0\\.10/255\\.255\\.255\\.0 from 10\\.77\\.0\\.1" "1:I net: DHCP lease 10\\.77\\.0\\.11/"
          "0:am: 100 echoes from node 1, 0 bad")
+
+# The memcached app on a fox node (lwIP TCP 11211), driven by stock clients
+# from the namespace: every memccapable test (text and binary; its quit tests
+# need a FIN after the answer, not lwIP's reset for unread data) and the
+# pymemcache conversation.
+fox_cluster_test(memcached_stock_clients NODES 1 IMAGE memcached TIMEOUT 200 UNTIL_HOST
+  HOST_AFTER "0:memcached: node 0 serving"
+  HOST_CMD "python3 tests/memcached/conformance.py remote 10.77.0.10 11211 tests/memcached/pymemcache_check.py")

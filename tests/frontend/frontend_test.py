@@ -24,6 +24,7 @@ Scenarios:
     build_id           place 0 and node image from different sources: refused; an app not in the image too
     iso                nodes boot GRUB ISOs carrying their arguments, join and run a job
     bad_arguments      clear messages and status 2
+    memcached_job      fox run memcached: every node serves on TCP 11211, and ends with place 0
     scale64            64 nodes of 64 MiB: the ring with 0 deaths; a node paused (SIGSTOP) for a
                        quarter of the suspicion timeout is not declared dead; a node that hangs
                        (SIGSTOP for good: no QEMU exit, so no notice from the frontend) is
@@ -448,6 +449,20 @@ def bad_arguments(e):
     e.expect_nothing_left("after bad arguments")
 
 
+def memcached_job(e):
+    name = e.name("mc")
+    _, out = e.fox_cmd("run", "memcached", "--nodes", "2", "--name", name, "--timeout", "200", "--", "seconds=5",
+                       check=0)
+    expect(out, r"^place0\| memcached: place 0; 2 nodes serve the memcached protocol on TCP port 11211", "place 0")
+    for p in (1, 2):
+        expect(out, r"^place%d\| memcached: node %d serving on 10\.77\.0\.1%d:11211" % (p, p, p), "a node")
+        # Its membership saw place 0 end: the node ends too, before the frontend must stop it.
+        expect(out, r"^place%d\| memcached: place 0 is gone: the job ends" % p, "a node")
+    if "still running" in out:
+        raise Failure("the nodes outlived the job")
+    e.expect_nothing_left("after the job")
+
+
 def scale64(e):
     """Issue 14's cluster test: 64 nodes on this host, membership without false deaths, and a
     hang detected by every survivor within the bound the frontend's timers state
@@ -517,7 +532,8 @@ def scale64(e):
 
 
 SCENARIOS = {f.__name__: f for f in (lifecycle, kill_during_job, supervisor_killed, run_interrupted, two_clusters, consecutive_jobs,
-                                     run_temporary, wrong_key, build_id, iso, bad_arguments, scale64)}
+                                     run_temporary, wrong_key, build_id, iso, bad_arguments, memcached_job,
+                                     scale64)}
 
 
 def main():

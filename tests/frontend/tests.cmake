@@ -3,7 +3,8 @@
 # the switch on 127.0.0.1, place 0 of each job a Linux process. Label
 # `cluster`; no root needed. Each scenario checks that nothing it made is left
 # (supervisor, QEMUs, place 0, state directory) and removes it if it is.
-foreach(scenario lifecycle kill_during_job supervisor_killed run_interrupted two_clusters consecutive_jobs run_temporary wrong_key build_id iso)
+foreach(scenario lifecycle kill_during_job supervisor_killed run_interrupted two_clusters consecutive_jobs run_temporary wrong_key build_id iso
+                memcached_job)
   add_test(NAME cluster.frontend.${scenario}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/frontend/frontend_test.py ${scenario}
                    --fox ${CMAKE_SOURCE_DIR}/build/bin/fox)

@@ -11,6 +11,9 @@ Usage:
                                             answered alike by both (differential.py);
                                             exit 77 (skipped) when memcached is
                                             not installed
+  conformance.py remote HOST PORT CHECK     memccapable and CHECK against a
+                                            server that runs already (a fox
+                                            node: the memcached app)
 
 Each server (mc_server on a port it picks, memcached on a free one) listens on
 127.0.0.1 only and is killed however the test ends: on return, on an
@@ -38,6 +41,8 @@ def die_with_parent():
 
 class Server:
     """A server process on 127.0.0.1, killed on exit from the `with`."""
+
+    host = "127.0.0.1"
 
     def __init__(self, argv, port=None):
         self.argv, self.port, self.process = argv, port, None
@@ -72,6 +77,16 @@ class Server:
             raise RuntimeError(f"{self.argv[0]} exited with {self.process.returncode}")
 
 
+class Remote:
+    """A server this script did not start (HOST:PORT)."""
+
+    def __init__(self, host, port):
+        self.host, self.port = host, port
+
+    def check_alive(self):
+        socket.create_connection((self.host, self.port), timeout=5).close()
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -95,7 +110,7 @@ def run_memccapable(server):
     tool = find_memccapable()
     if tool is None:
         raise RuntimeError("memccapable not found (Debian package libmemcached-tools; `make deps`)")
-    run = subprocess.run([tool, "-v", "-t", "5", "-h", "127.0.0.1", "-p", str(server.port)],
+    run = subprocess.run([tool, "-v", "-t", "5", "-h", server.host, "-p", str(server.port)],
                          capture_output=True, text=True, timeout=120)
     out = run.stdout + run.stderr
     print(out, flush=True)
@@ -111,7 +126,7 @@ def run_pymemcache(server, check):
     python = python_with_pymemcache()
     if python is None:
         raise RuntimeError("pymemcache not found (Debian package python3-pymemcache; `make deps`)")
-    run = subprocess.run([python, check, str(server.port)], capture_output=True, text=True, timeout=120)
+    run = subprocess.run([python, check, str(server.port), server.host], capture_output=True, text=True, timeout=120)
     print(run.stdout + run.stderr, flush=True)
     server.check_alive()
     if run.returncode != 0:
@@ -119,10 +134,18 @@ def run_pymemcache(server, check):
 
 
 def main(argv):
-    if len(argv) < 3 or argv[1] not in ("memccapable", "pymemcache", "reference"):
+    if len(argv) < 3 or argv[1] not in ("memccapable", "pymemcache", "reference", "remote"):
         print(__doc__)
         return 2
     mode, mc_server = argv[1], argv[2]
+    if mode == "remote":
+        if len(argv) != 5:
+            print(__doc__)
+            return 2
+        server = Remote(argv[2], int(argv[3]))
+        run_memccapable(server)
+        run_pymemcache(server, argv[4])
+        return 0
     if mode == "memccapable":
         with Server([mc_server, "0"]) as server:
             run_memccapable(server)

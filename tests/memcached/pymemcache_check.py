@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """What an application does with pymemcache (text protocol), checked against a
-memcached-protocol server on 127.0.0.1.
+memcached-protocol server (127.0.0.1 unless HOST is given).
 
-Usage: pymemcache_check.py PORT. Exits 0 when every check holds; the same
+Usage: pymemcache_check.py PORT [HOST]. Exits 0 when every check holds; the same
 checks pass against memcached itself (conformance.py reference).
 """
 import sys
@@ -18,7 +18,8 @@ def check(condition, what):
 
 def main():
     port = int(sys.argv[1])
-    c = Client(("127.0.0.1", port), connect_timeout=5, timeout=10)
+    host = sys.argv[2] if len(sys.argv) > 2 else "127.0.0.1"
+    c = Client((host, port), connect_timeout=5, timeout=10)
     checks = 0
 
     def ok(condition, what):
@@ -45,7 +46,7 @@ def main():
     ok(c.set("flagged", b"f", flags=1234, noreply=False), "set flags")
     ok(c.get("flagged", default=None) == b"f", "get flagged")
     # CAS, between two connections.
-    other = Client(("127.0.0.1", port), connect_timeout=5, timeout=10)
+    other = Client((host, port), connect_timeout=5, timeout=10)
     value, cas = c.gets("k1")
     ok(value == b"-v1+" and cas is not None, "gets")
     ok(other.gets("k1") == (value, cas), "gets from another connection")

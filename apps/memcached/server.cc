@@ -1,0 +1,221 @@
+// The memcached app: `fox run memcached` (issue 13, its first part). Every
+// node of the job serves the memcached protocol, text and binary
+// (fox/memcached/session.h), on TCP port 11211 through lwIP, from an
+// in-memory store of its own (LocalStore); stock clients (memccapable,
+// memcslap, pymemcache) talk to it as to memcached. Place 0, the frontend's
+// Linux process, prints where the nodes serve and waits (`fox run
+// --timeout`, or Ctrl-C, ends the job). Not yet: one store spread over the
+// nodes, replicated (the Dht Ebb).
+//
+//   arguments: port=P (default 11211)  mem=MIB (the store's bytes, default 32)
+//              seconds=S (place 0: end the job after S seconds; default never)
+//
+// Every connection is served on the listener's core, one request at a time
+// (Session::Run over the store, which answers at once). A client that sends
+// faster than it reads stops being read once 1 MiB of answers waits for the
+// network (TCP flow control then holds it back); one that vanishes is
+// closed by lwIP's keepalive-free FIN/RST handling like any other.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "fox/boot_args.h"
+#include "fox/future.h"
+#include "fox/net/am.h"
+#include "fox/timer.h"
+#ifdef FOX_NATIVE
+#include "fox/memcached/local_store.h"
+#include "fox/memcached/session.h"
+#include "fox/net/ip.h"
+#endif
+
+namespace {
+
+struct Args {
+  unsigned port = 11211;
+  unsigned mem_mib = 32;
+  unsigned seconds = 0;
+};
+
+// "key=value" words; false (with a message) on anything else.
+bool ParseArgs(int argc, char** argv, Args* a) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view w(argv[i]);
+    size_t eq = w.find('=');
+    std::string key(w.substr(0, eq == std::string_view::npos ? 0 : eq));
+    char* end = nullptr;
+    unsigned long v = eq == std::string_view::npos ? 0 : std::strtoul(argv[i] + eq + 1, &end, 10);
+    bool number = eq != std::string_view::npos && end != argv[i] + eq + 1 && *end == '\0';
+    if (key == "port" && number && v >= 1 && v <= 65535) {
+      a->port = unsigned(v);
+    } else if (key == "mem" && number && v >= 1 && v <= 4096) {
+      a->mem_mib = unsigned(v);
+    } else if (key == "seconds" && number && v <= 7 * 24 * 3600) {
+      a->seconds = unsigned(v);
+    } else {
+      std::printf("memcached: bad argument '%s' (expected port=1..65535, mem=1..4096 (MiB) or seconds=0..604800)\n",
+                  argv[i]);
+      return false;
+    }
+  }
+  return true;
+}
+
+#ifdef FOX_NATIVE
+using fox::memcached::Counters;
+using fox::memcached::LocalStore;
+using fox::memcached::Session;
+
+constexpr size_t kMaxQueuedBytes = 1 << 20;  // answers waiting for the network, per connection
+
+struct Server {
+  explicit Server(const LocalStore::Options& o) : store(o) {}
+  LocalStore store;
+  Counters counters;
+  Session::Options options;
+};
+Server* g_server = nullptr;
+
+struct Connection {
+  explicit Connection(fox::net::TcpSocket s) : socket(std::move(s)), session(g_server->options) {}
+  fox::net::TcpSocket socket;
+  Session session;
+  std::string unfed;  // received, not yet taken by the session (it takes one request's worth)
+  bool peer_closed = false;
+  bool waiting = false;  // for the network to take our answers
+  bool closed = false;
+};
+
+void Close(const std::shared_ptr<Connection>& c) {
+  if (c->closed) return;
+  c->closed = true;
+  c->socket.Close();
+}
+
+// Moves bytes between the socket and the session until neither can go on.
+void Serve(const std::shared_ptr<Connection>& c) {
+  while (!c->closed && !c->waiting) {
+    bool progress = false;
+    if (!c->unfed.empty()) {
+      size_t n = c->session.Feed(c->unfed.data(), c->unfed.size());
+      c->unfed.erase(0, n);
+      progress = n > 0;
+    }
+    c->session.Run(g_server->store, std::time(nullptr));
+    std::string_view out = c->session.Output();
+    if (!out.empty()) {
+      auto sent = c->socket.Send(out.data(), out.size());
+      c->session.Consume(out.size());
+      progress = true;
+      if (c->socket.Queued() > kMaxQueuedBytes) {
+        c->waiting = true;
+        (void)sent.Then([c](fox::Future<fox::net::Status>) {
+          c->waiting = false;
+          Serve(c);
+        });
+        return;
+      }
+    }
+    if (c->session.closing() || (c->peer_closed && c->unfed.empty())) {
+      Close(c);
+      return;
+    }
+    if (!progress) return;
+  }
+}
+
+int ServeNode(const Args& args, const fox::am::Config& config) {
+  fox::NodeId self = config.self;
+  auto net_config = fox::net::ConfigFromBootArgs();
+  if (!net_config.ok()) return 2;
+  auto info = fox::net::Start(*net_config).Block();
+  if (info.status != fox::net::Status::kOk) {
+    std::printf("memcached: node %u: network: %s\n", self, fox::net::StatusName(info.status));
+    return 1;
+  }
+  if (auto r = fox::am::Start(config); !r.ok()) {  // for the job's membership: place 0's end
+    std::printf("memcached: node %u: cannot start the transport: %s\n", self, fox::ErrorName(r.error()));
+    return 1;
+  }
+  LocalStore::Options so;
+  so.max_bytes = size_t(args.mem_mib) << 20;
+  g_server = new Server(so);
+  g_server->counters.start_time = std::time(nullptr);
+  g_server->options.counters = &g_server->counters;
+  auto listener = fox::net::TcpListener::Listen(uint16_t(args.port), [](fox::net::TcpSocket socket) {
+                    auto c = std::make_shared<Connection>(std::move(socket));
+                    c->socket.OnReceive([c](fox::net::Packet data) {
+                      c->unfed += data.ToString();
+                      Serve(c);
+                    });
+                    c->socket.OnClose([c](fox::net::Status) {
+                      c->peer_closed = true;
+                      Serve(c);
+                      Close(c);
+                    });
+                  }).Block();
+  if (listener.status() != fox::net::Status::kOk) {
+    std::printf("memcached: node %u: cannot listen on TCP port %u: %s\n", self, args.port,
+                fox::net::StatusName(listener.status()));
+    return 1;
+  }
+  std::printf("memcached: node %u serving on %s:%u (store %u MiB)\n", self, info.address.ToString().c_str(), args.port,
+              args.mem_mib);
+  std::fflush(stdout);
+  // The job ends when place 0 does (its death is noticed by the membership
+  // or told by the frontend).
+  auto ended = std::make_shared<fox::Promise<int>>();
+  auto future = ended->GetFuture();
+  auto told = std::make_shared<bool>(false);
+  fox::am::OnPeerState([ended, told](fox::NodeId node, fox::net::PeerState state) {
+    if (node != 0 || state != fox::net::PeerState::kDead || *told) return;
+    *told = true;
+    std::printf("memcached: place 0 is gone: the job ends\n");
+    ended->SetValue(0);
+  });
+  return future.Block();
+}
+#endif
+
+#ifndef FOX_NATIVE
+// Place 0 (a Linux process on the frontend): says what serves, then waits.
+int Coordinate(const Args& args, const fox::am::Config& config) {
+  if (auto r = fox::am::Start(config); !r.ok()) {  // the nodes see it live, and its end
+    std::printf("memcached: place 0: cannot start the transport: %s\n", fox::ErrorName(r.error()));
+    return 1;
+  }
+  size_t nodes = 0;
+  if (const char* peers = fox::BootArg("fox.peers")) {
+    (void)fox::am::ParsePeers(peers, fox::am::kDefaultPort, [&](fox::NodeId n, uint32_t, uint16_t) { nodes += n != 0; });
+  }
+  // (Its peers' addresses here are the frontend's relays, not the nodes':
+  // each node prints its own.)
+  std::printf("memcached: place 0; %zu nodes serve the memcached protocol on TCP port %u\n", nodes, args.port);
+  std::fflush(stdout);
+  if (args.seconds != 0) {
+    fox::timer::Sleep(uint64_t(args.seconds) * 1'000'000'000);
+    std::printf("memcached: %u s are over: the job ends\n", args.seconds);
+    return 0;
+  }
+  fox::Promise<int> never;  // fox run --timeout or Ctrl-C ends the job
+  return never.GetFuture().Block();
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  if (!ParseArgs(argc, argv, &args)) return 2;
+  auto config = fox::am::ConfigFromBootArgs();
+  if (!config.ok()) return 2;
+#ifdef FOX_NATIVE
+  return ServeNode(args, *config);  // every node serves
+#else
+  return Coordinate(args, *config);  // the Linux program is place 0
+#endif
+}
