@@ -349,13 +349,23 @@ uint64_t Membership::Tick(uint64_t now_ns, SendFn send, StateFn on_state, Declar
     for (Member& m : members_) {
       if (m.state == MemberState::kJoining) {
         uint64_t due = m.added_ns + config_.join_timeout_ns;
-        if (now_ns >= due) {
-          declare(m.id);
-          MarkDead(m.id);
+        if (now_ns < due) {
+          if (due < next) next = due;
           continue;
         }
-        if (due < next) next = due;
-      } else if (m.state == MemberState::kSuspected && m.own) {
+        // Never heard from, nor of: suspected as by a failed probe. If it
+        // runs (others know it, gossip of its join did not reach us) it
+        // refutes; if it never booted, it is declared after the suspicion.
+        // (Declaring at once killed live members of a 1024-node job whose
+        // joins had not reached every node in 60 s.)
+        Suspect(m, m.incarnation, now_ns, on_state);
+        m.own = true;
+        m.pinged_ns = now_ns;
+        Send(Type::kPing, m.id, 0, m.id, config_.self, send);
+        if (now_ns + config_.suspicion_ns < next) next = now_ns + config_.suspicion_ns;
+        continue;
+      }
+      if (m.state == MemberState::kSuspected && m.own) {
         uint64_t wait = config_.suspicion_ns;
         uint64_t due = m.suspect_since_ns + wait;
         if (now_ns >= due && was_paused) {

@@ -190,7 +190,8 @@ int Coordinate(const Args& args, const fox::am::Config& config) {
   }
   size_t nodes = 0;
   if (const char* peers = fox::BootArg("fox.peers")) {
-    (void)fox::am::ParsePeers(peers, fox::am::kDefaultPort, [&](fox::NodeId n, uint32_t, uint16_t) { nodes += n != 0; });
+    (void)fox::am::ParsePeers(peers, fox::am::kDefaultPort,
+                              [&](fox::NodeId n, uint32_t, uint16_t) { nodes += n != 0; });
   }
   // (Its peers' addresses here are the frontend's relays, not the nodes':
   // each node prints its own.)

@@ -568,7 +568,7 @@ TEST(AmEndpoint, DeathNoticesAreBelievedAtOnce) {
   for (const Delivered& d : c.inbox(1)) EXPECT_NE(d.from, 3u);
 }
 
-TEST(AmEndpoint, NeverHeardPeerIsDeadAfterTheJoinTimeout) {
+TEST(AmEndpoint, NeverHeardPeerIsDeadASuspicionAfterTheJoinTimeout) {
   EndpointConfig cfg;
   cfg.membership.join_timeout_ns = 2000 * kMs;
   Cluster c(2, cfg, {});
@@ -576,9 +576,12 @@ TEST(AmEndpoint, NeverHeardPeerIsDeadAfterTheJoinTimeout) {
   std::vector<std::pair<NodeId, PeerState>> changes;
   c.RunUntil(1900 * kMs, &changes);
   EXPECT_TRUE(changes.empty());
-  c.RunUntil(2100 * kMs, &changes);
+  c.RunUntil(2100 * kMs, &changes);  // suspected at the join timeout...
   ASSERT_EQ(changes.size(), 1u);
-  EXPECT_EQ(changes[0].second, PeerState::kDead);
+  EXPECT_EQ(changes[0].second, PeerState::kSuspected);
+  c.RunUntil(3100 * kMs, &changes);  // ...and dead a suspicion (1 s) later
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[1].second, PeerState::kDead);
 }
 
 // 100,000 messages among three nodes (both directions of every pair) with

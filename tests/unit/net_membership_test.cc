@@ -193,6 +193,54 @@ TEST(MembershipTest, LargeJobUnderLossLosesNobody) {
   EXPECT_EQ(seen, 511);
 }
 
+// The join timeout is a suspicion, not a verdict: a member that runs but
+// whose join never reached this node (in a job of 1024 nodes with loss,
+// gossip of some joins did not reach every node in 60 s, and they were
+// declared dead) is suspected, pinged, and refutes.
+TEST(MembershipTest, JoinTimeoutSuspectsAndALiveMemberRefutes) {
+  net::Membership a(net::MembershipConfig{.self = 1, .join_timeout_ns = 2 * kS});
+  net::Membership b(net::MembershipConfig{.self = 2});
+  a.AddMember(2, 0);
+  b.AddMember(1, 0);
+  struct Msg {
+    NodeId from, to;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<Msg> wire;
+  bool connected = false;
+  int declared = 0;
+  auto step = [&](uint64_t now) {
+    for (net::Membership* m : {&a, &b}) {
+      NodeId self = m == &a ? 1 : 2;
+      auto send = [&](NodeId to, const uint8_t* d, size_t n) {
+        if (connected) wire.push_back({self, to, std::vector<uint8_t>(d, d + n)});
+        return true;
+      };
+      m->Tick(
+          now, send, [](NodeId, net::MemberState) {}, [&](NodeId) { ++declared; });
+    }
+    std::vector<Msg> arrived;
+    arrived.swap(wire);
+    for (const Msg& msg : arrived) {
+      net::Membership& to = msg.to == 1 ? a : b;
+      auto send = [&](NodeId dest, const uint8_t* d, size_t n) {
+        wire.push_back({msg.to, dest, std::vector<uint8_t>(d, d + n)});
+        return true;
+      };
+      to.OnMessage(msg.from, msg.bytes.data(), msg.bytes.size(), now, send, [](NodeId, net::MemberState) {});
+    }
+  };
+  uint64_t t = 0;
+  for (; t < 2 * kS + 10 * kMs; t += 10 * kMs) step(t);  // nothing gets through
+  EXPECT_EQ(a.State(2), net::MemberState::kSuspected);
+  EXPECT_EQ(declared, 0);
+  connected = true;
+  for (; t < 2500 * kMs; t += 10 * kMs) step(t);
+  EXPECT_EQ(a.State(2), net::MemberState::kAlive);
+  EXPECT_GT(b.counters().refutations, 0u);
+  EXPECT_EQ(declared, 0);
+}
+
 TEST(MembershipTest, MalformedMessagesAreCountedAndIgnored) {
   net::Membership m(net::MembershipConfig{.self = 1});
   m.AddMember(2, 0);

@@ -41,9 +41,11 @@
 // so that an update reaches every node in O(log n) periods (epidemic).
 //
 // Start-up is not failure: a member never heard from (booting, joining) is
-// probed (so that it learns of us and we of it) but never suspected; only
-// `join_timeout_ns` of silence since it was added makes it dead. A member
-// is joined once anything from it, or an "alive" update about it, arrives.
+// probed (so that it learns of us and we of it) but not suspected before
+// `join_timeout_ns` since it was added; then it is suspected as after a
+// failed probe (a member that runs refutes, one that never booted is
+// declared dead a suspicion later). A member is joined once anything from
+// it, or an "alive" update about it, arrives.
 //
 // A node that was not running (descheduled by its host, paused) does not
 // blame others for its own silence: when Tick comes more than two periods
