@@ -14,23 +14,14 @@
 #include "fox/ebb/dht_hash.h"
 #include "fox/ebb/dht_placement.h"
 #include "fox/ebb/dht_ring.h"
+#include "dht_test_util.h"
 
 namespace fox::ebb {
 namespace {
 
-std::vector<NodeId> Nodes(uint32_t first, uint32_t count) {
-  std::vector<NodeId> out;
-  for (uint32_t i = 0; i < count; ++i) out.push_back(first + i);
-  return out;
-}
-
-DhtRing MakeRing(const RingConfig& config, std::vector<NodeId> nodes) {
-  auto ring = DhtRing::Create(config, std::move(nodes));
-  EXPECT_TRUE(ring.ok());
-  return *ring;
-}
-
-uint64_t KeyHash(uint64_t key) { return DhtKeyHash(&key, sizeof key); }
+using dht_test::KeyHash;
+using dht_test::MakeRing;
+using dht_test::Nodes;
 
 // ---------------------------------------------------------------- hash
 

@@ -26,6 +26,13 @@ int FalseDeaths(const MembershipSim& sim, const std::vector<int>& allowed = {}) 
   return n;
 }
 
+// A counter summed over the job's nodes.
+uint64_t Sum(const MembershipSim& sim, int nodes, uint64_t net::MembershipCounters::*counter) {
+  uint64_t total = 0;
+  for (int i = 0; i < nodes; ++i) total += sim.node(i).counters().*counter;
+  return total;
+}
+
 SimConfig Job(int nodes, uint64_t seed = 1) {
   SimConfig c;
   c.nodes = nodes;
@@ -78,9 +85,7 @@ TEST(MembershipTest, NoFalseDeathUnderFivePercentLoss) {
   sim.RunUntil(300 * kS);
   EXPECT_EQ(FalseDeaths(sim), 0);
   // Loss does cause failed probes; the indirect probes absorb them.
-  uint64_t indirect = 0;
-  for (int i = 0; i < 64; ++i) indirect += sim.node(i).counters().probes_indirect;
-  EXPECT_GT(indirect, 0u);
+  EXPECT_GT(Sum(sim, 64, &net::MembershipCounters::probes_indirect), 0u);
 }
 
 TEST(MembershipTest, PauseShorterThanSuspicionIsNotDeath) {
@@ -101,9 +106,7 @@ TEST(MembershipTest, SuspicionIsRefuted) {
     sim.RunUntil(sim.now() + 3 * kS);
   }
   EXPECT_EQ(FalseDeaths(sim), 0);
-  uint64_t suspicions = 0;
-  for (int i = 0; i < 32; ++i) suspicions += sim.node(i).counters().suspicions;
-  EXPECT_GT(suspicions, 0u);
+  EXPECT_GT(Sum(sim, 32, &net::MembershipCounters::suspicions), 0u);
   EXPECT_GT(sim.node(3).counters().refutations, 0u);
   EXPECT_GT(sim.node(3).incarnation(), 0u);
 }
@@ -180,9 +183,7 @@ TEST(MembershipTest, LargeJobUnderLossLosesNobody) {
   MembershipSim sim(c);
   sim.RunUntil(20 * kS);
   EXPECT_EQ(FalseDeaths(sim), 0);
-  uint64_t failed = 0;
-  for (int i = 0; i < 512; ++i) failed += sim.node(i).counters().probes_failed;
-  EXPECT_GT(failed, 0u);  // the loss did cause suspicions
+  EXPECT_GT(Sum(sim, 512, &net::MembershipCounters::probes_failed), 0u);  // the loss did cause suspicions
   // And a real death is still seen by all within the bound.
   uint64_t killed_at = sim.now();
   sim.Kill(77);
