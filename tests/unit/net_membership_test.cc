@@ -242,6 +242,53 @@ TEST(MembershipTest, JoinTimeoutSuspectsAndALiveMemberRefutes) {
   EXPECT_EQ(declared, 0);
 }
 
+// A suspecter that missed the refutation (it was paused while the suspect
+// sent it, until it left the suspect's queue) pings on with the old
+// suspicion: the suspect must say "alive" again, with its new incarnation.
+// (Ignoring the stale suspicion got a live node declared dead by a node
+// paused 0.7 s in a 1024-node job.)
+TEST(MembershipTest, AStaleSuspicionIsRefutedAgain) {
+  net::Membership b(net::MembershipConfig{.self = 2});
+  b.AddMember(1, 0);
+  b.AddMember(3, 0);
+  auto ping = [](NodeId from, bool suspect_2) {
+    std::vector<uint8_t> m(16 + (suspect_2 ? 12 : 0), 0);
+    m[0] = 1;  // ping
+    m[1] = suspect_2 ? 1 : 0;
+    m[8] = 2;  // target: node 2
+    m[12] = uint8_t(from);
+    if (suspect_2) {
+      m[16] = 2;  // suspect, node 2, incarnation 0
+      m[20] = 2;
+    }
+    return m;
+  };
+  std::vector<uint8_t> last_to_1;
+  auto send = [&](NodeId to, const uint8_t* d, size_t n) {
+    if (to == 1) last_to_1.assign(d, d + n);
+    return true;
+  };
+  auto on_state = [](NodeId, net::MemberState) {};
+  auto carries_alive_2 = [&](uint32_t incarnation) {
+    for (size_t off = 16; off + 12 <= last_to_1.size(); off += 12) {
+      if (last_to_1[off] == 1 && last_to_1[off + 4] == 2 && last_to_1[off + 8] == incarnation) return true;
+    }
+    return false;
+  };
+  auto p = ping(1, true);
+  b.OnMessage(1, p.data(), p.size(), 1, send, on_state);
+  EXPECT_EQ(b.incarnation(), 1u);
+  EXPECT_TRUE(carries_alive_2(1));
+  for (int i = 0; i < 100; ++i) {  // the refutation goes out with every answer until sent often enough
+    auto q = ping(3, false);
+    b.OnMessage(3, q.data(), q.size(), 2 + uint64_t(i), send, on_state);
+  }
+  last_to_1.clear();
+  b.OnMessage(1, p.data(), p.size(), 200, send, on_state);
+  EXPECT_EQ(b.incarnation(), 1u);   // no new incarnation for an old suspicion...
+  EXPECT_TRUE(carries_alive_2(1));  // ...but the refutation, again
+}
+
 TEST(MembershipTest, MalformedMessagesAreCountedAndIgnored) {
   net::Membership m(net::MembershipConfig{.self = 1});
   m.AddMember(2, 0);
