@@ -217,13 +217,10 @@ void Dht::Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t lengt
     return;
   }
   switch (handler) {
-    case kGet:
-      return ServeGet(from, request->id, request->body, request->length);
+    case kGet: return ServeGet(from, request->id, request->body, request->length);
     case kWrite:
-    case kDelete:
-      return ServeWrite(from, request->id, handler, request->body, request->length);
-    case kReplicate:
-      return ServeReplicate(from, request->id, request->body, request->length);
+    case kDelete: return ServeWrite(from, request->id, handler, request->body, request->length);
+    case kReplicate: return ServeReplicate(from, request->id, request->body, request->length);
     default: {
       SpinGuard g(lock_);
       ++stats_.bad_requests;
@@ -261,10 +258,16 @@ void Dht::ServeWrite(NodeId from, uint64_t id, uint16_t handler, const uint8_t* 
   Error status = Error::kOk;
   if (handler == kWrite) {
     auto w = dht_wire::DecodeWrite(body, length);
-    if (w.ok()) write = std::move(*w); else status = w.error();
+    if (w.ok())
+      write = std::move(*w);
+    else
+      status = w.error();
   } else {
     auto k = dht_wire::DecodeKey(body, length);
-    if (k.ok()) write.key = std::move(*k); else status = k.error();
+    if (k.ok())
+      write.key = std::move(*k);
+    else
+      status = k.error();
   }
   uint64_t hash = HashOf(write.key);
   uint64_t version = 0;

@@ -38,8 +38,7 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
   }
   const DhtEntry* live = Find(write.key, now_ns);
   switch (write.mode) {
-    case DhtWrite::Mode::kSet:
-      break;
+    case DhtWrite::Mode::kSet: break;
     case DhtWrite::Mode::kAdd:
       if (live) return Error::kAlreadyExists;
       break;
@@ -50,8 +49,7 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
       if (!live) return Error::kNotFound;
       if (live->version != write.cas) return Error::kAlreadyExists;
       break;
-    default:
-      return Error::kInvalidArgument;
+    default: return Error::kInvalidArgument;
   }
   DhtEntry entry;
   entry.version = NextVersion(write.key);

@@ -202,7 +202,8 @@ TEST(DhtWire, MalformedInputRefused) {
   EXPECT_FALSE(dht_wire::DecodeItem(rep.data(), 11).ok());
   EXPECT_FALSE(dht_wire::DecodeKey(nullptr, 0).ok());
   std::string long_key_bytes(kDhtMaxKey + 1, 'k');
-  EXPECT_FALSE(dht_wire::DecodeKey(reinterpret_cast<const uint8_t*>(long_key_bytes.data()), long_key_bytes.size()).ok());
+  EXPECT_FALSE(
+      dht_wire::DecodeKey(reinterpret_cast<const uint8_t*>(long_key_bytes.data()), long_key_bytes.size()).ok());
 
   std::mt19937 rng(1);
   for (int i = 0; i < 20000; ++i) {

@@ -98,14 +98,14 @@ class Dht : public SharedEbb<Dht> {
 
   struct Stats {
     uint64_t served_gets = 0, served_writes = 0, served_deletes = 0;
-    uint64_t replicated = 0;         // states applied here as a replica
-    uint64_t not_primary = 0;        // requests refused: not the key's primary here
-    uint64_t bad_requests = 0;       // malformed or unknown handler
-    uint64_t retries = 0;            // client calls sent again
-    uint64_t rebuilt = 0;            // items copied to new owners after deaths
-    uint64_t rebuild_failures = 0;   // copies that failed
-    uint64_t rebuilds_running = 0;   // rebuilds not finished
-    uint64_t items = 0, live = 0;    // held here: entries (tombstones too), live items
+    uint64_t replicated = 0;        // states applied here as a replica
+    uint64_t not_primary = 0;       // requests refused: not the key's primary here
+    uint64_t bad_requests = 0;      // malformed or unknown handler
+    uint64_t retries = 0;           // client calls sent again
+    uint64_t rebuilt = 0;           // items copied to new owners after deaths
+    uint64_t rebuild_failures = 0;  // copies that failed
+    uint64_t rebuilds_running = 0;  // rebuilds not finished
+    uint64_t items = 0, live = 0;   // held here: entries (tombstones too), live items
   };
   Stats stats() const;
 

@@ -30,7 +30,7 @@
 
 namespace fox::ebb {
 
-inline constexpr size_t kDhtMaxKey = 250;           // memcached's key limit
+inline constexpr size_t kDhtMaxKey = 250;                // memcached's key limit
 inline constexpr size_t kDhtMaxValue = size_t(1) << 20;  // 1 MiB, memcached's default item limit
 
 // What a node holds for a key.
