@@ -338,6 +338,8 @@ bool Dht::Replicate(const std::string& key, uint64_t key_hash) {
         },
         deadline);
     if (!dropped) return false;
+    SpinGuard g(lock_);
+    ++stats_.resent;
   }
 }
 

@@ -186,32 +186,43 @@ void Client(Dht* dht, NodeId victim, uint64_t keys) {
   std::printf("dht: killing node %u\n", victim);
   std::fflush(stdout);
   Control(victim, kDie, 0);
+  // Writes while it dies: some go to it as primary, some to it as replica.
   t0 = fox::clock::NowNs();
-  Tally after = ReadAll(dht, 0, keys, kBig);
+  failed = 0;
+  for (uint64_t i = keys; i < keys + 200; ++i) {
+    auto r = dht->Set(Key(i), Value(i, SizeOf(i)), uint32_t(i));
+    if (!r.ok() && failed++ < 5) std::printf("dht: set %s: %s\n", Key(i).c_str(), fox::ErrorName(r.error()));
+  }
+  std::printf("dht: 200 keys set while node %u died: %llu failed\n", victim, (unsigned long long)failed);
+  CHECK(failed == 0);
+  Tally after = ReadAll(dht, 0, keys + 200, kBig);
   std::printf("dht: node %u killed: read %llu of %llu keys back from node %u, %llu missing, %llu wrong, %llu ms\n",
-              victim, (unsigned long long)after.ok, (unsigned long long)(keys + kBig), fox::am::Self(),
+              victim, (unsigned long long)after.ok, (unsigned long long)(keys + 200 + kBig), fox::am::Self(),
               (unsigned long long)after.missing, (unsigned long long)after.wrong,
               (unsigned long long)((fox::clock::NowNs() - t0) / 1'000'000));
-  CHECK(after.ok == keys + kBig);
+  CHECK(after.ok == keys + 200 + kBig);
   CHECK(WaitUntil(20'000, [&] { return dht->epoch() >= 1; }));
 
   // The smaller ring takes writes.
   failed = 0;
-  for (uint64_t i = keys; i < keys + 200; ++i) failed += !dht->Set(Key(i), Value(i, SizeOf(i)), uint32_t(i)).ok();
-  Tally more = ReadAll(dht, keys, 200, 0);
+  for (uint64_t i = keys + 200; i < keys + 400; ++i) failed += !dht->Set(Key(i), Value(i, SizeOf(i)), uint32_t(i)).ok();
+  Tally more = ReadAll(dht, keys + 200, 200, 0);
   std::printf("dht: after the death: 200 more keys set (%llu failed) and %llu read back\n", (unsigned long long)failed,
               (unsigned long long)more.ok);
   CHECK(failed == 0 && more.ok == 200);
 
-  uint64_t expected = keys + 200 + kBig + 2;  // and "add", "cas"
+  uint64_t expected = keys + 400 + kBig + 2;  // and "add", "cas"
   bool full = WaitUntil(20'000, [&] {
     auto s = dht->stats();
     return s.rebuilds_running == 0 && s.live == expected;
   });
   auto s = dht->stats();
-  std::printf("dht: node %u holds %llu live items of %llu after the rebuild (%llu copies sent, %llu failed)\n",
-              fox::am::Self(), (unsigned long long)s.live, (unsigned long long)expected, (unsigned long long)s.rebuilt,
-              (unsigned long long)s.rebuild_failures);
+  std::printf(
+      "dht: node %u holds %llu live items of %llu after the rebuild (%llu copies sent, %llu failed; %llu calls "
+      "retried, %llu refused here as not primary, %llu writes re-sent after a replica died)\n",
+      fox::am::Self(), (unsigned long long)s.live, (unsigned long long)expected, (unsigned long long)s.rebuilt,
+      (unsigned long long)s.rebuild_failures, (unsigned long long)s.retries, (unsigned long long)s.not_primary,
+      (unsigned long long)s.resent);
   CHECK(full);
   for (NodeId n : fox::am::Peers()) {
     if (n != victim) Control(n, kQuit, expected);
@@ -271,10 +282,12 @@ int main(int argc, char** argv) {
     auto s = dht->stats();
     std::printf(
         "dht: node %u holds %llu live items of %llu (served %llu gets, %llu writes; %llu states replicated "
-        "here; rebuild: %llu copies sent, %llu failed; %llu bad requests)\n",
+        "here; rebuild: %llu copies sent, %llu failed; %llu writes re-sent after a replica died; %llu bad "
+        "requests)\n",
         fox::am::Self(), (unsigned long long)s.live, (unsigned long long)g_expected.load(),
         (unsigned long long)s.served_gets, (unsigned long long)s.served_writes, (unsigned long long)s.replicated,
-        (unsigned long long)s.rebuilt, (unsigned long long)s.rebuild_failures, (unsigned long long)s.bad_requests);
+        (unsigned long long)s.rebuilt, (unsigned long long)s.rebuild_failures, (unsigned long long)s.resent,
+        (unsigned long long)s.bad_requests);
     CHECK(s.live == g_expected.load() && s.rebuilds_running == 0);
   }
   std::printf("dht_node: done\n");

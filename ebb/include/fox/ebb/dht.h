@@ -102,6 +102,7 @@ class Dht : public SharedEbb<Dht> {
     uint64_t not_primary = 0;       // requests refused: not the key's primary here
     uint64_t bad_requests = 0;      // malformed or unknown handler
     uint64_t retries = 0;           // client calls sent again
+    uint64_t resent = 0;            // writes re-sent to new owners after a replica died
     uint64_t rebuilt = 0;           // items copied to new owners after deaths
     uint64_t rebuild_failures = 0;  // copies that failed
     uint64_t rebuilds_running = 0;  // rebuilds not finished
