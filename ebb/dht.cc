@@ -350,7 +350,9 @@ void Dht::ServeReplicate(NodeId from, uint64_t id, const uint8_t* body, size_t l
     if (!state.ok()) {
       ++stats_.bad_requests;
     } else {
-      stats_.replicated += items_.Apply(state->key, std::move(state->entry)) ? 1 : 0;
+      // From the key's primary here: an equal version replaces (dht_items.h).
+      bool from_primary = ring_ && ring_->OwnersOf(ring_->PartitionOf(HashOf(state->key)))[0] == from;
+      stats_.replicated += items_.Apply(state->key, std::move(state->entry), from_primary) ? 1 : 0;
     }
   }
   Answer(from, id, state.ok() ? Error::kOk : Error::kInvalidArgument);

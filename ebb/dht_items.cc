@@ -69,10 +69,15 @@ Result<DhtEntry> DhtItems::Delete(std::string_view key, uint64_t now_ns) {
   return tomb;
 }
 
-bool DhtItems::Apply(std::string_view key, DhtEntry entry) {
-  auto [it, inserted] = map_.try_emplace(std::string(key));
-  if (!inserted && it->second.version >= entry.version) return false;
+bool DhtItems::Apply(std::string_view key, DhtEntry entry, bool from_primary) {
   if (entry.tombstone) entry.value.clear();
+  auto [it, inserted] = map_.try_emplace(std::string(key));
+  if (!inserted) {
+    const DhtEntry& held = it->second;
+    bool newer = entry.version > held.version;
+    bool overrides = from_primary && entry.version == held.version && !(entry == held);
+    if (!newer && !overrides) return false;
+  }
   it->second = std::move(entry);
   return true;
 }

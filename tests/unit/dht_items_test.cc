@@ -114,6 +114,25 @@ TEST(DhtItems, ReplicaAppliesNewestWhateverTheOrder) {
   EXPECT_EQ(replica.Find("k", 0)->value, "new");
 }
 
+// r = 3: the primary P died after its write (version 5) reached replica C
+// but not replica B, which became primary and wrote its own version 5. C
+// follows B: an equal version from the current primary replaces; the
+// same state again, or an equal version from anyone else, changes nothing.
+TEST(DhtItems, EqualVersionFromTheNewPrimaryReplaces) {
+  DhtItems c;
+  ASSERT_TRUE(c.Apply("k", DhtEntry{.version = 4, .value = "acked"}));
+  ASSERT_TRUE(c.Apply("k", DhtEntry{.version = 5, .value = "unacked, from the dead primary"}));
+  DhtEntry from_b{.version = 5, .value = "new primary's"};
+  EXPECT_FALSE(c.Apply("k", from_b, /*from_primary=*/false));
+  EXPECT_TRUE(c.Apply("k", from_b, /*from_primary=*/true));
+  EXPECT_FALSE(c.Apply("k", from_b, /*from_primary=*/true));  // a duplicate changes nothing
+  EXPECT_EQ(c.Find("k", 0)->value, "new primary's");
+  EXPECT_FALSE(c.Apply("k", DhtEntry{.version = 4, .value = "old"}, /*from_primary=*/true));
+  EXPECT_TRUE(c.Apply("k", DhtEntry{.version = 5, .tombstone = true, .value = "dropped"}, /*from_primary=*/true));
+  EXPECT_EQ(c.Find("k", 0), nullptr);
+  EXPECT_TRUE(c.Held("k")->value.empty());
+}
+
 // A replica that took over as primary writes above every version it holds.
 TEST(DhtItems, NewPrimaryContinuesAboveReplicatedVersions) {
   DhtItems replica;

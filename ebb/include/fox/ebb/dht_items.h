@@ -4,7 +4,8 @@
 // Versions. Every item and every delete carries a per-key version, given
 // by the key's primary: one more than what it holds for the key (an item
 // or a tombstone), so a primary that took over from a dead one continues
-// above every acknowledged write (it holds them all). A replica applies a
+// above every acknowledged write (it holds them all; see Apply for the
+// unacknowledged ones). A replica applies a
 // replicated state only if its version is newer than what it holds: the
 // primary's writes to one key end in the primary's order on every replica
 // whatever order the messages arrive in (large values travel by another
@@ -74,8 +75,13 @@ class DhtItems {
   // kNotFound when there is no live entry (nothing is stored then).
   Result<DhtEntry> Delete(std::string_view key, uint64_t now_ns);
   // A replica's apply: stores `entry` if its version is newer than what is
-  // held (true), else keeps what is held (false).
-  bool Apply(std::string_view key, DhtEntry entry);
+  // held, or as new and `from_primary` (sent by the key's current primary)
+  // and different (true); else keeps what is held (false). A primary never
+  // makes two states with one version, so the second rule only replaces
+  // an unacknowledged write of a dead primary that reached this replica
+  // but not the new primary, which then wrote the same version: the
+  // replicas follow the new primary.
+  bool Apply(std::string_view key, DhtEntry entry, bool from_primary = false);
 
   // Every key held (tombstones too), in no order. `fn` must not modify.
   template <class F>
