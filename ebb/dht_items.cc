@@ -51,8 +51,10 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
       break;
     default: return Error::kInvalidArgument;
   }
+  uint64_t version = NextVersion(write.key);
+  if (version > kDhtMaxVersion) return Error::kOutOfRange;
   DhtEntry entry;
-  entry.version = NextVersion(write.key);
+  entry.version = version;
   entry.flags = write.flags;
   entry.expiry_ns = write.ttl_s == 0 ? 0 : now_ns + uint64_t(write.ttl_s) * 1'000'000'000;
   entry.value = write.value;
@@ -62,8 +64,10 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
 
 Result<DhtEntry> DhtItems::Delete(std::string_view key, uint64_t now_ns) {
   if (!Find(key, now_ns)) return Error::kNotFound;
+  uint64_t version = NextVersion(key);
+  if (version > kDhtMaxVersion) return Error::kOutOfRange;
   DhtEntry tomb;
-  tomb.version = NextVersion(key);
+  tomb.version = version;
   tomb.tombstone = true;
   map_[std::string(key)] = tomb;
   return tomb;
@@ -160,7 +164,7 @@ Result<Replicate> DecodeReplicate(const uint8_t* data, size_t length, uint64_t n
   Replicate r;
   r.entry.version = Load64(data);
   uint8_t tombstone = data[8];
-  if (r.entry.version == 0 || tombstone > 1) return Error::kInvalidArgument;
+  if (r.entry.version == 0 || r.entry.version > kDhtMaxVersion || tombstone > 1) return Error::kInvalidArgument;
   r.entry.tombstone = tombstone == 1;
   r.entry.flags = Load32(data + 9);
   uint64_t left_ms = Load64(data + 13);

@@ -142,6 +142,18 @@ TEST(DhtItems, NewPrimaryContinuesAboveReplicatedVersions) {
   EXPECT_EQ(next->version, 42u);
 }
 
+// Versions never wrap: a state at the last version takes no more writes,
+// and the wire refuses versions past it.
+TEST(DhtItems, VersionsNeverWrap) {
+  DhtItems items;
+  ASSERT_TRUE(items.Apply("k", DhtEntry{.version = kDhtMaxVersion, .value = "x"}));
+  EXPECT_EQ(items.Write(W("k", "y"), 0).error(), Error::kOutOfRange);
+  EXPECT_EQ(items.Delete("k", 0).error(), Error::kOutOfRange);
+  EXPECT_EQ(items.Find("k", 0)->value, "x");
+  auto bytes = dht_wire::EncodeReplicate("k", DhtEntry{.version = kDhtMaxVersion + 1}, 0);
+  EXPECT_EQ(dht_wire::DecodeReplicate(bytes.data(), bytes.size(), 0).error(), Error::kInvalidArgument);
+}
+
 TEST(DhtWire, WriteRoundTrip) {
   DhtWrite w = W("key", std::string(3000, 'v'), DhtWrite::Mode::kCas, 77);
   w.flags = 0xdeadbeef;

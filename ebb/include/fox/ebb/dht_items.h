@@ -33,6 +33,9 @@ namespace fox::ebb {
 
 inline constexpr size_t kDhtMaxKey = 250;                // memcached's key limit
 inline constexpr size_t kDhtMaxValue = size_t(1) << 20;  // 1 MiB, memcached's default item limit
+// Versions count from 1 per key; one above this is refused (kOutOfRange
+// for a write, kInvalidArgument from the wire) rather than wrapping.
+inline constexpr uint64_t kDhtMaxVersion = uint64_t(1) << 62;
 
 // What a node holds for a key.
 struct DhtEntry {
@@ -69,7 +72,8 @@ class DhtItems {
   const DhtEntry* Held(std::string_view key) const;
   // The primary's write: checks the mode against the live entry, then
   // stores the item at the next version. Returns the stored entry.
-  // kNotFound / kAlreadyExists as DhtWrite::Mode says.
+  // kNotFound / kAlreadyExists as DhtWrite::Mode says; kOutOfRange past
+  // kDhtMaxVersion.
   Result<DhtEntry> Write(const DhtWrite& write, uint64_t now_ns);
   // The primary's delete: a tombstone at the next version, returned.
   // kNotFound when there is no live entry (nothing is stored then).
