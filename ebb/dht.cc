@@ -68,9 +68,11 @@ Dht::Dht() : core_(core::Current()) {
   if (auto r = Messenger::Get()->ListenAny(kDhtId, serve, core_); !r.ok()) {
     LOG_ERROR("Dht: cannot receive messages: %s", ErrorName(r.error()));
   }
+  constructed_.store(this, std::memory_order_release);
 }
 
 Dht::~Dht() {
+  constructed_.store(nullptr, std::memory_order_release);
   if (subscription_ != 0) am::StopPeerState(subscription_);
   Messenger::Get()->StopListeningAny(kDhtId);
 }

@@ -224,6 +224,15 @@ void Client(Dht* dht, NodeId victim, uint64_t keys) {
       (unsigned long long)s.rebuild_failures, (unsigned long long)s.retries, (unsigned long long)s.not_primary,
       (unsigned long long)s.resent);
   CHECK(full);
+  // What `fox status` shows: the Dht's counters in each survivor's report.
+  for (NodeId n : fox::am::Peers()) {
+    if (n == victim) continue;
+    auto report = fox::ebb::Messenger::Get()->QueryStatus(n).Block();
+    CHECK(report.ok());
+    size_t at = report->find("dht.live ");
+    CHECK(at != std::string::npos);
+    std::printf("dht: node %u's status report: %s\n", n, report->substr(at, report->find('\n', at) - at).c_str());
+  }
   for (NodeId n : fox::am::Peers()) {
     if (n != victim) Control(n, kQuit, expected);
   }

@@ -265,7 +265,8 @@ foreach(shape "3;2" "4;3")
   set(expect_survivors)
   foreach(n RANGE 1 ${victim})
     if(NOT n EQUAL victim)
-      list(APPEND expect_survivors --expect "${n}:dht: node ${n} holds 2406 live items of 2406" --expect "${n}:dht_node: done")
+      list(APPEND expect_survivors --expect "${n}:dht: node ${n} holds 2406 live items of 2406" --expect "${n}:dht_node: done"
+        --expect "0:dht: node ${n}'s status report: dht.live 2406")
     endif()
   endforeach()
   add_test(NAME hosted.dht_failover_r${r} COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py

@@ -72,6 +72,9 @@ class Dht : public SharedEbb<Dht> {
   // where requests are served). Event context.
   Dht();
   ~Dht();
+  // This node's Dht if it has been constructed, else null (never
+  // constructs it: the node status report uses it). Any context.
+  static Dht* IfConstructed() { return constructed_.load(std::memory_order_acquire); }
   Dht(const Dht&) = delete;
   Dht& operator=(const Dht&) = delete;
 
@@ -127,6 +130,7 @@ class Dht : public SharedEbb<Dht> {
   void OnDeath(NodeId node);
   void Rebuild(std::shared_ptr<const DhtRing> before, std::shared_ptr<const DhtRing> after);
 
+  static inline std::atomic<Dht*> constructed_{nullptr};
   int core_;
   uint64_t subscription_ = 0;
   mutable SpinLock lock_;
