@@ -13,9 +13,10 @@
 // Threads. Requests are served as events on the home core; they may block
 // (a write waits for its replicas), and other requests run meanwhile. The
 // ring and the items are guarded by lock_, held only to look up, copy or
-// store (never across a call). A write's local apply and the copy of the
-// state it replicates happen under the lock, so a key's states leave the
-// primary in version order; replicas order them by version anyway.
+// store (never across a call). A write replicates the key's state as it
+// is when sent (read under the lock after the apply: that write's or a
+// newer one), so an acknowledged write's version or a newer one is on
+// every owner; replicas order states by version, whatever their arrival.
 #include "fox/ebb/dht.h"
 
 #include <algorithm>
