@@ -9,6 +9,7 @@
 
 #include "fox/clock.h"
 #include "fox/core.h"
+#include "fox/ebb/dht.h"
 #include "fox/ebb/rpc.h"
 #include "fox/event.h"
 #include "fox/log.h"
@@ -203,6 +204,22 @@ std::string Messenger::LocalStatus() const {
   add("large.sent %llu", (unsigned long long)l.sent);
   add("large.received %llu", (unsigned long long)l.received);
   add("large.dropped %llu", (unsigned long long)l.dropped);
+  if (const Dht* dht = Dht::IfConstructed()) {
+    Dht::Stats d = dht->stats();
+    add("dht.epoch %llu", (unsigned long long)dht->epoch());
+    add("dht.items %llu", (unsigned long long)d.items);
+    add("dht.live %llu", (unsigned long long)d.live);
+    add("dht.served_gets %llu", (unsigned long long)d.served_gets);
+    add("dht.served_writes %llu", (unsigned long long)d.served_writes);
+    add("dht.served_deletes %llu", (unsigned long long)d.served_deletes);
+    add("dht.replicated %llu", (unsigned long long)d.replicated);
+    add("dht.not_primary %llu", (unsigned long long)d.not_primary);
+    add("dht.bad_requests %llu", (unsigned long long)d.bad_requests);
+    add("dht.retries %llu", (unsigned long long)d.retries);
+    add("dht.resent %llu", (unsigned long long)d.resent);
+    add("dht.rebuilt %llu", (unsigned long long)d.rebuilt);
+    add("dht.rebuild_failures %llu", (unsigned long long)d.rebuild_failures);
+  }
   return out;
 }
 

@@ -251,3 +251,34 @@ fox_cluster_test(am_dhcp NODES 2 IMAGE am_node TIMEOUT 120 DHCP
 fox_cluster_test(memcached_stock_clients NODES 1 IMAGE memcached TIMEOUT 200 UNTIL_HOST
   HOST_AFTER "0:memcached: node 0 serving"
   HOST_CMD "python3 tests/memcached/conformance.py remote 10.77.0.10 11211 tests/memcached/pymemcache_check.py")
+
+# The Dht (ebb/include/fox/ebb/dht.h) on hosted nodes on 127.0.0.1 (no
+# root, no QEMU): node 0 sets 2000 keys and 4 values of 1 MiB, the last
+# node is killed (SIGKILL), node 0 sets 200 keys meanwhile and reads every
+# key back; after the rebuild each survivor holds every item. r = 2 on 3
+# nodes, r = 3 on 4. The nodes die with the script (PR_SET_PDEATHSIG),
+# which kills them on any failure or timeout.
+foreach(shape "3;2" "4;3")
+  list(GET shape 0 nodes)
+  list(GET shape 1 r)
+  math(EXPR victim "${nodes} - 1")
+  set(expect_survivors)
+  foreach(n RANGE 1 ${victim})
+    if(NOT n EQUAL victim)
+      list(APPEND expect_survivors --expect "${n}:dht: node ${n} holds 2406 live items of 2406" --expect "${n}:dht_node: done"
+        --expect "0:dht: node ${n}'s status report: dht.live 2406")
+    endif()
+  endforeach()
+  add_test(NAME hosted.dht_failover_r${r} COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py
+    --nodes ${nodes} --timeout 150 --killed ${victim}
+    --expect "0:dht: add, replace, cas, delete and bad sizes answered as memcached would"
+    --expect "0:dht: ([0-9]+) malformed requests to the peers: \\1 answered invalid argument"
+    --expect "0:dht: set 2000 keys and 4 values of 1 MiB through node 0: 0 failed"
+    --expect "0:dht: 200 keys set while node ${victim} died: 0 failed"
+    --expect "0:dht: node ${victim} killed: read 2204 of 2204 keys back from node 0, 0 missing, 0 wrong"
+    --expect "0:dht: after the death: 200 more keys set \\(0 failed\\) and 200 read back"
+    --expect "0:dht: node 0 holds 2406 live items of 2406 after the rebuild"
+    --expect "0:dht_node: done" ${expect_survivors}
+    $<TARGET_FILE:dht_node_hosted> 0 ${victim} 2000 ${r})
+  set_tests_properties(hosted.dht_failover_r${r} PROPERTIES LABELS hosted TIMEOUT 200)
+endforeach()

@@ -1,0 +1,440 @@
+// The Dht Ebb over Rpc (dht.h).
+//
+// Requests, to Ebb kDhtId on a node (Rpc bodies; dht_items.h's wire):
+//   kGet:       key                 reply: status, then an item on kOk
+//   kWrite:     a write             reply: status, then u64 cas on kOk
+//   kDelete:    key                 reply: status
+//   kReplicate: a replicated state  reply: status
+// Every reply's payload starts with a u32 status (fox::Error), so that the
+// Dht's own answers (kNotFound: no such key) are never confused with Rpc's
+// (kNotFound: the node is dead). kBusy means "not the key's primary here":
+// the caller retries after its ring has caught up.
+//
+// Threads. Requests are served as events on the home core; they may block
+// (a write waits for its replicas), and other requests run meanwhile. The
+// ring and the items are guarded by lock_, held only to look up, copy or
+// store (never across a call). A write replicates the key's state as it
+// is when sent (read under the lock after the apply: that write's or a
+// newer one), so an acknowledged write's version or a newer one is on
+// every owner; replicas order states by version, whatever their arrival.
+#include "fox/ebb/dht.h"
+
+#include <algorithm>
+#include <deque>
+
+#include "fox/clock.h"
+#include "fox/core.h"
+#include "fox/ebb/dht_hash.h"
+#include "fox/ebb/messenger.h"
+#include "fox/ebb/rpc.h"
+#include "fox/event.h"
+#include "fox/future.h"
+#include "fox/log.h"
+#include "fox/net/wire.h"
+#include "fox/timer.h"
+
+namespace fox::ebb {
+namespace {
+enum : uint16_t { kGet = 1, kWrite = 2, kDelete = 3, kReplicate = 4 };
+constexpr uint64_t kRetryNs = 20'000'000;  // between attempts while rings disagree
+constexpr size_t kRebuildWindow = 32;      // copies in flight per rebuild
+
+uint64_t HashOf(const std::string& key) { return DhtKeyHash(key.data(), key.size()); }
+
+void Answer(NodeId to, uint64_t id, Error status, const std::vector<uint8_t>& payload = {}) {
+  std::vector<uint8_t> reply(4 + payload.size());
+  net::wire::StoreLe<uint32_t>(reply.data(), uint32_t(status));
+  std::copy(payload.begin(), payload.end(), reply.begin() + 4);
+  (void)Rpc::Reply(to, id, reply.data(), reply.size());  // kNotFound: the client died; nobody waits
+}
+
+bool KeyOk(const std::string& key) { return !key.empty() && key.size() <= kDhtMaxKey; }
+
+// Waits (sleeping the event) until `done` or `deadline_ns`; true if done.
+template <class F>
+bool WaitFor(F done, uint64_t deadline_ns) {
+  while (!done()) {
+    if (clock::NowNs() >= deadline_ns) return false;
+    timer::Sleep(kRetryNs);
+  }
+  return true;
+}
+}  // namespace
+
+Dht::Dht() : core_(core::Current()) {
+  (void)Rpc::Get()->pending();  // constructs the Rpc Ebb here: replies need it
+  auto serve = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+    Serve(from, handler, data, length);
+  };
+  if (auto r = Messenger::Get()->ListenAny(kDhtId, serve, core_); !r.ok()) {
+    LOG_ERROR("Dht: cannot receive messages: %s", ErrorName(r.error()));
+  }
+  constructed_.store(this, std::memory_order_release);
+}
+
+Dht::~Dht() {
+  constructed_.store(nullptr, std::memory_order_release);
+  if (subscription_ != 0) am::StopPeerState(subscription_);
+  Messenger::Get()->StopListeningAny(kDhtId);
+}
+
+Result<void> Dht::Start(const RingConfig& config, std::vector<NodeId> members) {
+  if (Ring()) return Error::kAlreadyExists;
+  NodeId self = am::Self();
+  if (members.empty()) {
+    members = am::Peers();
+    if (std::find(members.begin(), members.end(), self) == members.end()) members.push_back(self);
+  }
+  if (std::find(members.begin(), members.end(), self) == members.end()) return Error::kInvalidArgument;
+  auto ring = DhtRing::Create(config, members);
+  if (!ring.ok()) return ring.error();
+  auto shared = std::make_shared<const DhtRing>(std::move(*ring));
+  {
+    SpinGuard g(lock_);
+    ring_ = shared;
+  }
+  subscription_ = am::OnPeerState(
+      [this](NodeId node, am::PeerState state) {
+        if (state == am::PeerState::kDead) OnDeath(node);
+      },
+      core_);
+  // Deaths declared before the subscription: the same ring as the nodes
+  // that heard of them later.
+  for (NodeId node : members) {
+    if (node != self && am::State(node) == am::PeerState::kDead) {
+      event::SpawnRemote(core_, [this, node] { OnDeath(node); });
+    }
+  }
+  LOG_INFO("dht: started on %zu nodes, r = %u", members.size(), config.replication);
+  return Ok();
+}
+
+std::shared_ptr<const DhtRing> Dht::Ring() const {
+  SpinGuard g(lock_);
+  return ring_;
+}
+
+uint64_t Dht::epoch() const {
+  auto ring = Ring();
+  return ring ? ring->epoch() : 0;
+}
+
+std::vector<NodeId> Dht::OwnersOf(const std::string& key) const {
+  auto ring = Ring();
+  if (!ring) return {};
+  auto owners = ring->OwnersOf(ring->PartitionOf(HashOf(key)));
+  return {owners.begin(), owners.end()};
+}
+
+Dht::Stats Dht::stats() const {
+  SpinGuard g(lock_);
+  Stats s = stats_;
+  s.items = items_.size();
+  s.live = items_.live(clock::NowNs());
+  return s;
+}
+
+// ---- client side
+
+Result<std::vector<uint8_t>> Dht::Call(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body) {
+  uint64_t deadline = clock::NowNs() + kRouteTimeoutMs * 1'000'000;
+  bool retried_dead = false;
+  for (bool first = true;; first = false) {
+    if (!first) {
+      SpinGuard g(lock_);
+      ++stats_.retries;
+    }
+    auto ring = Ring();
+    if (!ring || ring->nodes().empty()) return Error::kBusy;
+    NodeId primary = ring->OwnersOf(ring->PartitionOf(key_hash))[0];
+    auto reply = Rpc::Get()->Call(primary, kDhtId, handler, body.data(), body.size()).Block();
+    if (!reply.ok()) {
+      if (reply.error() != Error::kNotFound) return reply.error();
+      if (am::State(primary) != am::PeerState::kDead) {
+        // Not joined yet (Rpc refuses nodes it has not seen alive).
+        if (clock::NowNs() >= deadline) return Error::kTimedOut;
+        timer::Sleep(kRetryNs);
+        continue;
+      }
+      // The primary died before answering: once, on the next primary, when
+      // this node's ring has dropped it.
+      if (retried_dead) return Error::kNotFound;
+      retried_dead = true;
+      if (!WaitFor([&] { return !Ring()->Contains(primary); }, deadline)) return Error::kTimedOut;
+      continue;
+    }
+    if (reply->size() < 4) return Error::kCorrupt;
+    auto status = Error(net::wire::Load32(reply->data()));
+    if (status == Error::kBusy) {  // not the primary there: its ring differs from ours
+      if (clock::NowNs() >= deadline) return Error::kTimedOut;
+      timer::Sleep(kRetryNs);
+      continue;
+    }
+    if (status != Error::kOk) return status;
+    return std::vector<uint8_t>(reply->begin() + 4, reply->end());
+  }
+}
+
+Result<Dht::Item> Dht::Get(const std::string& key) {
+  if (!KeyOk(key)) return Error::kInvalidArgument;
+  auto reply = Call(HashOf(key), kGet, std::vector<uint8_t>(key.begin(), key.end()));
+  if (!reply.ok()) return reply.error();
+  auto entry = dht_wire::DecodeItem(reply->data(), reply->size());
+  if (!entry.ok()) return Error::kCorrupt;
+  return Item{std::move(entry->value), entry->flags, entry->version};
+}
+
+Result<uint64_t> Dht::Put(const DhtWrite& write) {
+  if (!KeyOk(write.key) || write.value.size() > kDhtMaxValue || write.mode > DhtWrite::Mode::kCas) {
+    return Error::kInvalidArgument;
+  }
+  auto reply = Call(HashOf(write.key), kWrite, dht_wire::EncodeWrite(write));
+  if (!reply.ok()) return reply.error();
+  if (reply->size() != 8) return Error::kCorrupt;
+  return net::wire::Load64(reply->data());
+}
+
+Result<uint64_t> Dht::Set(const std::string& key, const std::string& value, uint32_t flags, uint32_t ttl_s) {
+  DhtWrite w;
+  w.key = key;
+  w.value = value;
+  w.flags = flags;
+  w.ttl_s = ttl_s;
+  return Put(w);
+}
+
+Result<void> Dht::Delete(const std::string& key) {
+  if (!KeyOk(key)) return Error::kInvalidArgument;
+  auto reply = Call(HashOf(key), kDelete, std::vector<uint8_t>(key.begin(), key.end()));
+  if (!reply.ok()) return reply.error();
+  return Ok();
+}
+
+// ---- server side (events on the home core)
+
+void Dht::Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+  auto request = Rpc::ParseRequest(data, length);
+  if (!request) {  // no request id: nothing to answer
+    SpinGuard g(lock_);
+    ++stats_.bad_requests;
+    return;
+  }
+  switch (handler) {
+    case kGet: return ServeGet(from, request->id, request->body, request->length);
+    case kWrite:
+    case kDelete: return ServeWrite(from, request->id, handler, request->body, request->length);
+    case kReplicate: return ServeReplicate(from, request->id, request->body, request->length);
+    default: {
+      SpinGuard g(lock_);
+      ++stats_.bad_requests;
+    }
+      Answer(from, request->id, Error::kInvalidArgument);
+  }
+}
+
+void Dht::ServeGet(NodeId from, uint64_t id, const uint8_t* body, size_t length) {
+  auto key = dht_wire::DecodeKey(body, length);
+  std::optional<DhtEntry> entry;
+  Error status = Error::kOk;
+  {
+    SpinGuard g(lock_);
+    if (!key.ok()) {
+      ++stats_.bad_requests;
+      status = Error::kInvalidArgument;
+    } else if (!ring_ || ring_->OwnersOf(ring_->PartitionOf(HashOf(*key)))[0] != am::Self()) {
+      ++stats_.not_primary;
+      status = Error::kBusy;
+    } else if (const DhtEntry* e = items_.Find(*key, clock::NowNs())) {
+      ++stats_.served_gets;
+      entry = *e;
+    } else {
+      ++stats_.served_gets;
+      status = Error::kNotFound;
+    }
+  }
+  Answer(from, id, status, entry ? dht_wire::EncodeItem(*entry) : std::vector<uint8_t>{});
+}
+
+void Dht::ServeWrite(NodeId from, uint64_t id, uint16_t handler, const uint8_t* body, size_t length) {
+  // Decode (copies the request: this event blocks below).
+  DhtWrite write;
+  Error status = Error::kOk;
+  if (handler == kWrite) {
+    auto w = dht_wire::DecodeWrite(body, length);
+    if (w.ok())
+      write = std::move(*w);
+    else
+      status = w.error();
+  } else {
+    auto k = dht_wire::DecodeKey(body, length);
+    if (k.ok())
+      write.key = std::move(*k);
+    else
+      status = k.error();
+  }
+  uint64_t hash = HashOf(write.key);
+  uint64_t version = 0;
+  {
+    SpinGuard g(lock_);
+    if (status != Error::kOk) {
+      ++stats_.bad_requests;
+    } else if (!ring_ || ring_->OwnersOf(ring_->PartitionOf(hash))[0] != am::Self()) {
+      ++stats_.not_primary;
+      status = Error::kBusy;
+    } else {
+      auto applied = handler == kWrite ? items_.Write(write, clock::NowNs()) : items_.Delete(write.key, clock::NowNs());
+      if (applied.ok()) {
+        version = applied->version;
+        ++(handler == kWrite ? stats_.served_writes : stats_.served_deletes);
+      } else {
+        status = applied.error();
+      }
+    }
+  }
+  if (status != Error::kOk) return Answer(from, id, status);
+  if (!Replicate(write.key, hash)) return Answer(from, id, Error::kTimedOut);
+  std::vector<uint8_t> cas;
+  if (handler == kWrite) {
+    cas.resize(8);
+    net::wire::StoreLe<uint64_t>(cas.data(), version);
+  }
+  Answer(from, id, Error::kOk, cas);
+}
+
+bool Dht::Replicate(const std::string& key, uint64_t key_hash) {
+  NodeId self = am::Self();
+  uint64_t deadline = clock::NowNs() + kRouteTimeoutMs * 1'000'000;
+  for (;;) {
+    std::vector<NodeId> replicas;
+    std::vector<uint8_t> state;
+    {
+      SpinGuard g(lock_);
+      for (NodeId n : ring_->OwnersOf(ring_->PartitionOf(key_hash))) {
+        if (n != self) replicas.push_back(n);
+      }
+      if (replicas.empty()) return true;
+      // The key's current state: an item (live or expired) or a tombstone.
+      const DhtEntry* current = items_.Held(key);
+      if (!current) return true;  // nothing to copy (cannot happen after a write)
+      state = dht_wire::EncodeReplicate(key, *current, clock::NowNs());
+    }
+    std::vector<Future<Result<Rpc::Bytes>>> calls;
+    for (NodeId n : replicas) calls.push_back(Rpc::Get()->Call(n, kDhtId, kReplicate, state.data(), state.size()));
+    std::vector<NodeId> dead;
+    bool failed = false;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      auto r = calls[i].Block();
+      if (r.ok() && r->size() >= 4 && Error(net::wire::Load32(r->data())) == Error::kOk) continue;
+      if (!r.ok() && r.error() == Error::kNotFound && am::State(replicas[i]) == am::PeerState::kDead) {
+        dead.push_back(replicas[i]);
+      } else {
+        failed = true;
+      }
+    }
+    if (failed) return false;
+    if (dead.empty()) return true;
+    // A replica died: once the ring has dropped it, the new owners get the state.
+    bool dropped = WaitFor(
+        [&] {
+          auto ring = Ring();
+          return std::none_of(dead.begin(), dead.end(), [&](NodeId n) { return ring->Contains(n); });
+        },
+        deadline);
+    if (!dropped) return false;
+    SpinGuard g(lock_);
+    ++stats_.resent;
+  }
+}
+
+void Dht::ServeReplicate(NodeId from, uint64_t id, const uint8_t* body, size_t length) {
+  auto state = dht_wire::DecodeReplicate(body, length, clock::NowNs());
+  {
+    SpinGuard g(lock_);
+    if (!state.ok()) {
+      ++stats_.bad_requests;
+    } else {
+      // From the key's primary here: an equal version replaces (dht_items.h).
+      bool from_primary = ring_ && ring_->OwnersOf(ring_->PartitionOf(HashOf(state->key)))[0] == from;
+      stats_.replicated += items_.Apply(state->key, std::move(state->entry), from_primary) ? 1 : 0;
+    }
+  }
+  Answer(from, id, state.ok() ? Error::kOk : Error::kInvalidArgument);
+}
+
+// ---- failures
+
+void Dht::OnDeath(NodeId node) {
+  auto before = Ring();
+  if (!before || !before->Contains(node)) return;
+  auto next = before->WithoutNode(node);
+  if (!next.ok()) {
+    LOG_ERROR("dht: cannot drop node %u from the ring: %s", node, ErrorName(next.error()));
+    return;
+  }
+  auto after = std::make_shared<const DhtRing>(std::move(*next));
+  {
+    SpinGuard g(lock_);
+    ring_ = after;
+    ++stats_.rebuilds_running;
+  }
+  LOG_INFO("dht: node %u died: ring epoch %llu, %zu nodes", node, (unsigned long long)after->epoch(),
+           after->nodes().size());
+  event::Spawn([this, before, after] { Rebuild(before, after); });
+}
+
+// Copies every item this node is primary of in `after` to the owners in
+// `after` that were not owners in `before` (the others hold it already:
+// they were in every write set). Version merge makes it safe against the
+// writes that run meanwhile.
+void Dht::Rebuild(std::shared_ptr<const DhtRing> before, std::shared_ptr<const DhtRing> after) {
+  NodeId self = am::Self();
+  std::vector<std::string> keys;
+  {
+    SpinGuard g(lock_);
+    items_.ForEach([&](const std::string& key, const DhtEntry&) {
+      uint32_t p = after->PartitionOf(HashOf(key));
+      if (after->OwnersOf(p)[0] == self) keys.push_back(key);
+    });
+  }
+  uint64_t copied = 0, failures = 0;
+  std::deque<Future<Result<Rpc::Bytes>>> window;
+  auto drain_one = [&] {
+    auto r = window.front().Block();
+    window.pop_front();
+    bool ok = r.ok() && r->size() >= 4 && Error(net::wire::Load32(r->data())) == Error::kOk;
+    ++(ok ? copied : failures);
+  };
+  for (const std::string& key : keys) {
+    uint32_t p = after->PartitionOf(HashOf(key));
+    auto old_owners = before->OwnersOf(p);
+    std::vector<NodeId> destinations;
+    for (NodeId n : after->OwnersOf(p)) {
+      if (n != self && std::find(old_owners.begin(), old_owners.end(), n) == old_owners.end()) {
+        destinations.push_back(n);
+      }
+    }
+    if (destinations.empty()) continue;
+    std::vector<uint8_t> state;
+    {
+      SpinGuard g(lock_);
+      const DhtEntry* current = items_.Held(key);
+      if (!current) continue;
+      state = dht_wire::EncodeReplicate(key, *current, clock::NowNs());
+    }
+    for (NodeId n : destinations) {
+      window.push_back(Rpc::Get()->Call(n, kDhtId, kReplicate, state.data(), state.size()));
+      if (window.size() >= kRebuildWindow) drain_one();
+    }
+  }
+  while (!window.empty()) drain_one();
+  {
+    SpinGuard g(lock_);
+    stats_.rebuilt += copied;
+    stats_.rebuild_failures += failures;
+    --stats_.rebuilds_running;
+  }
+  LOG_INFO("dht: rebuild for ring epoch %llu: %llu copies to new owners, %llu failed",
+           (unsigned long long)after->epoch(), (unsigned long long)copied, (unsigned long long)failures);
+}
+
+}  // namespace fox::ebb

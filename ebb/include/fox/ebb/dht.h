@@ -1,0 +1,142 @@
+// Dht: the job's replicated distributed hash table (DESIGN.md, "Dht";
+// issue 13), a shared system Ebb at kDhtId: one representative per node,
+// shared by its cores (per-core representatives are for later). Keys are
+// placed by the consistent-hash ring of dht_ring.h over the job's nodes;
+// each key lives on its r owners (default 2), the first being its primary.
+//
+//   auto dht = Dht::Get();             // on every node, before am::Start
+//   dht->Start();                      // on every node, after am::Start
+//   dht->Set("k", "v");  dht->Get("k");  dht->Delete("k");
+//
+// Routing. A call goes (by Rpc) to the key's primary in the caller's ring,
+// which serves reads from its own copy and applies writes. The ring's
+// members are the nodes named by the transport (am::Peers(), place 0
+// included) plus this node, or the list given to Start: every node of the
+// job must run the Dht and Start it alike.
+//
+// Replication. The primary applies a write, then sends the key's resulting
+// state (item or tombstone, with its version: dht_items.h) to the other
+// owners, and answers only when each acknowledged: an acknowledged write
+// is on min(r, nodes) nodes. Replicas apply a state only if its version is
+// newer than theirs, which keeps the primary's order of writes to a key.
+//
+// Failure. When the transport declares a node dead (am::OnPeerState), each
+// node recomputes its ring without it (DhtRing::WithoutNode, the same on
+// every node); the next owner of each of its partitions is primary and
+// already holds the data. Then each node copies the items it is now
+// primary for to owners that did not hold them before (rebuild), so that
+// after the rebuild every key has min(r, nodes) copies again. A call whose
+// primary dies before answering is retried once on the new primary, after
+// the caller's ring has dropped the dead node (a retried Add or Cas may
+// then answer kAlreadyExists if its first attempt was applied). A primary
+// whose replica died re-sends the key's state to the new owners before
+// answering. While two nodes' rings disagree (one has heard of a death, the
+// other not yet), a node asked for a key it is not primary of refuses it
+// and the caller retries (up to kRouteTimeoutMs).
+//
+// Contexts and errors. Every operation blocks the calling event (event
+// context, any core) until the primary answers. Errors: kNotFound (no such
+// key; Replace/Cas on an absent key), kAlreadyExists (Add of a present key,
+// Cas of a changed one), kInvalidArgument (empty key or longer than
+// kDhtMaxKey, value over kDhtMaxValue), kBusy (not started, or the ring
+// has no members), kTimedOut (no answer: a write may or may not have been
+// applied). Malformed requests from the network are answered with
+// kInvalidArgument and counted, never trusted.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fox/ebb/dht_items.h"
+#include "fox/ebb/dht_ring.h"
+#include "fox/ebb/ebb_ref.h"
+#include "fox/ebb/shared_ebb.h"
+#include "fox/ebb/static_ids.h"
+#include "fox/net/am.h"
+#include "fox/result.h"
+#include "fox/spinlock.h"
+
+namespace fox::ebb {
+
+class Dht : public SharedEbb<Dht> {
+ public:
+  static EbbRef<Dht> Get() { return EbbRef<Dht>(kDhtId); }
+  // How long a call keeps retrying while rings disagree.
+  static constexpr uint64_t kRouteTimeoutMs = 15'000;
+
+  // Listens for the Dht's messages on the calling core (its home core,
+  // where requests are served). Event context.
+  Dht();
+  ~Dht();
+  // This node's Dht if it has been constructed, else null (never
+  // constructs it: the node status report uses it). Any context.
+  static Dht* IfConstructed() { return constructed_.load(std::memory_order_acquire); }
+  Dht(const Dht&) = delete;
+  Dht& operator=(const Dht&) = delete;
+
+  // Builds the ring from `members` (empty: am::Peers() and this node) and
+  // follows deaths from now on. Every node must Start with the same config
+  // and members. kAlreadyExists if started; kInvalidArgument (config, or
+  // this node not among members). Event context, transport started.
+  Result<void> Start(const RingConfig& config = {}, std::vector<NodeId> members = {});
+
+  struct Item {
+    std::string value;
+    uint32_t flags = 0;
+    uint64_t cas = 0;
+  };
+  Result<Item> Get(const std::string& key);
+  // Stores per write.mode; returns the stored item's cas.
+  Result<uint64_t> Put(const DhtWrite& write);
+  Result<uint64_t> Set(const std::string& key, const std::string& value, uint32_t flags = 0, uint32_t ttl_s = 0);
+  Result<void> Delete(const std::string& key);
+
+  // The key's owners in this node's ring, primary first (empty before Start).
+  std::vector<NodeId> OwnersOf(const std::string& key) const;
+  uint64_t epoch() const;
+
+  struct Stats {
+    uint64_t served_gets = 0, served_writes = 0, served_deletes = 0;
+    uint64_t replicated = 0;        // states applied here as a replica
+    uint64_t not_primary = 0;       // requests refused: not the key's primary here
+    uint64_t bad_requests = 0;      // malformed or unknown handler
+    uint64_t retries = 0;           // client calls sent again
+    uint64_t resent = 0;            // writes re-sent to new owners after a replica died
+    uint64_t rebuilt = 0;           // items copied to new owners after deaths
+    uint64_t rebuild_failures = 0;  // copies that failed
+    uint64_t rebuilds_running = 0;  // rebuilds not finished
+    uint64_t items = 0, live = 0;   // held here: entries (tombstones too), live items
+  };
+  Stats stats() const;
+
+ private:
+  struct Route;
+  // Sends `body` under `handler` to the primary of `key_hash` and returns
+  // the reply's payload (after its status), retrying as the header says.
+  Result<std::vector<uint8_t>> Call(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body);
+  std::shared_ptr<const DhtRing> Ring() const;
+  void Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
+  void ServeGet(NodeId from, uint64_t id, const uint8_t* body, size_t length);
+  void ServeWrite(NodeId from, uint64_t id, uint16_t handler, const uint8_t* body, size_t length);
+  void ServeReplicate(NodeId from, uint64_t id, const uint8_t* body, size_t length);
+  // Sends the key's current state to every owner but this node; true when
+  // all acknowledged (waits for the ring to drop dead replicas and tries
+  // the new owners).
+  bool Replicate(const std::string& key, uint64_t key_hash);
+  void OnDeath(NodeId node);
+  void Rebuild(std::shared_ptr<const DhtRing> before, std::shared_ptr<const DhtRing> after);
+
+  static inline std::atomic<Dht*> constructed_{nullptr};
+  int core_;
+  uint64_t subscription_ = 0;
+  mutable SpinLock lock_;
+  std::shared_ptr<const DhtRing> ring_ GUARDED_BY(lock_);
+  DhtItems items_ GUARDED_BY(lock_);
+  Stats stats_ GUARDED_BY(lock_);
+};
+
+}  // namespace fox::ebb

@@ -1,0 +1,305 @@
+// The Dht's hosted cluster test program (ebb/include/fox/ebb/dht.h): every
+// node runs the Dht; one node, the client, drives it; one other node, the
+// victim, is killed with SIGKILL midway. Run by hosted_nodes.py (tests.cmake).
+//
+//   dht_node CLIENT VICTIM KEYS [R]
+//
+// The client: checks the store's modes (add, cas, replace, delete, bad
+// sizes) and that malformed requests are answered kInvalidArgument, sets KEYS keys of 1 to 5000 bytes and 4 values of 1
+// MiB with replication R (default 2), reads them back, has the victim kill itself, reads every key back at once (calls
+// in flight to the victim are retried on the new primary), writes and reads more keys on the smaller ring, waits for
+// its rebuild, checks it holds every live item (with R = 2 on 3 nodes each survivor holds all after the rebuild), then
+// tells the other nodes to check theirs and quit. Any failed check exits 1.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "fox/clock.h"
+#include "fox/ebb/dht.h"
+#include "fox/ebb/messenger.h"
+#include "fox/ebb/rpc.h"
+#include "fox/net/am.h"
+#include "fox/net/wire.h"
+#include "fox/result.h"
+#include "fox/timer.h"
+
+namespace {
+using fox::NodeId;
+using fox::ebb::Dht;
+using fox::ebb::DhtWrite;
+
+constexpr uint32_t kControl = 0x00D70001;  // this program's control messages (a dynamic-looking id)
+enum : uint16_t { kDie = 1, kQuit = 2 };
+std::atomic<bool> g_quit{false};
+std::atomic<uint64_t> g_expected{0};
+
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      std::printf("dht_node: check failed at line %d: %s\n", __LINE__, #cond); \
+      std::fflush(stdout);                                                     \
+      std::exit(1);                                                            \
+    }                                                                          \
+  } while (0)
+
+std::string Key(uint64_t i) { return "key:" + std::to_string(i); }
+std::string Value(uint64_t i, size_t size) {
+  std::string v(size, '\0');
+  for (size_t k = 0; k < size; ++k) v[k] = char('a' + (i * 31 + k) % 26);
+  return v;
+}
+// Mostly small values, some above one message (1408 bytes).
+size_t SizeOf(uint64_t i) { return i % 50 == 0 ? 5000 : 1 + i % 300; }
+
+void SleepMs(uint64_t ms) { fox::timer::Sleep(ms * 1'000'000); }
+
+void Control(NodeId to, uint16_t handler, uint64_t arg) {
+  uint8_t body[8];
+  fox::net::wire::StoreLe<uint64_t>(body, arg);
+  auto r = fox::ebb::Messenger::Get()->SendWait(to, kControl, handler, body, sizeof body);
+  CHECK(r.ok());
+  fox::ebb::Messenger::Get()->Flush(to);
+}
+
+struct Tally {
+  uint64_t ok = 0, missing = 0, wrong = 0;
+};
+
+Tally ReadAll(Dht* dht, uint64_t first, uint64_t keys, int big) {
+  Tally t;
+  for (uint64_t i = first; i < first + keys; ++i) {
+    auto got = dht->Get(Key(i));
+    if (!got.ok()) {
+      if (t.missing++ < 5) std::printf("dht: get %s: %s\n", Key(i).c_str(), fox::ErrorName(got.error()));
+    } else if (got->value != Value(i, SizeOf(i)) || got->flags != uint32_t(i)) {
+      ++t.wrong;
+    } else {
+      ++t.ok;
+    }
+  }
+  for (int b = 0; b < big; ++b) {
+    auto got = dht->Get("big:" + std::to_string(b));
+    if (!got.ok()) {
+      ++t.missing;
+    } else if (got->value != Value(b, fox::ebb::kDhtMaxValue)) {
+      ++t.wrong;
+    } else {
+      ++t.ok;
+    }
+  }
+  return t;
+}
+
+void Modes(Dht* dht) {
+  CHECK(dht->Delete("absent").error() == fox::Error::kNotFound);
+  CHECK(dht->Get("absent").error() == fox::Error::kNotFound);
+  DhtWrite add{.mode = DhtWrite::Mode::kAdd, .key = "add", .value = "first"};
+  CHECK(dht->Put(add).ok());
+  add.value = "second";
+  CHECK(dht->Put(add).error() == fox::Error::kAlreadyExists);
+  DhtWrite replace{.mode = DhtWrite::Mode::kReplace, .key = "nothing", .value = "x"};
+  CHECK(dht->Put(replace).error() == fox::Error::kNotFound);
+  auto cas = dht->Set("cas", "one", 7);
+  CHECK(cas.ok());
+  auto item = dht->Get("cas");
+  CHECK(item.ok() && item->value == "one" && item->flags == 7 && item->cas == *cas);
+  DhtWrite stale{.mode = DhtWrite::Mode::kCas, .cas = *cas + 1, .key = "cas", .value = "two"};
+  CHECK(dht->Put(stale).error() == fox::Error::kAlreadyExists);
+  DhtWrite fresh{.mode = DhtWrite::Mode::kCas, .cas = *cas, .key = "cas", .value = "two"};
+  CHECK(dht->Put(fresh).ok());
+  CHECK(dht->Get("cas")->value == "two");
+  CHECK(dht->Set("gone", "soon").ok());
+  CHECK(dht->Delete("gone").ok());
+  CHECK(dht->Get("gone").error() == fox::Error::kNotFound);
+  CHECK(dht->Delete("gone").error() == fox::Error::kNotFound);
+  CHECK(dht->Set("", "x").error() == fox::Error::kInvalidArgument);
+  CHECK(dht->Set(std::string(fox::ebb::kDhtMaxKey + 1, 'k'), "x").error() == fox::Error::kInvalidArgument);
+  CHECK(dht->Set("huge", std::string(fox::ebb::kDhtMaxValue + 1, 'v')).error() == fox::Error::kInvalidArgument);
+  std::printf("dht: add, replace, cas, delete and bad sizes answered as memcached would\n");
+}
+
+// Requests no Dht client sends: each peer answers kInvalidArgument and
+// counts them; nobody crashes (the rest of the run shows it).
+void BadRequests(Dht* dht) {
+  uint64_t answered = 0, sent = 0;
+  std::string junk(40, '\xff');
+  std::string long_key(fox::ebb::kDhtMaxKey + 1, 'k');
+  struct Bad {
+    uint16_t handler;
+    std::string body;
+  };
+  const Bad bad[] = {{99, "x"}, {0, ""}, {1, ""}, {1, long_key}, {2, junk}, {2, "short"}, {3, ""}, {4, junk}, {4, "1"}};
+  for (NodeId n : fox::am::Peers()) {
+    for (const Bad& b : bad) {
+      ++sent;
+      auto r = fox::ebb::Rpc::Get()->Call(n, fox::ebb::kDhtId, b.handler, b.body.data(), b.body.size()).Block();
+      if (r.ok() && r->size() == 4 && fox::net::wire::Load32(r->data()) == uint32_t(fox::Error::kInvalidArgument)) {
+        ++answered;
+      }
+    }
+    // Too short to carry a request id: dropped and counted, not answered.
+    CHECK(fox::ebb::Messenger::Get()->SendWait(n, fox::ebb::kDhtId, 2, "abc", 3).ok());
+  }
+  std::printf("dht: %llu malformed requests to the peers: %llu answered invalid argument\n", (unsigned long long)sent,
+              (unsigned long long)answered);
+  CHECK(answered == sent);
+  (void)dht;
+}
+
+bool WaitUntil(uint64_t ms, auto done) {
+  uint64_t deadline = fox::clock::NowNs() + ms * 1'000'000;
+  while (!done()) {
+    if (fox::clock::NowNs() > deadline) return false;
+    SleepMs(10);
+  }
+  return true;
+}
+
+void Client(Dht* dht, NodeId victim, uint64_t keys) {
+  constexpr int kBig = 4;
+  Modes(dht);
+  BadRequests(dht);
+  uint64_t t0 = fox::clock::NowNs();
+  uint64_t failed = 0;
+  for (uint64_t i = 0; i < keys; ++i) {
+    auto r = dht->Set(Key(i), Value(i, SizeOf(i)), uint32_t(i));
+    if (!r.ok() && failed++ < 5) std::printf("dht: set %s: %s\n", Key(i).c_str(), fox::ErrorName(r.error()));
+  }
+  for (int b = 0; b < kBig; ++b) {
+    auto r = dht->Set("big:" + std::to_string(b), Value(b, fox::ebb::kDhtMaxValue));
+    if (!r.ok() && failed++ < 5) std::printf("dht: set big:%d: %s\n", b, fox::ErrorName(r.error()));
+  }
+  std::printf("dht: set %llu keys and %d values of 1 MiB through node %u: %llu failed, %llu ms\n",
+              (unsigned long long)keys, kBig, fox::am::Self(), (unsigned long long)failed,
+              (unsigned long long)((fox::clock::NowNs() - t0) / 1'000'000));
+  CHECK(failed == 0);
+  Tally before = ReadAll(dht, 0, keys, kBig);
+  std::printf("dht: read back before the kill: %llu right, %llu missing, %llu wrong\n", (unsigned long long)before.ok,
+              (unsigned long long)before.missing, (unsigned long long)before.wrong);
+  CHECK(before.ok == keys + kBig);
+
+  std::printf("dht: killing node %u\n", victim);
+  std::fflush(stdout);
+  Control(victim, kDie, 0);
+  // Writes while it dies: some go to it as primary, some to it as replica.
+  t0 = fox::clock::NowNs();
+  failed = 0;
+  for (uint64_t i = keys; i < keys + 200; ++i) {
+    auto r = dht->Set(Key(i), Value(i, SizeOf(i)), uint32_t(i));
+    if (!r.ok() && failed++ < 5) std::printf("dht: set %s: %s\n", Key(i).c_str(), fox::ErrorName(r.error()));
+  }
+  std::printf("dht: 200 keys set while node %u died: %llu failed\n", victim, (unsigned long long)failed);
+  CHECK(failed == 0);
+  Tally after = ReadAll(dht, 0, keys + 200, kBig);
+  std::printf("dht: node %u killed: read %llu of %llu keys back from node %u, %llu missing, %llu wrong, %llu ms\n",
+              victim, (unsigned long long)after.ok, (unsigned long long)(keys + 200 + kBig), fox::am::Self(),
+              (unsigned long long)after.missing, (unsigned long long)after.wrong,
+              (unsigned long long)((fox::clock::NowNs() - t0) / 1'000'000));
+  CHECK(after.ok == keys + 200 + kBig);
+  CHECK(WaitUntil(20'000, [&] { return dht->epoch() >= 1; }));
+
+  // The smaller ring takes writes.
+  failed = 0;
+  for (uint64_t i = keys + 200; i < keys + 400; ++i) failed += !dht->Set(Key(i), Value(i, SizeOf(i)), uint32_t(i)).ok();
+  Tally more = ReadAll(dht, keys + 200, 200, 0);
+  std::printf("dht: after the death: 200 more keys set (%llu failed) and %llu read back\n", (unsigned long long)failed,
+              (unsigned long long)more.ok);
+  CHECK(failed == 0 && more.ok == 200);
+
+  uint64_t expected = keys + 400 + kBig + 2;  // and "add", "cas"
+  bool full = WaitUntil(20'000, [&] {
+    auto s = dht->stats();
+    return s.rebuilds_running == 0 && s.live == expected;
+  });
+  auto s = dht->stats();
+  std::printf(
+      "dht: node %u holds %llu live items of %llu after the rebuild (%llu copies sent, %llu failed; %llu calls "
+      "retried, %llu refused here as not primary, %llu writes re-sent after a replica died)\n",
+      fox::am::Self(), (unsigned long long)s.live, (unsigned long long)expected, (unsigned long long)s.rebuilt,
+      (unsigned long long)s.rebuild_failures, (unsigned long long)s.retries, (unsigned long long)s.not_primary,
+      (unsigned long long)s.resent);
+  CHECK(full);
+  // What `fox status` shows: the Dht's counters in each survivor's report.
+  for (NodeId n : fox::am::Peers()) {
+    if (n == victim) continue;
+    auto report = fox::ebb::Messenger::Get()->QueryStatus(n).Block();
+    CHECK(report.ok());
+    size_t at = report->find("dht.live ");
+    CHECK(at != std::string::npos);
+    std::printf("dht: node %u's status report: %s\n", n, report->substr(at, report->find('\n', at) - at).c_str());
+  }
+  for (NodeId n : fox::am::Peers()) {
+    if (n != victim) Control(n, kQuit, expected);
+  }
+  SleepMs(300);  // let the quit messages be acknowledged
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::printf("usage: dht_node CLIENT VICTIM KEYS [R]\n");
+    return 2;
+  }
+  NodeId client = NodeId(std::strtoul(argv[1], nullptr, 10));
+  NodeId victim = NodeId(std::strtoul(argv[2], nullptr, 10));
+  uint64_t keys = std::strtoull(argv[3], nullptr, 10);
+  uint32_t r = argc > 4 ? uint32_t(std::strtoul(argv[4], nullptr, 10)) : 2;
+  // Dies with the script that started it, however that ends (a CTest
+  // timeout kills the script, not its children).
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  auto config = fox::am::ConfigFromBootArgs();
+  if (!config.ok()) return 2;
+  Dht* dht = &*Dht::Get();
+  auto control = [victim](NodeId, uint16_t handler, const uint8_t* data, size_t length) {
+    if (handler == kDie && fox::am::Self() == victim) {
+      std::printf("dht_node: node %u dies now (SIGKILL)\n", fox::am::Self());
+      std::fflush(stdout);
+      kill(getpid(), SIGKILL);
+    } else if (handler == kQuit && length == 8) {
+      g_expected = fox::net::wire::Load64(data);
+      g_quit = true;
+    }
+  };
+  CHECK(fox::ebb::Messenger::Get()->Listen(kControl, control).ok());
+  auto started = fox::am::Start(*config);
+  if (!started.ok()) {
+    std::printf("dht_node: cannot start the transport: %s\n", fox::ErrorName(started.error()));
+    return 1;
+  }
+  auto peers = fox::am::Peers();
+  CHECK(WaitUntil(30'000, [&] {
+    for (NodeId n : peers) {
+      if (fox::am::State(n) != fox::am::PeerState::kAlive) return false;
+    }
+    return true;
+  }));
+  fox::ebb::RingConfig ring;
+  ring.replication = r;
+  CHECK(dht->Start(ring).ok());
+  std::printf("dht_node: node %u ready, %zu peers\n", fox::am::Self(), peers.size());
+  std::fflush(stdout);
+  if (fox::am::Self() == client) {
+    Client(dht, victim, keys);
+  } else {
+    CHECK(WaitUntil(600'000, [] { return g_quit.load(); }));
+    auto s = dht->stats();
+    std::printf(
+        "dht: node %u holds %llu live items of %llu (served %llu gets, %llu writes; %llu states replicated "
+        "here; rebuild: %llu copies sent, %llu failed; %llu writes re-sent after a replica died; %llu bad "
+        "requests)\n",
+        fox::am::Self(), (unsigned long long)s.live, (unsigned long long)g_expected.load(),
+        (unsigned long long)s.served_gets, (unsigned long long)s.served_writes, (unsigned long long)s.replicated,
+        (unsigned long long)s.rebuilt, (unsigned long long)s.rebuild_failures, (unsigned long long)s.resent,
+        (unsigned long long)s.bad_requests);
+    CHECK(s.live == g_expected.load() && s.rebuilds_running == 0);
+  }
+  std::printf("dht_node: done\n");
+  std::fflush(stdout);
+  return 0;
+}

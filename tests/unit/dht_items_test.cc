@@ -1,0 +1,279 @@
+// The Dht's item map and wire format (ebb/include/fox/ebb/dht_items.h):
+// memcached's store modes, versions as CAS, replica order by version,
+// tombstones, expiry, and decoders that refuse bad input.
+#include "fox/ebb/dht_items.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "fox/ebb/dht_hash.h"
+#include "fox/ebb/dht_ring.h"
+
+namespace fox::ebb {
+namespace {
+
+constexpr uint64_t kSec = 1'000'000'000;
+
+DhtWrite W(std::string key, std::string value, DhtWrite::Mode mode = DhtWrite::Mode::kSet, uint64_t cas = 0) {
+  DhtWrite w;
+  w.key = std::move(key);
+  w.value = std::move(value);
+  w.mode = mode;
+  w.cas = cas;
+  return w;
+}
+
+TEST(DhtItems, SetGetVersionsGrow) {
+  DhtItems items;
+  auto a = items.Write(W("k", "one"), 0);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->version, 1u);
+  auto b = items.Write(W("k", "two"), 0);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->version, 2u);
+  ASSERT_NE(items.Find("k", 0), nullptr);
+  EXPECT_EQ(items.Find("k", 0)->value, "two");
+  EXPECT_EQ(items.Find("other", 0), nullptr);
+}
+
+TEST(DhtItems, AddReplaceCas) {
+  DhtItems items;
+  EXPECT_EQ(items.Write(W("k", "x", DhtWrite::Mode::kReplace), 0).error(), Error::kNotFound);
+  EXPECT_EQ(items.Write(W("k", "x", DhtWrite::Mode::kCas, 1), 0).error(), Error::kNotFound);
+  auto added = items.Write(W("k", "x", DhtWrite::Mode::kAdd), 0);
+  ASSERT_TRUE(added.ok());
+  EXPECT_EQ(items.Write(W("k", "y", DhtWrite::Mode::kAdd), 0).error(), Error::kAlreadyExists);
+  EXPECT_EQ(items.Write(W("k", "y", DhtWrite::Mode::kCas, added->version + 1), 0).error(), Error::kAlreadyExists);
+  auto cased = items.Write(W("k", "y", DhtWrite::Mode::kCas, added->version), 0);
+  ASSERT_TRUE(cased.ok());
+  EXPECT_GT(cased->version, added->version);
+  EXPECT_TRUE(items.Write(W("k", "z", DhtWrite::Mode::kReplace), 0).ok());
+  EXPECT_EQ(items.Find("k", 0)->value, "z");
+}
+
+TEST(DhtItems, BadWritesRefused) {
+  DhtItems items;
+  EXPECT_EQ(items.Write(W("", "x"), 0).error(), Error::kInvalidArgument);
+  EXPECT_EQ(items.Write(W(std::string(kDhtMaxKey + 1, 'k'), "x"), 0).error(), Error::kInvalidArgument);
+  EXPECT_EQ(items.Write(W("k", std::string(kDhtMaxValue + 1, 'v')), 0).error(), Error::kInvalidArgument);
+  EXPECT_TRUE(items.Write(W(std::string(kDhtMaxKey, 'k'), std::string(kDhtMaxValue, 'v')), 0).ok());
+  DhtWrite bad = W("k", "x");
+  bad.mode = DhtWrite::Mode(9);
+  EXPECT_EQ(items.Write(bad, 0).error(), Error::kInvalidArgument);
+}
+
+TEST(DhtItems, DeleteLeavesTombstoneAndAddWorksAgain) {
+  DhtItems items;
+  EXPECT_EQ(items.Delete("k", 0).error(), Error::kNotFound);
+  ASSERT_TRUE(items.Write(W("k", "x"), 0).ok());
+  auto tomb = items.Delete("k", 0);
+  ASSERT_TRUE(tomb.ok());
+  EXPECT_TRUE(tomb->tombstone);
+  EXPECT_EQ(tomb->version, 2u);
+  EXPECT_EQ(items.Find("k", 0), nullptr);
+  EXPECT_EQ(items.size(), 1u);
+  EXPECT_EQ(items.live(0), 0u);
+  auto again = items.Write(W("k", "y", DhtWrite::Mode::kAdd), 0);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->version, 3u);  // above the tombstone: replicas take it
+}
+
+TEST(DhtItems, Expiry) {
+  DhtItems items;
+  DhtWrite w = W("k", "x");
+  w.ttl_s = 2;
+  ASSERT_TRUE(items.Write(w, 10 * kSec).ok());
+  EXPECT_NE(items.Find("k", 11 * kSec), nullptr);
+  EXPECT_EQ(items.Find("k", 12 * kSec), nullptr);
+  EXPECT_TRUE(items.Write(W("k", "y", DhtWrite::Mode::kAdd), 12 * kSec).ok());
+}
+
+// Replicas end in the primary's order whatever order the states arrive in.
+TEST(DhtItems, ReplicaAppliesNewestWhateverTheOrder) {
+  DhtItems primary;
+  std::vector<DhtEntry> states;
+  for (int i = 0; i < 20; ++i) {
+    auto e = i % 7 == 6 ? primary.Delete("k", 0) : primary.Write(W("k", "v" + std::to_string(i)), 0);
+    if (e.ok()) states.push_back(*e);
+  }
+  std::mt19937 rng(7);
+  for (int round = 0; round < 50; ++round) {
+    std::shuffle(states.begin(), states.end(), rng);
+    DhtItems replica;
+    for (const auto& s : states) replica.Apply("k", s);
+    ASSERT_NE(replica.Held("k"), nullptr);
+    EXPECT_EQ(*replica.Held("k"), *primary.Held("k"));
+  }
+  DhtItems replica;
+  DhtEntry newer{.version = 5, .value = "new"};
+  DhtEntry older{.version = 4, .value = "old"};
+  EXPECT_TRUE(replica.Apply("k", newer));
+  EXPECT_FALSE(replica.Apply("k", older));
+  EXPECT_FALSE(replica.Apply("k", newer));  // a duplicate changes nothing
+  EXPECT_EQ(replica.Find("k", 0)->value, "new");
+}
+
+// r = 3: the primary P died after its write (version 5) reached replica C
+// but not replica B, which became primary and wrote its own version 5. C
+// follows B: an equal version from the current primary replaces; the
+// same state again, or an equal version from anyone else, changes nothing.
+TEST(DhtItems, EqualVersionFromTheNewPrimaryReplaces) {
+  DhtItems c;
+  ASSERT_TRUE(c.Apply("k", DhtEntry{.version = 4, .value = "acked"}));
+  ASSERT_TRUE(c.Apply("k", DhtEntry{.version = 5, .value = "unacked, from the dead primary"}));
+  DhtEntry from_b{.version = 5, .value = "new primary's"};
+  EXPECT_FALSE(c.Apply("k", from_b, /*from_primary=*/false));
+  EXPECT_TRUE(c.Apply("k", from_b, /*from_primary=*/true));
+  EXPECT_FALSE(c.Apply("k", from_b, /*from_primary=*/true));  // a duplicate changes nothing
+  EXPECT_EQ(c.Find("k", 0)->value, "new primary's");
+  EXPECT_FALSE(c.Apply("k", DhtEntry{.version = 4, .value = "old"}, /*from_primary=*/true));
+  EXPECT_TRUE(c.Apply("k", DhtEntry{.version = 5, .tombstone = true, .value = "dropped"}, /*from_primary=*/true));
+  EXPECT_EQ(c.Find("k", 0), nullptr);
+  EXPECT_TRUE(c.Held("k")->value.empty());
+}
+
+// A replica that took over as primary writes above every version it holds.
+TEST(DhtItems, NewPrimaryContinuesAboveReplicatedVersions) {
+  DhtItems replica;
+  ASSERT_TRUE(replica.Apply("k", DhtEntry{.version = 41, .value = "x"}));
+  auto next = replica.Write(W("k", "y", DhtWrite::Mode::kCas, 41), 0);
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->version, 42u);
+}
+
+// Versions never wrap: a state at the last version takes no more writes,
+// and the wire refuses versions past it.
+TEST(DhtItems, VersionsNeverWrap) {
+  DhtItems items;
+  ASSERT_TRUE(items.Apply("k", DhtEntry{.version = kDhtMaxVersion, .value = "x"}));
+  EXPECT_EQ(items.Write(W("k", "y"), 0).error(), Error::kOutOfRange);
+  EXPECT_EQ(items.Delete("k", 0).error(), Error::kOutOfRange);
+  EXPECT_EQ(items.Find("k", 0)->value, "x");
+  auto bytes = dht_wire::EncodeReplicate("k", DhtEntry{.version = kDhtMaxVersion + 1}, 0);
+  EXPECT_EQ(dht_wire::DecodeReplicate(bytes.data(), bytes.size(), 0).error(), Error::kInvalidArgument);
+}
+
+TEST(DhtWire, WriteRoundTrip) {
+  DhtWrite w = W("key", std::string(3000, 'v'), DhtWrite::Mode::kCas, 77);
+  w.flags = 0xdeadbeef;
+  w.ttl_s = 9;
+  auto bytes = dht_wire::EncodeWrite(w);
+  auto back = dht_wire::DecodeWrite(bytes.data(), bytes.size());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->key, "key");
+  EXPECT_EQ(back->value, w.value);
+  EXPECT_EQ(back->mode, DhtWrite::Mode::kCas);
+  EXPECT_EQ(back->cas, 77u);
+  EXPECT_EQ(back->flags, 0xdeadbeefu);
+  EXPECT_EQ(back->ttl_s, 9u);
+}
+
+TEST(DhtWire, ReplicateRoundTripCarriesTimeLeft) {
+  DhtEntry e{.version = 12, .flags = 3, .expiry_ns = 15 * kSec, .value = "val"};
+  auto bytes = dht_wire::EncodeReplicate("k", e, 10 * kSec);
+  auto back = dht_wire::DecodeReplicate(bytes.data(), bytes.size(), 100 * kSec);  // another clock
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->key, "k");
+  EXPECT_EQ(back->entry.version, 12u);
+  EXPECT_EQ(back->entry.flags, 3u);
+  EXPECT_EQ(back->entry.value, "val");
+  EXPECT_EQ(back->entry.expiry_ns, 105 * kSec);
+  DhtEntry tomb{.version = 13, .tombstone = true};
+  bytes = dht_wire::EncodeReplicate("k", tomb, 0);
+  auto tomb_back = dht_wire::DecodeReplicate(bytes.data(), bytes.size(), 0);
+  ASSERT_TRUE(tomb_back.ok());
+  EXPECT_TRUE(tomb_back->entry.tombstone);
+  EXPECT_EQ(tomb_back->entry.expiry_ns, 0u);
+}
+
+TEST(DhtWire, ItemRoundTrip) {
+  DhtEntry e{.version = 99, .flags = 5, .value = std::string(kDhtMaxValue, 'z')};
+  auto bytes = dht_wire::EncodeItem(e);
+  auto back = dht_wire::DecodeItem(bytes.data(), bytes.size());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->version, 99u);
+  EXPECT_EQ(back->flags, 5u);
+  EXPECT_EQ(back->value, e.value);
+}
+
+// Every truncation, and a sweep of corrupted bytes, is refused or decoded
+// within bounds: never a read past the end (ASan in the sanitizer build).
+TEST(DhtWire, MalformedInputRefused) {
+  DhtWrite w = W("key", "value", DhtWrite::Mode::kAdd);
+  auto write = dht_wire::EncodeWrite(w);
+  for (size_t n = 0; n < 19 + 3; ++n) {
+    EXPECT_FALSE(dht_wire::DecodeWrite(write.data(), n).ok()) << n;
+  }
+  auto bad_mode = write;
+  bad_mode[0] = 4;
+  EXPECT_EQ(dht_wire::DecodeWrite(bad_mode.data(), bad_mode.size()).error(), Error::kInvalidArgument);
+  auto zero_key = write;
+  zero_key[17] = 0;
+  zero_key[18] = 0;
+  EXPECT_FALSE(dht_wire::DecodeWrite(zero_key.data(), zero_key.size()).ok());
+  auto long_key = write;
+  long_key[17] = 0xff;
+  long_key[18] = 0xff;
+  EXPECT_FALSE(dht_wire::DecodeWrite(long_key.data(), long_key.size()).ok());
+
+  auto rep = dht_wire::EncodeReplicate("key", DhtEntry{.version = 1, .value = "v"}, 0);
+  for (size_t n = 0; n < 23 + 3; ++n) EXPECT_FALSE(dht_wire::DecodeReplicate(rep.data(), n, 0).ok()) << n;
+  auto zero_version = rep;
+  std::fill(zero_version.begin(), zero_version.begin() + 8, 0);
+  EXPECT_FALSE(dht_wire::DecodeReplicate(zero_version.data(), zero_version.size(), 0).ok());
+  auto bad_tomb = rep;
+  bad_tomb[8] = 2;
+  EXPECT_FALSE(dht_wire::DecodeReplicate(bad_tomb.data(), bad_tomb.size(), 0).ok());
+  auto tomb_with_value = rep;
+  tomb_with_value[8] = 1;  // a tombstone never carries a value
+  EXPECT_FALSE(dht_wire::DecodeReplicate(tomb_with_value.data(), tomb_with_value.size(), 0).ok());
+
+  EXPECT_FALSE(dht_wire::DecodeItem(nullptr, 0).ok());
+  EXPECT_FALSE(dht_wire::DecodeItem(rep.data(), 11).ok());
+  EXPECT_FALSE(dht_wire::DecodeKey(nullptr, 0).ok());
+  std::string long_key_bytes(kDhtMaxKey + 1, 'k');
+  EXPECT_FALSE(
+      dht_wire::DecodeKey(reinterpret_cast<const uint8_t*>(long_key_bytes.data()), long_key_bytes.size()).ok());
+
+  std::mt19937 rng(1);
+  for (int i = 0; i < 20000; ++i) {
+    std::vector<uint8_t> junk(rng() % 64);
+    for (auto& b : junk) b = uint8_t(rng());
+    (void)dht_wire::DecodeWrite(junk.data(), junk.size());
+    (void)dht_wire::DecodeReplicate(junk.data(), junk.size(), 0);
+    (void)dht_wire::DecodeItem(junk.data(), junk.size());
+  }
+}
+
+// Routing and failover as the Dht does them: the primary of a key in the
+// ring without a dead node is the next owner, who was a replica before, so
+// it holds every acknowledged write (r = 2).
+TEST(DhtRouting, NewPrimaryWasAReplica) {
+  auto ring = DhtRing::Create(RingConfig{}, {0, 1, 2});
+  ASSERT_TRUE(ring.ok());
+  auto without = ring->WithoutNode(2);
+  ASSERT_TRUE(without.ok());
+  auto again = ring->WithoutNode(2);  // every node computes the same ring
+  ASSERT_TRUE(again.ok());
+  int moved = 0;
+  for (int i = 0; i < 2000; ++i) {
+    std::string key = "key" + std::to_string(i);
+    uint64_t h = DhtKeyHash(key.data(), key.size());
+    auto before = ring->OwnersOf(ring->PartitionOf(h));
+    auto after = without->OwnersOf(without->PartitionOf(h));
+    ASSERT_EQ(before.size(), 2u);
+    ASSERT_EQ(after.size(), 2u);
+    EXPECT_EQ(after[0], again->OwnersOf(again->PartitionOf(h))[0]);
+    if (before[0] == 2) {
+      ++moved;
+      EXPECT_EQ(after[0], before[1]);
+    } else {
+      EXPECT_EQ(after[0], before[0]);
+    }
+  }
+  EXPECT_GT(moved, 400);  // about a third of the keys
+}
+
+}  // namespace
+}  // namespace fox::ebb
