@@ -25,6 +25,7 @@ Scenarios:
     iso                nodes boot GRUB ISOs carrying their arguments, join and run a job
     bad_arguments      clear messages and status 2
     memcached_job      fox run memcached: every node serves on TCP 11211, and ends with place 0
+    run32              what `make run NODES=32` runs: the ring on 32 nodes made for the job, 0 deaths
     scale64            64 nodes of 64 MiB: the ring with 0 deaths; a node paused (SIGSTOP) for a
                        quarter of the suspicion timeout is not declared dead; a node that hangs
                        (SIGSTOP for good: no QEMU exit, so no notice from the frontend) is
@@ -463,6 +464,16 @@ def memcached_job(e):
     e.expect_nothing_left("after the job")
 
 
+def run32(e):
+    """Issue 14: `make run NODES=32` (fox run ring --nodes 32 -- laps=100) failed with false deaths."""
+    name = e.name("run32")
+    _, out = e.fox_cmd("run", "ring", "--nodes", "32", "--name", name, "--timeout", "300", "--", "laps=100", check=0)
+    check_ring(out, 33)
+    if re.search(r"declared dead|died", out):
+        raise Failure("a death in a healthy 32-node job")
+    e.expect_nothing_left("after the job")
+
+
 def scale64(e):
     """Issue 14's cluster test: 64 nodes on this host, membership without false deaths, and a
     hang detected by every survivor within the bound the frontend's timers state
@@ -533,7 +544,7 @@ def scale64(e):
 
 SCENARIOS = {f.__name__: f for f in (lifecycle, kill_during_job, supervisor_killed, run_interrupted, two_clusters, consecutive_jobs,
                                      run_temporary, wrong_key, build_id, iso, bad_arguments, memcached_job,
-                                     scale64)}
+                                     run32, scale64)}
 
 
 def main():

@@ -19,8 +19,11 @@ set_tests_properties(cluster.frontend.bad_arguments PROPERTIES LABELS cluster TI
 # Issue 14: 64 nodes of 64 MiB on this host (the ring with 0 deaths, a pause
 # below the suspicion timeout survived, a hang detected by all 63 survivors
 # within the membership's bound). Alone: 64 QEMUs starve any test beside them.
-add_test(NAME cluster.frontend.scale64
-         COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/frontend/frontend_test.py scale64
-                 --fox ${CMAKE_SOURCE_DIR}/build/bin/fox)
-set_tests_properties(cluster.frontend.scale64 PROPERTIES LABELS cluster TIMEOUT 900 RUN_SERIAL TRUE
-                     ENVIRONMENT "FOX_ACCEL=tcg;FOX_BUILD=${CMAKE_SOURCE_DIR}/build")
+# And what `make run NODES=32` runs.
+foreach(scenario scale64 run32)
+  add_test(NAME cluster.frontend.${scenario}
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/frontend/frontend_test.py ${scenario}
+                   --fox ${CMAKE_SOURCE_DIR}/build/bin/fox)
+  set_tests_properties(cluster.frontend.${scenario} PROPERTIES LABELS cluster TIMEOUT 900 RUN_SERIAL TRUE
+                       ENVIRONMENT "FOX_ACCEL=tcg;FOX_BUILD=${CMAKE_SOURCE_DIR}/build")
+endforeach()
