@@ -2,9 +2,10 @@
 //
 // Requests, to Ebb kDhtId on a node (Rpc bodies; dht_items.h's wire):
 //   kGet:       key                 reply: status, then an item on kOk
-//   kWrite:     a write             reply: status, then u64 cas on kOk
-//   kDelete:    key                 reply: status
+//   kWrite:     a write             reply: status, then on kOk u64 cas, or
+//                                   an item for DhtWriteAnswersItem modes
 //   kReplicate: a replicated state  reply: status
+//   kFlush:     u32 delay_s         reply: status
 // Every reply's payload starts with a u32 status (fox::Error), so that the
 // Dht's own answers (kNotFound: no such key) are never confused with Rpc's
 // (kNotFound: the node is dead). kBusy means "not the key's primary here":
@@ -12,11 +13,11 @@
 //
 // Threads. Requests are served as events on the home core; they may block
 // (a write waits for its replicas), and other requests run meanwhile. The
-// ring and the items are guarded by lock_, held only to look up, copy or
-// store (never across a call). A write replicates the key's state as it
-// is when sent (read under the lock after the apply: that write's or a
-// newer one), so an acknowledged write's version or a newer one is on
-// every owner; replicas order states by version, whatever their arrival.
+// items are the home core's alone (dht.h); lock_ guards the ring pointer
+// and the counters. A write replicates the key's state as it is when sent
+// (after the apply: that write's or a newer one), so an acknowledged
+// write's version or a newer one is on every owner; replicas order states
+// by version, whatever their arrival.
 #include "fox/ebb/dht.h"
 
 #include <algorithm>
@@ -35,7 +36,7 @@
 
 namespace fox::ebb {
 namespace {
-enum : uint16_t { kGet = 1, kWrite = 2, kDelete = 3, kReplicate = 4 };
+enum : uint16_t { kGet = 1, kWrite = 2, kReplicate = 4, kFlush = 5 };  // 3 was a delete before kDelete writes
 constexpr uint64_t kRetryNs = 20'000'000;  // between attempts while rings disagree
 constexpr size_t kRebuildWindow = 32;      // copies in flight per rebuild
 
@@ -78,7 +79,7 @@ Dht::~Dht() {
   Messenger::Get()->StopListeningAny(kDhtId);
 }
 
-Result<void> Dht::Start(const RingConfig& config, std::vector<NodeId> members) {
+Result<void> Dht::Start(const RingConfig& config, std::vector<NodeId> members, size_t max_bytes) {
   if (Ring()) return Error::kAlreadyExists;
   NodeId self = am::Self();
   if (members.empty()) {
@@ -89,6 +90,11 @@ Result<void> Dht::Start(const RingConfig& config, std::vector<NodeId> members) {
   auto ring = DhtRing::Create(config, members);
   if (!ring.ok()) return ring.error();
   auto shared = std::make_shared<const DhtRing>(std::move(*ring));
+  if (core::Current() == core_) {
+    items_.set_limit(max_bytes);
+  } else {
+    event::SpawnRemote(core_, [this, max_bytes] { items_.set_limit(max_bytes); });
+  }
   {
     SpinGuard g(lock_);
     ring_ = shared;
@@ -128,10 +134,18 @@ std::vector<NodeId> Dht::OwnersOf(const std::string& key) const {
 
 Dht::Stats Dht::stats() const {
   SpinGuard g(lock_);
-  Stats s = stats_;
-  s.items = items_.size();
-  s.live = items_.live(clock::NowNs());
-  return s;
+  return stats_;
+}
+
+void Dht::NoteItems() {
+  SpinGuard g(lock_);
+  stats_.items = items_.size();
+  stats_.live = items_.stored();
+  stats_.bytes = items_.bytes();
+}
+
+bool Dht::Primary(const DhtRing& ring, uint64_t key_hash) const {
+  return ring.OwnersOf(ring.PartitionOf(key_hash))[0] == am::Self();
 }
 
 // ---- client side
@@ -184,14 +198,25 @@ Result<Dht::Item> Dht::Get(const std::string& key) {
   return Item{std::move(entry->value), entry->flags, entry->version};
 }
 
-Result<uint64_t> Dht::Put(const DhtWrite& write) {
-  if (!KeyOk(write.key) || write.value.size() > kDhtMaxValue || write.mode > DhtWrite::Mode::kCas) {
+Result<Dht::Item> Dht::Write(const DhtWrite& write) {
+  if (!KeyOk(write.key) || write.value.size() > kDhtMaxValue || write.mode > DhtWrite::kLastMode) {
     return Error::kInvalidArgument;
   }
   auto reply = Call(HashOf(write.key), kWrite, dht_wire::EncodeWrite(write));
   if (!reply.ok()) return reply.error();
+  if (DhtWriteAnswersItem(write.mode)) {
+    auto entry = dht_wire::DecodeItem(reply->data(), reply->size());
+    if (!entry.ok()) return Error::kCorrupt;
+    return Item{std::move(entry->value), entry->flags, entry->version};
+  }
   if (reply->size() != 8) return Error::kCorrupt;
-  return net::wire::Load64(reply->data());
+  return Item{{}, 0, net::wire::Load64(reply->data())};
+}
+
+Result<uint64_t> Dht::Put(const DhtWrite& write) {
+  auto item = Write(write);
+  if (!item.ok()) return item.error();
+  return item->cas;
 }
 
 Result<uint64_t> Dht::Set(const std::string& key, const std::string& value, uint32_t flags, uint32_t ttl_s) {
@@ -204,10 +229,33 @@ Result<uint64_t> Dht::Set(const std::string& key, const std::string& value, uint
 }
 
 Result<void> Dht::Delete(const std::string& key) {
-  if (!KeyOk(key)) return Error::kInvalidArgument;
-  auto reply = Call(HashOf(key), kDelete, std::vector<uint8_t>(key.begin(), key.end()));
-  if (!reply.ok()) return reply.error();
+  DhtWrite w;
+  w.mode = DhtWrite::Mode::kDelete;
+  w.key = key;
+  auto r = Write(w);
+  if (!r.ok()) return r.error();
   return Ok();
+}
+
+Result<size_t> Dht::Flush(uint32_t delay_s) {
+  auto ring = Ring();
+  if (!ring || ring->nodes().empty()) return Error::kBusy;
+  uint8_t body[4];
+  net::wire::StoreLe<uint32_t>(body, delay_s);
+  std::vector<Future<Result<Rpc::Bytes>>> calls;
+  for (NodeId n : ring->nodes()) calls.push_back(Rpc::Get()->Call(n, kDhtId, kFlush, body, sizeof body));
+  size_t done = 0;
+  Error last = Error::kTimedOut;
+  for (auto& call : calls) {
+    auto r = call.Block();
+    if (r.ok() && r->size() >= 4 && Error(net::wire::Load32(r->data())) == Error::kOk) {
+      ++done;
+    } else {
+      last = r.ok() ? Error::kCorrupt : r.error();
+    }
+  }
+  if (done == 0) return last;
+  return done;
 }
 
 // ---- server side (events on the home core)
@@ -221,9 +269,9 @@ void Dht::Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t lengt
   }
   switch (handler) {
     case kGet: return ServeGet(from, request->id, request->body, request->length);
-    case kWrite:
-    case kDelete: return ServeWrite(from, request->id, handler, request->body, request->length);
+    case kWrite: return ServeWrite(from, request->id, request->body, request->length);
     case kReplicate: return ServeReplicate(from, request->id, request->body, request->length);
+    case kFlush: return ServeFlush(from, request->id, request->body, request->length);
     default: {
       SpinGuard g(lock_);
       ++stats_.bad_requests;
@@ -234,70 +282,55 @@ void Dht::Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t lengt
 
 void Dht::ServeGet(NodeId from, uint64_t id, const uint8_t* body, size_t length) {
   auto key = dht_wire::DecodeKey(body, length);
-  std::optional<DhtEntry> entry;
+  auto ring = Ring();
   Error status = Error::kOk;
+  const DhtEntry* entry = nullptr;
+  if (!key.ok()) {
+    status = Error::kInvalidArgument;
+  } else if (!ring || !Primary(*ring, HashOf(*key))) {
+    status = Error::kBusy;
+  } else {
+    entry = items_.Find(*key, clock::NowNs());
+    if (!entry) status = Error::kNotFound;
+  }
   {
     SpinGuard g(lock_);
-    if (!key.ok()) {
-      ++stats_.bad_requests;
-      status = Error::kInvalidArgument;
-    } else if (!ring_ || ring_->OwnersOf(ring_->PartitionOf(HashOf(*key)))[0] != am::Self()) {
-      ++stats_.not_primary;
-      status = Error::kBusy;
-    } else if (const DhtEntry* e = items_.Find(*key, clock::NowNs())) {
-      ++stats_.served_gets;
-      entry = *e;
-    } else {
-      ++stats_.served_gets;
-      status = Error::kNotFound;
-    }
+    ++(status == Error::kInvalidArgument ? stats_.bad_requests
+       : status == Error::kBusy          ? stats_.not_primary
+                                         : stats_.served_gets);
   }
   Answer(from, id, status, entry ? dht_wire::EncodeItem(*entry) : std::vector<uint8_t>{});
 }
 
-void Dht::ServeWrite(NodeId from, uint64_t id, uint16_t handler, const uint8_t* body, size_t length) {
-  // Decode (copies the request: this event blocks below).
-  DhtWrite write;
-  Error status = Error::kOk;
-  if (handler == kWrite) {
-    auto w = dht_wire::DecodeWrite(body, length);
-    if (w.ok())
-      write = std::move(*w);
-    else
-      status = w.error();
-  } else {
-    auto k = dht_wire::DecodeKey(body, length);
-    if (k.ok())
-      write.key = std::move(*k);
-    else
-      status = k.error();
+void Dht::ServeWrite(NodeId from, uint64_t id, const uint8_t* body, size_t length) {
+  auto write = dht_wire::DecodeWrite(body, length);  // a copy: this event blocks below
+  if (!write.ok()) {
+    {
+      SpinGuard g(lock_);
+      ++stats_.bad_requests;
+    }
+    return Answer(from, id, write.error());
   }
-  uint64_t hash = HashOf(write.key);
-  uint64_t version = 0;
+  uint64_t hash = HashOf(write->key);
+  auto ring = Ring();
+  if (!ring || !Primary(*ring, hash)) {
+    {
+      SpinGuard g(lock_);
+      ++stats_.not_primary;
+    }
+    return Answer(from, id, Error::kBusy);
+  }
+  auto applied = items_.Write(*write, clock::NowNs());
+  if (!applied.ok()) return Answer(from, id, applied.error());
+  NoteItems();
   {
     SpinGuard g(lock_);
-    if (status != Error::kOk) {
-      ++stats_.bad_requests;
-    } else if (!ring_ || ring_->OwnersOf(ring_->PartitionOf(hash))[0] != am::Self()) {
-      ++stats_.not_primary;
-      status = Error::kBusy;
-    } else {
-      auto applied = handler == kWrite ? items_.Write(write, clock::NowNs()) : items_.Delete(write.key, clock::NowNs());
-      if (applied.ok()) {
-        version = applied->version;
-        ++(handler == kWrite ? stats_.served_writes : stats_.served_deletes);
-      } else {
-        status = applied.error();
-      }
-    }
+    ++(write->mode == DhtWrite::Mode::kDelete ? stats_.served_deletes : stats_.served_writes);
   }
-  if (status != Error::kOk) return Answer(from, id, status);
-  if (!Replicate(write.key, hash)) return Answer(from, id, Error::kTimedOut);
-  std::vector<uint8_t> cas;
-  if (handler == kWrite) {
-    cas.resize(8);
-    net::wire::StoreLe<uint64_t>(cas.data(), version);
-  }
+  if (!Replicate(write->key, hash)) return Answer(from, id, Error::kTimedOut);
+  if (DhtWriteAnswersItem(write->mode)) return Answer(from, id, Error::kOk, dht_wire::EncodeItem(*applied));
+  std::vector<uint8_t> cas(8);
+  net::wire::StoreLe<uint64_t>(cas.data(), applied->version);
   Answer(from, id, Error::kOk, cas);
 }
 
@@ -306,18 +339,15 @@ bool Dht::Replicate(const std::string& key, uint64_t key_hash) {
   uint64_t deadline = clock::NowNs() + kRouteTimeoutMs * 1'000'000;
   for (;;) {
     std::vector<NodeId> replicas;
-    std::vector<uint8_t> state;
-    {
-      SpinGuard g(lock_);
-      for (NodeId n : ring_->OwnersOf(ring_->PartitionOf(key_hash))) {
-        if (n != self) replicas.push_back(n);
-      }
-      if (replicas.empty()) return true;
-      // The key's current state: an item (live or expired) or a tombstone.
-      const DhtEntry* current = items_.Held(key);
-      if (!current) return true;  // nothing to copy (cannot happen after a write)
-      state = dht_wire::EncodeReplicate(key, *current, clock::NowNs());
+    auto ring = Ring();
+    for (NodeId n : ring->OwnersOf(ring->PartitionOf(key_hash))) {
+      if (n != self) replicas.push_back(n);
     }
+    if (replicas.empty()) return true;
+    // The key's current state: an item (live or expired) or a tombstone.
+    const DhtEntry* current = items_.Held(key);
+    if (!current) return true;  // nothing to copy (cannot happen after a write)
+    std::vector<uint8_t> state = dht_wire::EncodeReplicate(key, *current, clock::NowNs());
     std::vector<Future<Result<Rpc::Bytes>>> calls;
     for (NodeId n : replicas) calls.push_back(Rpc::Get()->Call(n, kDhtId, kReplicate, state.data(), state.size()));
     std::vector<NodeId> dead;
@@ -348,17 +378,49 @@ bool Dht::Replicate(const std::string& key, uint64_t key_hash) {
 
 void Dht::ServeReplicate(NodeId from, uint64_t id, const uint8_t* body, size_t length) {
   auto state = dht_wire::DecodeReplicate(body, length, clock::NowNs());
+  bool applied = false;
+  if (state.ok()) {
+    // From the key's primary here: an equal version replaces (dht_items.h).
+    auto ring = Ring();
+    bool from_primary = ring && ring->OwnersOf(ring->PartitionOf(HashOf(state->key)))[0] == from;
+    applied = items_.Apply(state->key, std::move(state->entry), from_primary);
+    if (applied) NoteItems();
+  }
   {
     SpinGuard g(lock_);
-    if (!state.ok()) {
-      ++stats_.bad_requests;
+    if (state.ok()) {
+      stats_.replicated += applied ? 1 : 0;
     } else {
-      // From the key's primary here: an equal version replaces (dht_items.h).
-      bool from_primary = ring_ && ring_->OwnersOf(ring_->PartitionOf(HashOf(state->key)))[0] == from;
-      stats_.replicated += items_.Apply(state->key, std::move(state->entry), from_primary) ? 1 : 0;
+      ++stats_.bad_requests;
     }
   }
   Answer(from, id, state.ok() ? Error::kOk : Error::kInvalidArgument);
+}
+
+void Dht::ServeFlush(NodeId from, uint64_t id, const uint8_t* body, size_t length) {
+  if (length != 4) {
+    {
+      SpinGuard g(lock_);
+      ++stats_.bad_requests;
+    }
+    return Answer(from, id, Error::kInvalidArgument);
+  }
+  uint32_t delay_s = net::wire::Load32(body);
+  auto flush = [this] {
+    size_t flushed = items_.Flush();
+    NoteItems();
+    SpinGuard g(lock_);
+    stats_.flushed += flushed;
+  };
+  if (delay_s == 0) {
+    flush();
+  } else {
+    event::Spawn([delay_s, flush] {
+      timer::Sleep(uint64_t(delay_s) * 1'000'000'000);
+      flush();
+    });
+  }
+  Answer(from, id, Error::kOk);
 }
 
 // ---- failures
@@ -389,13 +451,10 @@ void Dht::OnDeath(NodeId node) {
 void Dht::Rebuild(std::shared_ptr<const DhtRing> before, std::shared_ptr<const DhtRing> after) {
   NodeId self = am::Self();
   std::vector<std::string> keys;
-  {
-    SpinGuard g(lock_);
-    items_.ForEach([&](const std::string& key, const DhtEntry&) {
-      uint32_t p = after->PartitionOf(HashOf(key));
-      if (after->OwnersOf(p)[0] == self) keys.push_back(key);
-    });
-  }
+  items_.ForEach([&](const std::string& key, const DhtEntry&) {
+    uint32_t p = after->PartitionOf(HashOf(key));
+    if (after->OwnersOf(p)[0] == self) keys.push_back(key);
+  });
   uint64_t copied = 0, failures = 0;
   std::deque<Future<Result<Rpc::Bytes>>> window;
   auto drain_one = [&] {
@@ -414,13 +473,9 @@ void Dht::Rebuild(std::shared_ptr<const DhtRing> before, std::shared_ptr<const D
       }
     }
     if (destinations.empty()) continue;
-    std::vector<uint8_t> state;
-    {
-      SpinGuard g(lock_);
-      const DhtEntry* current = items_.Held(key);
-      if (!current) continue;
-      state = dht_wire::EncodeReplicate(key, *current, clock::NowNs());
-    }
+    const DhtEntry* current = items_.Held(key);
+    if (!current) continue;
+    std::vector<uint8_t> state = dht_wire::EncodeReplicate(key, *current, clock::NowNs());
     for (NodeId n : destinations) {
       window.push_back(Rpc::Get()->Call(n, kDhtId, kReplicate, state.data(), state.size()));
       if (window.size() >= kRebuildWindow) drain_one();

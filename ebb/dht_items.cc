@@ -3,6 +3,7 @@
 #include "fox/ebb/dht_items.h"
 
 #include <cstring>
+#include <string>
 
 #include "fox/net/wire.h"
 
@@ -32,57 +33,142 @@ uint64_t DhtItems::NextVersion(std::string_view key) const {
   return it == map_.end() ? 1 : it->second.version + 1;
 }
 
+namespace {
+// memcached's rule for the value incr/decr work on: decimal digits (trailing
+// spaces allowed, as memcached may leave them), at most a uint64.
+bool ParseCounter(std::string_view s, uint64_t* out) {
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  if (s.empty() || s.size() > 20) return false;
+  uint64_t n = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    uint64_t digit = uint64_t(c - '0');
+    if (n > (UINT64_MAX - digit) / 10) return false;
+    n = n * 10 + digit;
+  }
+  *out = n;
+  return true;
+}
+
+uint64_t ExpiryOf(uint32_t ttl_s, uint64_t now_ns) {
+  if (ttl_s == 0) return 0;
+  if (ttl_s == DhtWrite::kExpired) return now_ns == 0 ? 1 : now_ns;  // Expired() at once (0 means never)
+  return now_ns + uint64_t(ttl_s) * 1'000'000'000;
+}
+}  // namespace
+
+void DhtItems::Store(std::string_view key, DhtEntry entry) {
+  auto [it, inserted] = map_.try_emplace(std::string(key));
+  if (inserted) {
+    bytes_ += key.size();
+  } else {
+    bytes_ -= it->second.value.size();
+    stored_ -= it->second.tombstone ? 0 : 1;
+  }
+  bytes_ += entry.value.size();
+  stored_ += entry.tombstone ? 0 : 1;
+  it->second = std::move(entry);
+}
+
 Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
-  if (write.key.empty() || write.key.size() > kDhtMaxKey || write.value.size() > kDhtMaxValue) {
+  using Mode = DhtWrite::Mode;
+  if (write.key.empty() || write.key.size() > kDhtMaxKey || write.value.size() > kDhtMaxValue ||
+      write.mode > DhtWrite::kLastMode) {
     return Error::kInvalidArgument;
   }
   const DhtEntry* live = Find(write.key, now_ns);
-  switch (write.mode) {
-    case DhtWrite::Mode::kSet: break;
-    case DhtWrite::Mode::kAdd:
-      if (live) return Error::kAlreadyExists;
-      break;
-    case DhtWrite::Mode::kReplace:
-      if (!live) return Error::kNotFound;
-      break;
-    case DhtWrite::Mode::kCas:
-      if (!live) return Error::kNotFound;
-      if (live->version != write.cas) return Error::kAlreadyExists;
-      break;
-    default: return Error::kInvalidArgument;
+  bool needs_live = write.mode != Mode::kSet && write.mode != Mode::kAdd;
+  bool creates = (write.mode == Mode::kIncr || write.mode == Mode::kDecr) && write.create;
+  if (write.mode == Mode::kAdd && live) return Error::kAlreadyExists;
+  if (needs_live && !live && !creates) return Error::kNotFound;
+  if ((write.check_cas || write.mode == Mode::kCas) && (!live || live->version != write.cas)) {
+    return live ? Error::kAlreadyExists : Error::kNotFound;
   }
-  uint64_t version = NextVersion(write.key);
-  if (version > kDhtMaxVersion) return Error::kOutOfRange;
   DhtEntry entry;
-  entry.version = version;
-  entry.flags = write.flags;
-  entry.expiry_ns = write.ttl_s == 0 ? 0 : now_ns + uint64_t(write.ttl_s) * 1'000'000'000;
-  entry.value = write.value;
-  map_[write.key] = entry;
+  entry.version = NextVersion(write.key);
+  if (entry.version > kDhtMaxVersion) return Error::kOutOfRange;
+  switch (write.mode) {
+    case Mode::kSet:
+    case Mode::kAdd:
+    case Mode::kReplace:
+    case Mode::kCas:
+      entry.flags = write.flags;
+      entry.expiry_ns = ExpiryOf(write.ttl_s, now_ns);
+      entry.value = write.value;
+      break;
+    case Mode::kAppend:
+    case Mode::kPrepend:
+      if (live->value.size() + write.value.size() > kDhtMaxValue) return Error::kOutOfRange;
+      entry.flags = live->flags;
+      entry.expiry_ns = live->expiry_ns;
+      entry.value.reserve(live->value.size() + write.value.size());
+      entry.value.append(write.mode == Mode::kAppend ? live->value : write.value);
+      entry.value.append(write.mode == Mode::kAppend ? write.value : live->value);
+      break;
+    case Mode::kIncr:
+    case Mode::kDecr: {
+      uint64_t n = write.initial;
+      if (live) {
+        if (!ParseCounter(live->value, &n)) return Error::kUnsupported;
+        if (write.mode == Mode::kIncr) {
+          n += write.delta;  // wraps modulo 2^64, as memcached
+        } else {
+          n = write.delta > n ? 0 : n - write.delta;
+        }
+        entry.flags = live->flags;
+        entry.expiry_ns = live->expiry_ns;
+      } else {
+        entry.expiry_ns = ExpiryOf(write.ttl_s, now_ns);
+      }
+      entry.value = std::to_string(n);
+      break;
+    }
+    case Mode::kTouch:
+      entry.flags = live->flags;
+      entry.expiry_ns = ExpiryOf(write.ttl_s, now_ns);
+      entry.value = live->value;
+      break;
+    case Mode::kDelete: entry.tombstone = true; break;
+  }
+  if (limit_ != 0 && !entry.tombstone) {
+    const DhtEntry* held = Held(write.key);
+    size_t after = bytes_ - (held ? held->value.size() : 0) + (held ? 0 : write.key.size()) + entry.value.size();
+    if (after > limit_ && after > bytes_) return Error::kNoMemory;
+  }
+  Store(write.key, entry);
   return entry;
 }
 
 Result<DhtEntry> DhtItems::Delete(std::string_view key, uint64_t now_ns) {
-  if (!Find(key, now_ns)) return Error::kNotFound;
-  uint64_t version = NextVersion(key);
-  if (version > kDhtMaxVersion) return Error::kOutOfRange;
-  DhtEntry tomb;
-  tomb.version = version;
-  tomb.tombstone = true;
-  map_[std::string(key)] = tomb;
-  return tomb;
+  DhtWrite d;
+  d.mode = DhtWrite::Mode::kDelete;
+  d.key = std::string(key);
+  return Write(d, now_ns);
+}
+
+size_t DhtItems::Flush() {
+  size_t flushed = 0;
+  for (auto& [key, entry] : map_) {
+    if (entry.tombstone || entry.version >= kDhtMaxVersion) continue;  // expired items too: their bytes go
+    bytes_ -= entry.value.size();
+    --stored_;
+    DhtEntry tomb;
+    tomb.version = entry.version + 1;
+    tomb.tombstone = true;
+    entry = std::move(tomb);
+    ++flushed;
+  }
+  return flushed;
 }
 
 bool DhtItems::Apply(std::string_view key, DhtEntry entry, bool from_primary) {
   if (entry.tombstone) entry.value.clear();
-  auto [it, inserted] = map_.try_emplace(std::string(key));
-  if (!inserted) {
-    const DhtEntry& held = it->second;
-    bool newer = entry.version > held.version;
-    bool overrides = from_primary && entry.version == held.version && !(entry == held);
+  if (const DhtEntry* held = Held(key)) {
+    bool newer = entry.version > held->version;
+    bool overrides = from_primary && entry.version == held->version && !(entry == *held);
     if (!newer && !overrides) return false;
   }
-  it->second = std::move(entry);
+  Store(key, std::move(entry));
   return true;
 }
 
@@ -94,7 +180,7 @@ size_t DhtItems::live(uint64_t now_ns) const {
 
 namespace dht_wire {
 namespace {
-constexpr size_t kWriteHeader = 1 + 4 + 4 + 8 + 2;
+constexpr size_t kWriteHeader = 1 + 1 + 4 + 4 + 8 + 8 + 8 + 2;
 constexpr size_t kReplicateHeader = 8 + 1 + 4 + 8 + 2;
 constexpr size_t kItemHeader = 8 + 4;
 
@@ -112,9 +198,12 @@ std::vector<uint8_t> EncodeWrite(const DhtWrite& w) {
   std::vector<uint8_t> out;
   out.reserve(kWriteHeader + w.key.size() + w.value.size());
   Put<uint8_t>(out, uint8_t(w.mode));
+  Put<uint8_t>(out, uint8_t((w.check_cas ? 1 : 0) | (w.create ? 2 : 0)));
   Put<uint32_t>(out, w.flags);
   Put<uint32_t>(out, w.ttl_s);
   Put<uint64_t>(out, w.cas);
+  Put<uint64_t>(out, w.delta);
+  Put<uint64_t>(out, w.initial);
   Put<uint16_t>(out, uint16_t(w.key.size()));
   PutBytes(out, w.key);
   PutBytes(out, w.value);
@@ -124,13 +213,17 @@ std::vector<uint8_t> EncodeWrite(const DhtWrite& w) {
 Result<DhtWrite> DecodeWrite(const uint8_t* data, size_t length) {
   if (length < kWriteHeader) return Error::kInvalidArgument;
   DhtWrite w;
-  uint8_t mode = data[0];
-  if (mode > uint8_t(DhtWrite::Mode::kCas)) return Error::kInvalidArgument;
+  uint8_t mode = data[0], options = data[1];
+  if (mode > uint8_t(DhtWrite::kLastMode) || options > 3) return Error::kInvalidArgument;
   w.mode = DhtWrite::Mode(mode);
-  w.flags = Load32(data + 1);
-  w.ttl_s = Load32(data + 5);
-  w.cas = Load64(data + 9);
-  size_t key_length = Load16(data + 17);
+  w.check_cas = (options & 1) != 0;
+  w.create = (options & 2) != 0;
+  w.flags = Load32(data + 2);
+  w.ttl_s = Load32(data + 6);
+  w.cas = Load64(data + 10);
+  w.delta = Load64(data + 18);
+  w.initial = Load64(data + 26);
+  size_t key_length = Load16(data + 34);
   if (key_length == 0 || key_length > kDhtMaxKey || key_length > length - kWriteHeader) return Error::kInvalidArgument;
   size_t value_length = length - kWriteHeader - key_length;
   if (value_length > kDhtMaxValue) return Error::kInvalidArgument;

@@ -29,6 +29,7 @@ const char* StatusName(Status status) {
     case Status::kNonNumeric: return "non-numeric";
     case Status::kTooLarge: return "too large";
     case Status::kNoMemory: return "no memory";
+    case Status::kUnavailable: return "unavailable";
   }
   return "?";
 }

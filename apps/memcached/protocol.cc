@@ -29,6 +29,7 @@ const char* BinaryStatusMessage(BinaryStatus status) {
     case BinaryStatus::kNonNumeric: return "Non-numeric server-side value for incr or decr";
     case BinaryStatus::kUnknownCommand: return "Unknown command";
     case BinaryStatus::kOutOfMemory: return "Out of memory";
+    case BinaryStatus::kTemporaryFailure: return "Temporary failure";
   }
   return "";
 }

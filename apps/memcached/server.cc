@@ -1,20 +1,23 @@
-// The memcached app: `fox run memcached` (issue 13, its first part). Every
-// node of the job serves the memcached protocol, text and binary
-// (fox/memcached/session.h), on TCP port 11211 through lwIP, from an
-// in-memory store of its own (LocalStore); stock clients (memccapable,
-// memcslap, pymemcache) talk to it as to memcached. Place 0, the frontend's
-// Linux process, prints where the nodes serve and waits (`fox run
-// --timeout`, or Ctrl-C, ends the job). Not yet: one store spread over the
-// nodes, replicated (the Dht Ebb).
+// The memcached app: `fox run memcached` (issue 13). Every node of the job
+// serves the memcached protocol, text and binary (fox/memcached/session.h),
+// on TCP port 11211 through lwIP; stock clients (memccapable, memcslap,
+// pymemcache) talk to it as to memcached. By default the store is the
+// job's Dht (fox/ebb/dht.h, DhtStore): one replicated store across the
+// nodes, so a key set through any node is read through any other and
+// survives the death of fewer than r nodes. Place 0, the frontend's Linux
+// process, is a member of the Dht too (it holds its share), prints where
+// the nodes serve and waits (`fox run --timeout`, or Ctrl-C, ends the job).
 //
-//   arguments: port=P (default 11211)  mem=MIB (the store's bytes, default 32)
+//   arguments: port=P (default 11211)  mem=MIB (bytes each node stores, default 32)
+//              store=dht|local (default dht; local: each node its own LocalStore)
+//              r=R (the Dht's replication factor, 1..4, default 2)
 //              seconds=S (place 0: end the job after S seconds; default never)
 //
-// Every connection is served on the listener's core, one request at a time
-// (Session::Run over the store, which answers at once). A client that sends
-// faster than it reads stops being read once 1 MiB of answers waits for the
-// network (TCP flow control then holds it back); one that vanishes is
-// closed by lwIP's keepalive-free FIN/RST handling like any other.
+// Every connection is served by one event at a time on the listener's core,
+// one request at a time (Session::Run; a Dht call blocks that event only,
+// never the network's callbacks). A client that sends faster than it reads
+// stops being read once 1 MiB of answers waits for the network (TCP flow
+// control then holds it back); one that vanishes is closed by lwIP.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,10 +27,13 @@
 #include <string_view>
 
 #include "fox/boot_args.h"
+#include "fox/ebb/dht.h"
 #include "fox/future.h"
 #include "fox/net/am.h"
 #include "fox/timer.h"
 #ifdef FOX_NATIVE
+#include "fox/event.h"
+#include "fox/memcached/dht_store.h"
 #include "fox/memcached/local_store.h"
 #include "fox/memcached/session.h"
 #include "fox/net/ip.h"
@@ -39,6 +45,8 @@ struct Args {
   unsigned port = 11211;
   unsigned mem_mib = 32;
   unsigned seconds = 0;
+  bool dht = true;
+  unsigned replication = 2;
 };
 
 // "key=value" words; false (with a message) on anything else.
@@ -50,31 +58,49 @@ bool ParseArgs(int argc, char** argv, Args* a) {
     char* end = nullptr;
     unsigned long v = eq == std::string_view::npos ? 0 : std::strtoul(argv[i] + eq + 1, &end, 10);
     bool number = eq != std::string_view::npos && end != argv[i] + eq + 1 && *end == '\0';
-    if (key == "port" && number && v >= 1 && v <= 65535) {
+    if (key == "store" && (w.substr(eq + 1) == "dht" || w.substr(eq + 1) == "local")) {
+      a->dht = w.substr(eq + 1) == "dht";
+    } else if (key == "r" && number && v >= 1 && v <= 4) {
+      a->replication = unsigned(v);
+    } else if (key == "port" && number && v >= 1 && v <= 65535) {
       a->port = unsigned(v);
     } else if (key == "mem" && number && v >= 1 && v <= 4096) {
       a->mem_mib = unsigned(v);
     } else if (key == "seconds" && number && v <= 7 * 24 * 3600) {
       a->seconds = unsigned(v);
     } else {
-      std::printf("memcached: bad argument '%s' (expected port=1..65535, mem=1..4096 (MiB) or seconds=0..604800)\n",
-                  argv[i]);
+      std::printf(
+          "memcached: bad argument '%s' (expected port=1..65535, mem=1..4096 (MiB), store=dht|local, r=1..4 or "
+          "seconds=0..604800)\n",
+          argv[i]);
       return false;
     }
   }
   return true;
 }
 
+// The Dht on this node, every node of the job a member (place 0 too), after
+// am::Start. False (with a message) if it cannot start.
+bool StartDht(const Args& args, fox::NodeId self) {
+  fox::ebb::RingConfig ring;
+  ring.replication = args.replication;
+  if (auto r = fox::ebb::Dht::Get()->Start(ring, {}, size_t(args.mem_mib) << 20); !r.ok()) {
+    std::printf("memcached: node %u: cannot start the Dht: %s\n", self, fox::ErrorName(r.error()));
+    return false;
+  }
+  return true;
+}
+
 #ifdef FOX_NATIVE
 using fox::memcached::Counters;
+using fox::memcached::DhtStore;
 using fox::memcached::LocalStore;
 using fox::memcached::Session;
 
 constexpr size_t kMaxQueuedBytes = 1 << 20;  // answers waiting for the network, per connection
 
 struct Server {
-  explicit Server(const LocalStore::Options& o) : store(o) {}
-  LocalStore store;
+  std::unique_ptr<fox::memcached::Store> store;
   Counters counters;
   Session::Options options;
 };
@@ -87,6 +113,7 @@ struct Connection {
   std::string unfed;  // received, not yet taken by the session (it takes one request's worth)
   bool peer_closed = false;
   bool waiting = false;  // for the network to take our answers
+  bool running = false;  // an event is in Serve (one at a time)
   bool closed = false;
 };
 
@@ -96,7 +123,22 @@ void Close(const std::shared_ptr<Connection>& c) {
   c->socket.Close();
 }
 
+void Serve(const std::shared_ptr<Connection>& c);
+
+// Serves the connection from an event of its own, unless one does already
+// (it sees what arrived meanwhile). Network callbacks call this: they must
+// not block, and a Dht call blocks.
+void Kick(const std::shared_ptr<Connection>& c) {
+  if (c->running || c->closed) return;
+  c->running = true;
+  fox::event::Spawn([c] {
+    Serve(c);
+    c->running = false;
+  });
+}
+
 // Moves bytes between the socket and the session until neither can go on.
+// May block (the store's calls).
 void Serve(const std::shared_ptr<Connection>& c) {
   while (!c->closed && !c->waiting) {
     bool progress = false;
@@ -105,7 +147,7 @@ void Serve(const std::shared_ptr<Connection>& c) {
       c->unfed.erase(0, n);
       progress = n > 0;
     }
-    c->session.Run(g_server->store, std::time(nullptr));
+    c->session.Run(*g_server->store, std::time(nullptr));
     std::string_view out = c->session.Output();
     if (!out.empty()) {
       auto sent = c->socket.Send(out.data(), out.size());
@@ -115,7 +157,7 @@ void Serve(const std::shared_ptr<Connection>& c) {
         c->waiting = true;
         (void)sent.Then([c](fox::Future<fox::net::Status>) {
           c->waiting = false;
-          Serve(c);
+          Kick(c);
         });
         return;
       }
@@ -137,25 +179,31 @@ int ServeNode(const Args& args, const fox::am::Config& config) {
     std::printf("memcached: node %u: network: %s\n", self, fox::net::StatusName(info.status));
     return 1;
   }
-  if (auto r = fox::am::Start(config); !r.ok()) {  // for the job's membership: place 0's end
+  if (args.dht) (void)fox::ebb::Dht::Get()->stats();  // constructs it here, before the transport starts
+  if (auto r = fox::am::Start(config); !r.ok()) {  // for the Dht, and the job's membership: place 0's end
     std::printf("memcached: node %u: cannot start the transport: %s\n", self, fox::ErrorName(r.error()));
     return 1;
   }
-  LocalStore::Options so;
-  so.max_bytes = size_t(args.mem_mib) << 20;
-  g_server = new Server(so);
+  g_server = new Server;
+  if (args.dht) {
+    if (!StartDht(args, self)) return 1;
+    g_server->store = std::make_unique<DhtStore>(size_t(args.mem_mib) << 20);
+  } else {
+    LocalStore::Options so;
+    so.max_bytes = size_t(args.mem_mib) << 20;
+    g_server->store = std::make_unique<LocalStore>(so);
+  }
   g_server->counters.start_time = std::time(nullptr);
   g_server->options.counters = &g_server->counters;
   auto listener = fox::net::TcpListener::Listen(uint16_t(args.port), [](fox::net::TcpSocket socket) {
                     auto c = std::make_shared<Connection>(std::move(socket));
                     c->socket.OnReceive([c](fox::net::Packet data) {
                       c->unfed += data.ToString();
-                      Serve(c);
+                      Kick(c);
                     });
                     c->socket.OnClose([c](fox::net::Status) {
                       c->peer_closed = true;
-                      Serve(c);
-                      Close(c);
+                      Kick(c);  // answers what came before the FIN, then closes
                     });
                   }).Block();
   if (listener.status() != fox::net::Status::kOk) {
@@ -163,8 +211,8 @@ int ServeNode(const Args& args, const fox::am::Config& config) {
                 fox::net::StatusName(listener.status()));
     return 1;
   }
-  std::printf("memcached: node %u serving on %s:%u (store %u MiB)\n", self, info.address.ToString().c_str(), args.port,
-              args.mem_mib);
+  std::printf("memcached: node %u serving on %s:%u (%s, %u MiB)\n", self, info.address.ToString().c_str(), args.port,
+              args.dht ? "the job's Dht" : "a store of its own", args.mem_mib);
   std::fflush(stdout);
   // The job ends when place 0 does (its death is noticed by the membership
   // or told by the frontend).
@@ -184,10 +232,12 @@ int ServeNode(const Args& args, const fox::am::Config& config) {
 #ifndef FOX_NATIVE
 // Place 0 (a Linux process on the frontend): says what serves, then waits.
 int Coordinate(const Args& args, const fox::am::Config& config) {
+  if (args.dht) (void)fox::ebb::Dht::Get()->stats();  // constructs it before the transport starts
   if (auto r = fox::am::Start(config); !r.ok()) {  // the nodes see it live, and its end
     std::printf("memcached: place 0: cannot start the transport: %s\n", fox::ErrorName(r.error()));
     return 1;
   }
+  if (args.dht && !StartDht(args, config.self)) return 1;
   size_t nodes = 0;
   if (const char* peers = fox::BootArg("fox.peers")) {
     (void)fox::am::ParsePeers(peers, fox::am::kDefaultPort,
@@ -195,7 +245,10 @@ int Coordinate(const Args& args, const fox::am::Config& config) {
   }
   // (Its peers' addresses here are the frontend's relays, not the nodes':
   // each node prints its own.)
-  std::printf("memcached: place 0; %zu nodes serve the memcached protocol on TCP port %u\n", nodes, args.port);
+  std::string store = args.dht ? "one Dht over the job, r = " + std::to_string(args.replication)
+                               : std::string("each node a store of its own");
+  std::printf("memcached: place 0; %zu nodes serve the memcached protocol on TCP port %u (%s)\n", nodes, args.port,
+              store.c_str());
   std::fflush(stdout);
   if (args.seconds != 0) {
     fox::timer::Sleep(uint64_t(args.seconds) * 1'000'000'000);

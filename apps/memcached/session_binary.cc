@@ -295,6 +295,11 @@ void Session::CompleteBinary(const Result& result) {
   auto success = [&](uint64_t cas) {
     if (!op.quiet) BinaryReply(BinaryStatus::kSuccess, {}, {}, {}, cas);
   };
+  // A backend that did not answer: an error even for quiet opcodes (a miss
+  // or a refusal would be a lie).
+  if (result.status == Status::kUnavailable && op.kind != Kind::kFlush && op.kind != Kind::kStat) {
+    return fail(BinaryStatus::kTemporaryFailure);
+  }
   switch (op.kind) {
     case Kind::kGet:
     case Kind::kGat:

@@ -30,6 +30,9 @@ namespace {
 constexpr std::string_view kBadFormat = "CLIENT_ERROR bad command line format";
 constexpr std::string_view kBadExptime = "CLIENT_ERROR invalid exptime argument";
 constexpr std::string_view kTooLarge = "SERVER_ERROR object too large for cache";
+// A backend that did not answer (Status::kUnavailable): the client must not
+// take it for a miss or a refusal.
+constexpr std::string_view kUnavailable = "SERVER_ERROR temporary failure";
 constexpr int64_t kMaxDataBytes = 0x7fffffff - 2;  // memcached's bound on a data block length
 
 std::vector<std::string_view> Tokenize(std::string_view line) {
@@ -387,6 +390,10 @@ void Session::CompleteText(const Result& result) {
         ++c.cmd_touch;
         ++(ok ? c.touch_hits : c.touch_misses);
       }
+      if (result.status == Status::kUnavailable) {
+        out_.append(kUnavailable).append("\r\n");  // even a get's: a miss would be a lie
+        return;
+      }
       ++(ok ? c.get_hits : c.get_misses);
       if (!ok) return;
       const Item& item = result.item;
@@ -411,9 +418,11 @@ void Session::CompleteText(const Result& result) {
         case Status::kNotFound: Reply("NOT_FOUND"); return;
         case Status::kTooLarge: Reply(kTooLarge); return;
         case Status::kNoMemory: Reply("SERVER_ERROR out of memory storing object"); return;
+        case Status::kUnavailable: Reply(kUnavailable); return;
         default: Reply("NOT_STORED"); return;
       }
     case Cmd::kDelete:
+      if (result.status == Status::kUnavailable) return Reply(kUnavailable);
       ++(ok ? c.delete_hits : c.delete_misses);
       Reply(ok ? "DELETED" : result.status == Status::kExists ? "EXISTS" : "NOT_FOUND");
       return;
@@ -430,9 +439,11 @@ void Session::CompleteText(const Result& result) {
         case Status::kTooLarge: Reply(kTooLarge); return;  // only with a value limit under 20 bytes
         case Status::kNoMemory: Reply("SERVER_ERROR out of memory"); return;
         case Status::kExists: Reply("EXISTS"); return;
+        case Status::kUnavailable: Reply(kUnavailable); return;
         default: Reply("NOT_FOUND"); return;
       }
     case Cmd::kTouch:
+      if (result.status == Status::kUnavailable) return Reply(kUnavailable);
       ++c.cmd_touch;
       ++(ok ? c.touch_hits : c.touch_misses);
       Reply(ok ? "TOUCHED" : "NOT_FOUND");

@@ -2,8 +2,9 @@
 // (ebb/include/fox/ebb/dht_items.h). The first byte picks the decoder
 // (write, replicate, item, key); what decodes is encoded again and must
 // decode to the same thing, and writes and replicated states are applied
-// to one DhtItems. Checks: no crash, no sanitizer report, sizes within the
-// limits, versions that only grow.
+// to one DhtItems (with a byte limit, flushed now and then). Checks: no
+// crash, no sanitizer report, sizes within the limits, versions that only
+// grow, and the map's byte and item counts equal to a recount.
 #include <cstddef>
 #include <cstdint>
 
@@ -13,7 +14,17 @@ using namespace fox::ebb;
 
 namespace {
 DhtItems g_items;  // across inputs too: versions keep growing
+
+void CheckCounts() {
+  size_t bytes = 0, stored = 0;
+  g_items.ForEach([&](const std::string& key, const DhtEntry& e) {
+    bytes += key.size() + e.value.size();
+    stored += e.tombstone ? 0 : 1;
+    if (e.tombstone && !e.value.empty()) __builtin_trap();
+  });
+  if (bytes != g_items.bytes() || stored != g_items.stored()) __builtin_trap();
 }
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
@@ -22,6 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t length = size - 1;
   uint64_t now = uint64_t(data[0]) * 1'000'000'000;
   if (g_items.size() > 4096) g_items = DhtItems();
+  g_items.set_limit((data[0] & 0x30) == 0x30 ? 4 << 20 : 0);
   if (pick == 0) {
     auto w = dht_wire::DecodeWrite(body, length);
     if (!w.ok()) return 0;
@@ -50,6 +62,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     auto k = dht_wire::DecodeKey(body, length);
     if (k.ok()) (void)g_items.Delete(*k, now);
+    if ((data[0] & 0xc0) == 0xc0) g_items.Flush();
   }
+  CheckCounts();
   return 0;
 }

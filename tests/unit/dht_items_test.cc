@@ -59,7 +59,7 @@ TEST(DhtItems, BadWritesRefused) {
   EXPECT_EQ(items.Write(W("k", std::string(kDhtMaxValue + 1, 'v')), 0).error(), Error::kInvalidArgument);
   EXPECT_TRUE(items.Write(W(std::string(kDhtMaxKey, 'k'), std::string(kDhtMaxValue, 'v')), 0).ok());
   DhtWrite bad = W("k", "x");
-  bad.mode = DhtWrite::Mode(9);
+  bad.mode = DhtWrite::Mode(uint8_t(DhtWrite::kLastMode) + 1);
   EXPECT_EQ(items.Write(bad, 0).error(), Error::kInvalidArgument);
 }
 
@@ -154,6 +154,128 @@ TEST(DhtItems, VersionsNeverWrap) {
   EXPECT_EQ(dht_wire::DecodeReplicate(bytes.data(), bytes.size(), 0).error(), Error::kInvalidArgument);
 }
 
+// memcached's other mutations, applied by the primary.
+TEST(DhtItems, AppendPrependKeepFlagsAndExpiry) {
+  DhtItems items;
+  using M = DhtWrite::Mode;
+  EXPECT_EQ(items.Write(W("k", "x", M::kAppend), 0).error(), Error::kNotFound);
+  DhtWrite set = W("k", "mid");
+  set.flags = 7;
+  set.ttl_s = 100;
+  ASSERT_TRUE(items.Write(set, 0).ok());
+  auto a = items.Write(W("k", ">>", M::kAppend), kSec);
+  ASSERT_TRUE(a.ok());
+  auto p = items.Write(W("k", "<<", M::kPrepend), kSec);
+  ASSERT_TRUE(p.ok());
+  EXPECT_GT(p->version, a->version);
+  const DhtEntry* e = items.Find("k", 2 * kSec);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->value, "<<mid>>");
+  EXPECT_EQ(e->flags, 7u);
+  EXPECT_EQ(e->expiry_ns, 100 * kSec);
+  EXPECT_EQ(items.Find("k", 100 * kSec), nullptr);
+  // Past the value limit: refused, nothing changes.
+  ASSERT_TRUE(items.Write(W("big", std::string(kDhtMaxValue, 'b')), 0).ok());
+  EXPECT_EQ(items.Write(W("big", "!", M::kAppend), 0).error(), Error::kOutOfRange);
+  EXPECT_EQ(items.Find("big", 0)->value.size(), kDhtMaxValue);
+  // A cas check on append.
+  DhtWrite stale = W("k", "z", M::kAppend, p->version - 1);
+  stale.check_cas = true;
+  EXPECT_EQ(items.Write(stale, kSec).error(), Error::kAlreadyExists);
+  stale.cas = p->version;
+  EXPECT_TRUE(items.Write(stale, kSec).ok());
+}
+
+TEST(DhtItems, IncrDecrAsMemcached) {
+  DhtItems items;
+  using M = DhtWrite::Mode;
+  DhtWrite incr = W("n", "", M::kIncr);
+  incr.delta = 5;
+  EXPECT_EQ(items.Write(incr, 0).error(), Error::kNotFound);
+  incr.create = true;
+  incr.initial = 10;
+  auto created = items.Write(incr, 0);  // created holding the initial value, not incremented
+  ASSERT_TRUE(created.ok());
+  EXPECT_EQ(created->value, "10");
+  auto up = items.Write(incr, 0);
+  ASSERT_TRUE(up.ok());
+  EXPECT_EQ(up->value, "15");
+  DhtWrite decr = W("n", "", M::kDecr);
+  decr.delta = 100;
+  EXPECT_EQ(items.Write(decr, 0)->value, "0");  // floors at 0
+  ASSERT_TRUE(items.Write(W("n", "18446744073709551615"), 0).ok());
+  incr.delta = 2;
+  EXPECT_EQ(items.Write(incr, 0)->value, "1");  // wraps at 2^64
+  ASSERT_TRUE(items.Write(W("n", "12  "), 0).ok());  // trailing spaces, as memcached leaves them
+  EXPECT_EQ(items.Write(incr, 0)->value, "14");
+  for (const char* bad : {"abc", "", "-1", "18446744073709551616", "1 2", "123456789012345678901"}) {
+    ASSERT_TRUE(items.Write(W("n", bad), 0).ok());
+    EXPECT_EQ(items.Write(incr, 0).error(), Error::kUnsupported) << bad;
+    EXPECT_EQ(items.Find("n", 0)->value, bad);
+  }
+}
+
+TEST(DhtItems, TouchDeleteWithCasAndExpiredAtOnce) {
+  DhtItems items;
+  using M = DhtWrite::Mode;
+  DhtWrite touch = W("k", "", M::kTouch);
+  touch.ttl_s = 5;
+  EXPECT_EQ(items.Write(touch, 0).error(), Error::kNotFound);
+  auto set = items.Write(W("k", "v"), 0);
+  auto touched = items.Write(touch, kSec);
+  ASSERT_TRUE(touched.ok());
+  EXPECT_EQ(touched->value, "v");
+  EXPECT_NE(items.Find("k", 5 * kSec), nullptr);
+  EXPECT_EQ(items.Find("k", 6 * kSec), nullptr);
+  ASSERT_TRUE(items.Write(W("k", "v"), 0).ok());
+  DhtWrite del = W("k", "", M::kDelete, set->version);  // an old cas
+  del.check_cas = true;
+  EXPECT_EQ(items.Write(del, 0).error(), Error::kAlreadyExists);
+  del.cas = items.Find("k", 0)->version;
+  EXPECT_TRUE(items.Write(del, 0).ok());
+  EXPECT_EQ(items.Find("k", 0), nullptr);
+  EXPECT_EQ(items.Write(del, 0).error(), Error::kNotFound);
+  // A negative exptime stores an item that is gone at once.
+  DhtWrite expired = W("e", "v");
+  expired.ttl_s = DhtWrite::kExpired;
+  EXPECT_TRUE(items.Write(expired, kSec).ok());
+  EXPECT_EQ(items.Find("e", kSec), nullptr);
+  EXPECT_TRUE(items.Write(W("e", "v", M::kAdd), kSec).ok());
+}
+
+TEST(DhtItems, FlushTombstonesEverythingAndCountsBytes) {
+  DhtItems items;
+  ASSERT_TRUE(items.Write(W("a", "12345"), 0).ok());
+  ASSERT_TRUE(items.Write(W("bb", "xy"), 0).ok());
+  EXPECT_EQ(items.bytes(), 1u + 5 + 2 + 2);
+  EXPECT_EQ(items.stored(), 2u);
+  uint64_t before = items.Held("a")->version;
+  EXPECT_EQ(items.Flush(), 2u);
+  EXPECT_EQ(items.stored(), 0u);
+  EXPECT_EQ(items.bytes(), 1u + 2);  // the tombstones' keys
+  EXPECT_TRUE(items.Held("a")->tombstone);
+  EXPECT_EQ(items.Held("a")->version, before + 1);
+  EXPECT_TRUE(items.Write(W("a", "new", DhtWrite::Mode::kAdd), 0).ok());
+  EXPECT_EQ(items.stored(), 1u);
+  // A replica holding the flushed tombstone takes the primary's write at that version.
+  DhtItems replica;
+  ASSERT_TRUE(replica.Apply("a", *items.Held("a")));
+  EXPECT_EQ(replica.bytes(), 1u + 3);
+}
+
+TEST(DhtItems, ByteLimitRefusesGrowthNotShrinking) {
+  DhtItems items;
+  items.set_limit(100);
+  ASSERT_TRUE(items.Write(W("k", std::string(90, 'v')), 0).ok());
+  EXPECT_EQ(items.Write(W("j", std::string(20, 'v')), 0).error(), Error::kNoMemory);
+  EXPECT_EQ(items.Write(W("k", "v", DhtWrite::Mode::kAppend), 0).ok(), true);  // 1 + 91 = 92
+  EXPECT_EQ(items.Write(W("k", std::string(200, 'v')), 0).error(), Error::kNoMemory);
+  EXPECT_TRUE(items.Write(W("k", "small"), 0).ok());
+  EXPECT_TRUE(items.Write(W("j", std::string(20, 'v')), 0).ok());
+  EXPECT_TRUE(items.Delete("k", 0).ok());
+  EXPECT_EQ(items.bytes(), 1u + 1 + 20);
+}
+
 TEST(DhtWire, WriteRoundTrip) {
   DhtWrite w = W("key", std::string(3000, 'v'), DhtWrite::Mode::kCas, 77);
   w.flags = 0xdeadbeef;
@@ -167,6 +289,21 @@ TEST(DhtWire, WriteRoundTrip) {
   EXPECT_EQ(back->cas, 77u);
   EXPECT_EQ(back->flags, 0xdeadbeefu);
   EXPECT_EQ(back->ttl_s, 9u);
+  EXPECT_FALSE(back->check_cas);
+  DhtWrite incr = W("n", "", DhtWrite::Mode::kIncr, 5);
+  incr.check_cas = true;
+  incr.create = true;
+  incr.delta = 0xffffffffffull << 8;
+  incr.initial = 42;
+  auto incr_bytes = dht_wire::EncodeWrite(incr);
+  auto incr_back = dht_wire::DecodeWrite(incr_bytes.data(), incr_bytes.size());
+  ASSERT_TRUE(incr_back.ok());
+  EXPECT_EQ(incr_back->mode, DhtWrite::Mode::kIncr);
+  EXPECT_TRUE(incr_back->check_cas);
+  EXPECT_TRUE(incr_back->create);
+  EXPECT_EQ(incr_back->delta, incr.delta);
+  EXPECT_EQ(incr_back->initial, 42u);
+  EXPECT_EQ(incr_back->cas, 5u);
 }
 
 TEST(DhtWire, ReplicateRoundTripCarriesTimeLeft) {
@@ -202,19 +339,23 @@ TEST(DhtWire, ItemRoundTrip) {
 TEST(DhtWire, MalformedInputRefused) {
   DhtWrite w = W("key", "value", DhtWrite::Mode::kAdd);
   auto write = dht_wire::EncodeWrite(w);
-  for (size_t n = 0; n < 19 + 3; ++n) {
+  constexpr size_t kHeader = 36, kKeyLength = 34;
+  for (size_t n = 0; n < kHeader + 3; ++n) {
     EXPECT_FALSE(dht_wire::DecodeWrite(write.data(), n).ok()) << n;
   }
   auto bad_mode = write;
-  bad_mode[0] = 4;
+  bad_mode[0] = uint8_t(DhtWrite::kLastMode) + 1;
   EXPECT_EQ(dht_wire::DecodeWrite(bad_mode.data(), bad_mode.size()).error(), Error::kInvalidArgument);
+  auto bad_options = write;
+  bad_options[1] = 4;
+  EXPECT_EQ(dht_wire::DecodeWrite(bad_options.data(), bad_options.size()).error(), Error::kInvalidArgument);
   auto zero_key = write;
-  zero_key[17] = 0;
-  zero_key[18] = 0;
+  zero_key[kKeyLength] = 0;
+  zero_key[kKeyLength + 1] = 0;
   EXPECT_FALSE(dht_wire::DecodeWrite(zero_key.data(), zero_key.size()).ok());
   auto long_key = write;
-  long_key[17] = 0xff;
-  long_key[18] = 0xff;
+  long_key[kKeyLength] = 0xff;
+  long_key[kKeyLength + 1] = 0xff;
   EXPECT_FALSE(dht_wire::DecodeWrite(long_key.data(), long_key.size()).ok());
 
   auto rep = dht_wire::EncodeReplicate("key", DhtEntry{.version = 1, .value = "v"}, 0);

@@ -7,6 +7,8 @@
 //   auto dht = Dht::Get();             // on every node, before am::Start
 //   dht->Start();                      // on every node, after am::Start
 //   dht->Set("k", "v");  dht->Get("k");  dht->Delete("k");
+//   dht->Write(w);  // any memcached mutation (DhtWrite: append, incr, touch, cas...)
+//   dht->Flush();   // memcached's flush_all, on every node
 //
 // Routing. A call goes (by Rpc) to the key's primary in the caller's ring,
 // which serves reads from its own copy and applies writes. The ring's
@@ -34,12 +36,19 @@
 // other not yet), a node asked for a key it is not primary of refuses it
 // and the caller retries (up to kRouteTimeoutMs).
 //
+// Threads. The items live on the home core (the constructing core) and
+// are touched only by events there: requests are served there, deaths
+// handled and rebuilds run there, so the item map needs no lock (events
+// on a core never preempt each other; an event that blocks lets the next
+// run). lock_ guards only the ring pointer and the counters, and nothing
+// allocates under it (STYLE.md). Callers run on any core.
+//
 // Contexts and errors. Every operation blocks the calling event (event
-// context, any core) until the primary answers. Errors: kNotFound (no such
-// key; Replace/Cas on an absent key), kAlreadyExists (Add of a present key,
-// Cas of a changed one), kInvalidArgument (empty key or longer than
-// kDhtMaxKey, value over kDhtMaxValue), kBusy (not started, or the ring
-// has no members), kTimedOut (no answer: a write may or may not have been
+// context, any core) until the primary answers. Errors: those of DhtWrite
+// (dht_items.h: kNotFound, kAlreadyExists, kUnsupported, kOutOfRange,
+// kNoMemory), kInvalidArgument (empty key or longer than kDhtMaxKey, value
+// over kDhtMaxValue, unknown mode), kBusy (not started, or the ring has no
+// members), kTimedOut (no answer: a write may or may not have been
 // applied). Malformed requests from the network are answered with
 // kInvalidArgument and counted, never trusted.
 #pragma once
@@ -80,9 +89,11 @@ class Dht : public SharedEbb<Dht> {
 
   // Builds the ring from `members` (empty: am::Peers() and this node) and
   // follows deaths from now on. Every node must Start with the same config
-  // and members. kAlreadyExists if started; kInvalidArgument (config, or
-  // this node not among members). Event context, transport started.
-  Result<void> Start(const RingConfig& config = {}, std::vector<NodeId> members = {});
+  // and members. max_bytes: what this node's items may hold as a primary
+  // (keys and values; 0: no limit): a write past it is kNoMemory.
+  // kAlreadyExists if started; kInvalidArgument (config, or this node not
+  // among members). Event context, transport started.
+  Result<void> Start(const RingConfig& config = {}, std::vector<NodeId> members = {}, size_t max_bytes = 0);
 
   struct Item {
     std::string value;
@@ -90,10 +101,21 @@ class Dht : public SharedEbb<Dht> {
     uint64_t cas = 0;
   };
   Result<Item> Get(const std::string& key);
-  // Stores per write.mode; returns the stored item's cas.
+  // Applies `write` at the key's primary (dht_items.h says what each mode
+  // does) and returns the stored item: its cas always; its value and flags
+  // only for the modes DhtWriteAnswersItem names (incr/decr: the new number,
+  // touch: the item).
+  Result<Item> Write(const DhtWrite& write);
+  // Write, returning the stored item's cas.
   Result<uint64_t> Put(const DhtWrite& write);
   Result<uint64_t> Set(const std::string& key, const std::string& value, uint32_t flags = 0, uint32_t ttl_s = 0);
   Result<void> Delete(const std::string& key);
+  // memcached's flush_all: every node of the ring turns every item it
+  // holds into a tombstone, after `delay_s` seconds (0: before answering).
+  // Returns how many nodes did (or will); an error only if none answered.
+  // Not atomic across nodes: a write that races with a flush may survive
+  // it, as with memcached's own flush on a busy server.
+  Result<size_t> Flush(uint32_t delay_s = 0);
 
   // The key's owners in this node's ring, primary first (empty before Start).
   std::vector<NodeId> OwnersOf(const std::string& key) const;
@@ -109,7 +131,10 @@ class Dht : public SharedEbb<Dht> {
     uint64_t rebuilt = 0;           // items copied to new owners after deaths
     uint64_t rebuild_failures = 0;  // copies that failed
     uint64_t rebuilds_running = 0;  // rebuilds not finished
-    uint64_t items = 0, live = 0;   // held here: entries (tombstones too), live items
+    uint64_t flushed = 0;           // items turned into tombstones by flushes
+    uint64_t items = 0;             // held here: entries, tombstones included
+    uint64_t live = 0;              // held here and not deleted (expired ones too until written, as memcached)
+    uint64_t bytes = 0;             // of keys and values held here
   };
   Stats stats() const;
 
@@ -121,8 +146,12 @@ class Dht : public SharedEbb<Dht> {
   std::shared_ptr<const DhtRing> Ring() const;
   void Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
   void ServeGet(NodeId from, uint64_t id, const uint8_t* body, size_t length);
-  void ServeWrite(NodeId from, uint64_t id, uint16_t handler, const uint8_t* body, size_t length);
+  void ServeWrite(NodeId from, uint64_t id, const uint8_t* body, size_t length);
   void ServeReplicate(NodeId from, uint64_t id, const uint8_t* body, size_t length);
+  void ServeFlush(NodeId from, uint64_t id, const uint8_t* body, size_t length);
+  // After the home core changed items_: the counters' copies of its sizes.
+  void NoteItems();
+  bool Primary(const DhtRing& ring, uint64_t key_hash) const;
   // Sends the key's current state to every owner but this node; true when
   // all acknowledged (waits for the ring to drop dead replicas and tries
   // the new owners).
@@ -133,9 +162,9 @@ class Dht : public SharedEbb<Dht> {
   static inline std::atomic<Dht*> constructed_{nullptr};
   int core_;
   uint64_t subscription_ = 0;
+  DhtItems items_;  // home core only
   mutable SpinLock lock_;
   std::shared_ptr<const DhtRing> ring_ GUARDED_BY(lock_);
-  DhtItems items_ GUARDED_BY(lock_);
   Stats stats_ GUARDED_BY(lock_);
 };
 

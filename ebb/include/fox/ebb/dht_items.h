@@ -47,21 +47,50 @@ struct DhtEntry {
   bool operator==(const DhtEntry&) const = default;
 };
 
-// A write as a client asks for it, applied by the key's primary.
+// A write as a client asks for it, applied by the key's primary: every
+// memcached mutation (apps/memcached's Store maps onto these one to one).
+// Errors: kNotFound (the mode needs a live item and there is none),
+// kAlreadyExists (kAdd of a live item; a cas check that failed),
+// kUnsupported (kIncr/kDecr of a value that is not a decimal uint64),
+// kOutOfRange (kAppend/kPrepend past kDhtMaxValue; a version past
+// kDhtMaxVersion), kNoMemory (the holder's byte limit, DhtItems::Limit).
 struct DhtWrite {
   enum class Mode : uint8_t {
     kSet = 0,      // store unconditionally
-    kAdd = 1,      // only if absent (kAlreadyExists otherwise)
-    kReplace = 2,  // only if present (kNotFound otherwise)
-    kCas = 3,      // only if present with version == cas (kAlreadyExists: changed; kNotFound: absent)
+    kAdd = 1,      // only if absent
+    kReplace = 2,  // only if present
+    kCas = 3,      // kSet with check_cas (kept as its own mode: memcached's "cas")
+    kAppend = 4,   // value added at the end; flags and expiry kept
+    kPrepend = 5,  // value added at the front; flags and expiry kept
+    kIncr = 6,     // the decimal value + delta (wraps at 2^64); flags and expiry kept
+    kDecr = 7,     // the decimal value - delta, floored at 0
+    kTouch = 8,    // a new expiry (ttl_s); value and flags kept
+    kDelete = 9,   // a tombstone
   };
+  static constexpr Mode kLastMode = Mode::kDelete;
+  // ttl_s: seconds to live from when the primary applies it; 0 never
+  // expires; kExpired: stored already expired (memcached's negative
+  // exptime: the write succeeds, the item is gone).
+  static constexpr uint32_t kExpired = UINT32_MAX;
+
   Mode mode = Mode::kSet;
+  bool check_cas = false;  // any mode: the live item's version must be `cas` (kCas: always)
+  bool create = false;     // kIncr/kDecr: an absent key is created holding `initial`, flags 0, ttl_s
   uint32_t flags = 0;
-  uint32_t ttl_s = 0;  // seconds to live; 0: never expires
-  uint64_t cas = 0;    // kCas only
+  uint32_t ttl_s = 0;
+  uint64_t cas = 0;
+  uint64_t delta = 0;    // kIncr/kDecr
+  uint64_t initial = 0;  // kIncr/kDecr with create
   std::string key;
-  std::string value;
+  std::string value;  // kSet/kAdd/kReplace/kCas/kAppend/kPrepend
 };
+
+// Whether a mode's answer carries the stored item (its value, flags and
+// version) rather than only its version: incr/decr give the new number,
+// touch (memcached's gat) the item.
+constexpr bool DhtWriteAnswersItem(DhtWrite::Mode mode) {
+  return mode == DhtWrite::Mode::kIncr || mode == DhtWrite::Mode::kDecr || mode == DhtWrite::Mode::kTouch;
+}
 
 class DhtItems {
  public:
@@ -71,13 +100,21 @@ class DhtItems {
   // primary replicates).
   const DhtEntry* Held(std::string_view key) const;
   // The primary's write: checks the mode against the live entry, then
-  // stores the item at the next version. Returns the stored entry.
-  // kNotFound / kAlreadyExists as DhtWrite::Mode says; kOutOfRange past
-  // kDhtMaxVersion.
+  // stores the result at the next version. Returns the stored entry (a
+  // tombstone for kDelete). Errors as DhtWrite says; nothing is stored then.
   Result<DhtEntry> Write(const DhtWrite& write, uint64_t now_ns);
-  // The primary's delete: a tombstone at the next version, returned.
-  // kNotFound when there is no live entry (nothing is stored then).
+  // Write of mode kDelete without a cas check.
   Result<DhtEntry> Delete(std::string_view key, uint64_t now_ns);
+  // memcached's flush_all on this holder: every item (expired too) becomes a
+  // tombstone one version up (a write at that version from the key's
+  // primary replaces it on a replica: Apply's second rule). Returns how
+  // many items were flushed.
+  size_t Flush();
+  // Bytes of keys and values held (tombstones: their keys), and the limit
+  // a primary's Write may not pass (0: none; kNoMemory). Replicas' Apply
+  // is never refused: a replica is as full as its primaries.
+  size_t bytes() const { return bytes_; }
+  void set_limit(size_t bytes) { limit_ = bytes; }
   // A replica's apply: stores `entry` if its version is newer than what is
   // held, or as new and `from_primary` (sent by the key's current primary)
   // and different (true); else keeps what is held (false). A primary never
@@ -93,18 +130,26 @@ class DhtItems {
     for (const auto& [key, entry] : map_) fn(key, entry);
   }
   size_t size() const { return map_.size(); }  // entries, tombstones included
-  size_t live(uint64_t now_ns) const;
+  size_t live(uint64_t now_ns) const;          // not tombstones, not expired (a scan)
+  size_t stored() const { return stored_; }     // not tombstones (expired ones too, until written)
 
  private:
   uint64_t NextVersion(std::string_view key) const;
+  // Stores `entry` for `key`, keeping bytes_.
+  void Store(std::string_view key, DhtEntry entry);
   std::unordered_map<std::string, DhtEntry> map_;
+  size_t bytes_ = 0;
+  size_t stored_ = 0;
+  size_t limit_ = 0;
 };
 
 // Wire format of the Dht's Rpc bodies (little-endian, after Rpc's request
 // id). Decoders reject wrong lengths, keys over kDhtMaxKey, values over
 // kDhtMaxValue and unknown modes with kInvalidArgument; they never read
 // past `length`.
-//   write:     u8 mode, u32 flags, u32 ttl_s, u64 cas, u16 key length, key, value
+//   write:     u8 mode, u8 options (1: check_cas, 2: create), u32 flags,
+//              u32 ttl_s, u64 cas, u64 delta, u64 initial, u16 key length,
+//              key, value
 //   key:       the key's bytes (get, delete)
 //   replicate: u64 version, u8 tombstone, u32 flags, u64 ms left to live
 //              (0: never), u16 key length, key, value

@@ -79,6 +79,7 @@ enum class BinaryStatus : uint16_t {
   kNonNumeric = 0x06,
   kUnknownCommand = 0x81,
   kOutOfMemory = 0x82,
+  kTemporaryFailure = 0x86,
 };
 // The message memcached puts in the body of an error response.
 const char* BinaryStatusMessage(BinaryStatus status);

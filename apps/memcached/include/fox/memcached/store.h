@@ -43,6 +43,7 @@ enum class Status : uint8_t {
   kNonNumeric,  // incr/decr of a value that is not a decimal uint64
   kTooLarge,    // the value (after append/prepend) is over the value limit
   kNoMemory,    // the store is full (no eviction)
+  kUnavailable,  // the backend did not answer in time (a write may or may not have happened)
 };
 const char* StatusName(Status status);
 
