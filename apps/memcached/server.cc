@@ -20,6 +20,7 @@
 // control then holds it back); one that vanishes is closed by lwIP.
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <memory>
@@ -31,12 +32,21 @@
 #include "fox/future.h"
 #include "fox/net/am.h"
 #include "fox/timer.h"
-#ifdef FOX_NATIVE
 #include "fox/event.h"
 #include "fox/memcached/dht_store.h"
 #include "fox/memcached/local_store.h"
 #include "fox/memcached/session.h"
+#ifdef FOX_NATIVE
 #include "fox/net/ip.h"
+#else
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <future>
+#include <thread>
 #endif
 
 namespace {
@@ -47,6 +57,7 @@ struct Args {
   unsigned seconds = 0;
   bool dht = true;
   unsigned replication = 2;
+  unsigned gateway = 0;  // place 0's port on 127.0.0.1 (0: one the kernel picks)
 };
 
 // "key=value" words; false (with a message) on anything else.
@@ -62,6 +73,8 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->dht = w.substr(eq + 1) == "dht";
     } else if (key == "r" && number && v >= 1 && v <= 4) {
       a->replication = unsigned(v);
+    } else if (key == "gateway" && number && v <= 65535) {
+      a->gateway = unsigned(v);
     } else if (key == "port" && number && v >= 1 && v <= 65535) {
       a->port = unsigned(v);
     } else if (key == "mem" && number && v >= 1 && v <= 4096) {
@@ -70,8 +83,8 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->seconds = unsigned(v);
     } else {
       std::printf(
-          "memcached: bad argument '%s' (expected port=1..65535, mem=1..4096 (MiB), store=dht|local, r=1..4 or "
-          "seconds=0..604800)\n",
+          "memcached: bad argument '%s' (expected port=1..65535, mem=1..4096 (MiB), store=dht|local, r=1..4, "
+          "gateway=0..65535 or seconds=0..604800)\n",
           argv[i]);
       return false;
     }
@@ -230,6 +243,90 @@ int ServeNode(const Args& args, const fox::am::Config& config) {
 #endif
 
 #ifndef FOX_NATIVE
+// The gateway: place 0 serves the memcached protocol on 127.0.0.1 from the
+// same Dht, so that clients on the frontend reach the job's data without a
+// route to the nodes (the rootless switch has none). One Linux thread per
+// connection reads and writes the socket; the session's requests run in an
+// event on core 0 (a Dht call blocks that event, not the thread's peers),
+// and the thread waits for it. A client that sends faster than it reads is
+// held back by its own socket (the thread writes before it reads again).
+fox::memcached::DhtStore* g_gateway_store = nullptr;
+
+void GatewayConnection(int fd) {
+  using fox::memcached::Session;
+  Session session;
+  std::string unfed;
+  char buffer[16384];
+  bool peer_closed = false;
+  for (;;) {
+    std::promise<Session::Step> done;
+    fox::event::SpawnRemote(0, [&] {
+      Session::Step step;
+      for (;;) {
+        size_t taken = session.Feed(unfed.data(), unfed.size());
+        unfed.erase(0, taken);
+        step = session.Run(*g_gateway_store, std::time(nullptr));
+        if (step != Session::Step::kNeedInput || taken == 0) break;
+      }
+      done.set_value(step);
+    });
+    Session::Step step = done.get_future().get();
+    std::string_view out = session.Output();
+    while (!out.empty()) {
+      ssize_t n = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+      if (n <= 0) {
+        ::close(fd);
+        return;
+      }
+      session.Consume(size_t(n));
+      out = session.Output();
+    }
+    if (session.closing() || (peer_closed && unfed.empty())) break;
+    if (step == Session::Step::kDrainOutput) continue;  // sent: it parses on
+    if (!unfed.empty() && session.InputSpace() > 0) continue;  // it took part: it has room again
+    ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n <= 0) {
+      peer_closed = true;
+      if (unfed.empty()) break;
+      continue;
+    }
+    unfed.append(buffer, size_t(n));
+  }
+  ::close(fd);
+}
+
+// Listens on 127.0.0.1:port; returns the port, or 0 (with a message).
+unsigned StartGateway(unsigned port, size_t max_bytes) {
+  g_gateway_store = new fox::memcached::DhtStore(max_bytes);
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 64) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &length) != 0) {
+    std::printf("memcached: place 0: cannot listen on 127.0.0.1:%u: %s\n", port, std::strerror(errno));
+    if (fd >= 0) ::close(fd);
+    return 0;
+  }
+  std::thread([fd] {
+    for (;;) {
+      int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) {
+        if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE) continue;
+        return;
+      }
+      int nodelay = 1;
+      ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &nodelay, sizeof nodelay);
+      std::thread(GatewayConnection, c).detach();
+    }
+  }).detach();
+  return ntohs(a.sin_port);
+}
+
 // Place 0 (a Linux process on the frontend): says what serves, then waits.
 int Coordinate(const Args& args, const fox::am::Config& config) {
   if (args.dht) (void)fox::ebb::Dht::Get()->stats();  // constructs it before the transport starts
@@ -249,6 +346,11 @@ int Coordinate(const Args& args, const fox::am::Config& config) {
                                : std::string("each node a store of its own");
   std::printf("memcached: place 0; %zu nodes serve the memcached protocol on TCP port %u (%s)\n", nodes, args.port,
               store.c_str());
+  if (args.dht) {
+    unsigned port = StartGateway(args.gateway, size_t(args.mem_mib) << 20);
+    if (port == 0) return 1;
+    std::printf("memcached: place 0 serves the same Dht to clients on this machine at 127.0.0.1:%u\n", port);
+  }
   std::fflush(stdout);
   if (args.seconds != 0) {
     fox::timer::Sleep(uint64_t(args.seconds) * 1'000'000'000);
