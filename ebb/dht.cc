@@ -6,6 +6,7 @@
 //                                   an item for DhtWriteAnswersItem modes
 //   kReplicate: a replicated state  reply: status
 //   kFlush:     u32 delay_s         reply: status
+//   kCount:     (empty)             reply: status, u64 items, u64 bytes (live, as primary)
 // Every reply's payload starts with a u32 status (fox::Error), so that the
 // Dht's own answers (kNotFound: no such key) are never confused with Rpc's
 // (kNotFound: the node is dead). kBusy means "not the key's primary here":
@@ -36,7 +37,7 @@
 
 namespace fox::ebb {
 namespace {
-enum : uint16_t { kGet = 1, kWrite = 2, kReplicate = 4, kFlush = 5 };  // 3 was a delete before kDelete writes
+enum : uint16_t { kGet = 1, kWrite = 2, kReplicate = 4, kFlush = 5, kCount = 6 };  // 3 was a delete before kDelete writes
 constexpr uint64_t kRetryNs = 20'000'000;  // between attempts while rings disagree
 constexpr size_t kRebuildWindow = 32;      // copies in flight per rebuild
 
@@ -237,25 +238,49 @@ Result<void> Dht::Delete(const std::string& key) {
   return Ok();
 }
 
-Result<size_t> Dht::Flush(uint32_t delay_s) {
+std::vector<std::vector<uint8_t>> Dht::AskEveryNode(uint16_t handler, const std::vector<uint8_t>& body, size_t* asked,
+                                                     Error* last_error) {
+  std::vector<std::vector<uint8_t>> answers;
+  *asked = 0;
+  *last_error = Error::kBusy;
   auto ring = Ring();
-  if (!ring || ring->nodes().empty()) return Error::kBusy;
-  uint8_t body[4];
-  net::wire::StoreLe<uint32_t>(body, delay_s);
+  if (!ring) return answers;
   std::vector<Future<Result<Rpc::Bytes>>> calls;
-  for (NodeId n : ring->nodes()) calls.push_back(Rpc::Get()->Call(n, kDhtId, kFlush, body, sizeof body));
-  size_t done = 0;
-  Error last = Error::kTimedOut;
+  for (NodeId n : ring->nodes()) calls.push_back(Rpc::Get()->Call(n, kDhtId, handler, body.data(), body.size()));
+  *asked = calls.size();
   for (auto& call : calls) {
     auto r = call.Block();
     if (r.ok() && r->size() >= 4 && Error(net::wire::Load32(r->data())) == Error::kOk) {
-      ++done;
+      answers.emplace_back(r->begin() + 4, r->end());
     } else {
-      last = r.ok() ? Error::kCorrupt : r.error();
+      *last_error = r.ok() ? Error::kCorrupt : r.error();
     }
   }
-  if (done == 0) return last;
-  return done;
+  return answers;
+}
+
+Result<size_t> Dht::Flush(uint32_t delay_s) {
+  std::vector<uint8_t> body(4);
+  net::wire::StoreLe<uint32_t>(body.data(), delay_s);
+  size_t asked;
+  Error last;
+  auto answers = AskEveryNode(kFlush, body, &asked, &last);
+  if (answers.empty()) return last;
+  return answers.size();
+}
+
+Result<Dht::Census> Dht::Count() {
+  Census census;
+  Error last;
+  auto answers = AskEveryNode(kCount, {}, &census.asked, &last);
+  for (const auto& a : answers) {
+    if (a.size() != 16) continue;
+    census.items += net::wire::Load64(a.data());
+    census.bytes += net::wire::Load64(a.data() + 8);
+    ++census.nodes;
+  }
+  if (census.nodes == 0) return answers.empty() ? last : Error::kCorrupt;
+  return census;
 }
 
 // ---- server side (events on the home core)
@@ -272,6 +297,7 @@ void Dht::Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t lengt
     case kWrite: return ServeWrite(from, request->id, request->body, request->length);
     case kReplicate: return ServeReplicate(from, request->id, request->body, request->length);
     case kFlush: return ServeFlush(from, request->id, request->body, request->length);
+    case kCount: return ServeCount(from, request->id);
     default: {
       SpinGuard g(lock_);
       ++stats_.bad_requests;
@@ -421,6 +447,22 @@ void Dht::ServeFlush(NodeId from, uint64_t id, const uint8_t* body, size_t lengt
     });
   }
   Answer(from, id, Error::kOk);
+}
+
+void Dht::ServeCount(NodeId from, uint64_t id) {
+  auto ring = Ring();
+  uint64_t items = 0, bytes = 0, now = clock::NowNs();
+  if (ring) {
+    items_.ForEach([&](const std::string& key, const DhtEntry& e) {
+      if (e.tombstone || (e.expiry_ns != 0 && now >= e.expiry_ns) || !Primary(*ring, HashOf(key))) return;
+      ++items;
+      bytes += key.size() + e.value.size();
+    });
+  }
+  std::vector<uint8_t> payload(16);
+  net::wire::StoreLe<uint64_t>(payload.data(), items);
+  net::wire::StoreLe<uint64_t>(payload.data() + 8, bytes);
+  Answer(from, id, Error::kOk, payload);
 }
 
 // ---- failures

@@ -127,10 +127,18 @@ void DhtStore::Flush(Time when, Time now) {
 StoreStats DhtStore::Stats(Time) {
   Dht::Stats d = Dht::Get()->stats();
   StoreStats s;
-  s.curr_items = d.live;
+  s.distributed = true;
+  s.held_items = d.live;
   s.total_items = d.served_writes;
-  s.bytes = d.bytes;
   s.limit_maxbytes = max_bytes_;
+  if (auto census = Dht::Get()->Count(); census.ok()) {
+    s.curr_items = census->items;
+    s.bytes = census->bytes;
+    s.limit_maxbytes = max_bytes_ * census->asked;
+  } else {  // nobody answered: this node's own share
+    s.curr_items = d.live;
+    s.bytes = d.bytes;
+  }
   return s;
 }
 

@@ -175,6 +175,7 @@ void Session::AppendStats(Time now, const StoreStats& store, bool binary) {
   number("bytes", store.bytes);
   number("limit_maxbytes", store.limit_maxbytes);
   number("evictions", store.evictions);
+  if (store.distributed) number("fox_held_items", store.held_items);
 }
 
 }  // namespace fox::memcached

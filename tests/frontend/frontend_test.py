@@ -25,6 +25,7 @@ Scenarios:
     iso                nodes boot GRUB ISOs carrying their arguments, join and run a job
     bad_arguments      clear messages and status 2
     memcached_job      fox run memcached: every node serves on TCP 11211, and ends with place 0
+    memcached_gateway  rootless clients reach the job's Dht through place 0 on 127.0.0.1, across a fox kill
     run32              what `make run NODES=32` runs: the ring on 32 nodes made for the job, 0 deaths
     scale64            64 nodes of 64 MiB: the ring with 0 deaths; a node paused (SIGSTOP) for a
                        quarter of the suspicion timeout is not declared dead; a node that hangs
@@ -464,6 +465,63 @@ def memcached_job(e):
     e.expect_nothing_left("after the job")
 
 
+def memcached_gateway(e):
+    """Rootless: clients on the frontend reach the job's Dht through place 0's port on 127.0.0.1
+    (memccapable and the pymemcache conversation), keys set there are read through it again after
+    a node is killed (fox kill), and Ctrl-C ends the job."""
+    name = e.name("gw")
+    e.fox_cmd("cluster", "up", "--nodes", "3", "--name", name, check=0)
+    run = e.start("run", "memcached", "--name", name)
+    try:
+        wait_for(lambda: any("127.0.0.1:" in line for line in run.lines), 180, "place 0's gateway")
+        wait_for(lambda: sum("serving on" in line for line in run.lines) == 3, 60, "the nodes serving")
+        port = int(re.search(r"at 127\.0\.0\.1:(\d+)", "\n".join(run.lines)).group(1))
+        check = subprocess.run([sys.executable, os.path.join(ROOT, "tests/memcached/conformance.py"), "remote",
+                                "127.0.0.1", str(port), os.path.join(ROOT, "tests/memcached/pymemcache_check.py")],
+                               capture_output=True, text=True, timeout=300)
+        print("".join("  | " + line + "\n" for line in (check.stdout + check.stderr).splitlines()[-4:]), end="")
+        if check.returncode != 0:
+            raise Failure("stock clients through place 0's gateway: exit %d" % check.returncode)
+        keys = subprocess.run(["/usr/bin/python3", "-c", GATEWAY_KEYS, str(port), name, e.fox] , env=e.env,
+                              capture_output=True, text=True, timeout=300)
+        print("".join("  | " + line + "\n" for line in (keys.stdout + keys.stderr).splitlines()), end="")
+        if keys.returncode != 0:
+            raise Failure("keys through the gateway across a node's death: exit %d" % keys.returncode)
+        run.send_signal(signal.SIGINT)
+        rc = run.wait(timeout=60)
+        if rc != 130:
+            raise Failure("interrupted memcached job exited with %s, expected 130" % rc)
+    finally:
+        if run.poll() is None:
+            run.kill()
+        run.reader.join(timeout=5)
+        print("\n".join("  | " + line for line in run.lines if "] I " not in line or "dht" in line))
+    e.fox_cmd("cluster", "down", "--name", name, check=0)
+    e.expect_nothing_left("after the gateway job")
+
+
+# Run by Debian's python3 (pymemcache): 2000 keys through the gateway, node 2
+# killed with fox kill, every key read back, and curr_items the whole Dht's.
+GATEWAY_KEYS = r"""
+import subprocess, sys, time
+from pymemcache.client.base import Client
+port, name, fox = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+c = Client(("127.0.0.1", port), connect_timeout=10, timeout=60)
+failed = c.set_many({"gw:%d" % i: b"value %d" % i for i in range(2000)}, noreply=False)
+assert not failed, failed[:3]
+items = int(c.stats()[b"curr_items"])
+print("gateway: 2000 keys set, curr_items %d" % items)
+assert items == 2000, items
+subprocess.run([fox, "kill", "2", "--name", name], check=True)
+got = {}
+for start in range(0, 2000, 100):
+    got.update(c.get_many(["gw:%d" % i for i in range(start, start + 100)]))
+bad = [i for i in range(2000) if got.get("gw:%d" % i) != b"value %d" % i]
+print("gateway: node 2 killed: %d of 2000 keys read back, %d missing or wrong" % (2000 - len(bad), len(bad)))
+assert not bad, bad[:5]
+"""
+
+
 def run32(e):
     """Issue 14: `make run NODES=32` (fox run ring --nodes 32 -- laps=100) failed with false deaths."""
     name = e.name("run32")
@@ -543,7 +601,7 @@ def scale64(e):
 
 
 SCENARIOS = {f.__name__: f for f in (lifecycle, kill_during_job, supervisor_killed, run_interrupted, two_clusters, consecutive_jobs,
-                                     run_temporary, wrong_key, build_id, iso, bad_arguments, memcached_job,
+                                     run_temporary, wrong_key, build_id, iso, bad_arguments, memcached_job, memcached_gateway,
                                      run32, scale64)}
 
 

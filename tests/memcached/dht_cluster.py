@@ -8,8 +8,8 @@ Usage: dht_cluster.py --nodes IP,IP,... --victim I --keys N --r R [--port P]
 
 Run as a host command of boot/cluster.py (FOX_NETNS names the namespace;
 tests/cluster/kill_node.sh kills the victim's QEMU). Redundancy is counted
-from each survivor's `stats` (curr_items: the items it holds, as primary or
-replica): a node holds only keys it owns, so the sum over the survivors is
+from each survivor's `stats` (fox_held_items: the copies it holds, as
+primary or replica): a node holds only keys it owns, so the sum over the survivors is
 R x KEYS exactly when no key has fewer than R copies; the script prints the
 number of missing copies (0 after the rebuild) and how long the rebuild
 took. Exit status 0 only if every step held.
@@ -123,7 +123,7 @@ def held(ips, port):
     for ip in ips:
         c = client(ip, port)
         try:
-            total += int(c.stats()[b"curr_items"])
+            total += int(c.stats()[b"fox_held_items"])
         finally:
             c.close()
     return total
@@ -159,7 +159,13 @@ def main():
     print("dht_cluster: set %d keys through %d nodes in %.1f s (%.0f sets/s), 0 failed" % (n, len(ips), took, n / took),
           flush=True)
     copies = held(ips, port)
-    print("dht_cluster: %d copies held for %d keys (r = %d)" % (copies, n, r), flush=True)
+    c = client(ips[2 % len(ips)], port)
+    curr_items = int(c.stats()[b"curr_items"])
+    c.close()
+    print("dht_cluster: %d copies held for %d keys (r = %d); stats through a node: curr_items %d" %
+          (copies, n, r, curr_items), flush=True)
+    if curr_items != n:
+        raise Failure("curr_items %d, expected %d (the whole Dht's)" % (curr_items, n))
     if copies != r * n:
         raise Failure("expected %d copies before the death" % (r * n))
 

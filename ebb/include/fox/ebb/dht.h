@@ -117,6 +117,16 @@ class Dht : public SharedEbb<Dht> {
   // it, as with memcached's own flush on a busy server.
   Result<size_t> Flush(uint32_t delay_s = 0);
 
+  // How much the whole Dht holds (memcached's stats): every node of the
+  // ring counts the live items it is primary of, and their keys' and
+  // values' bytes. Nodes that do not answer are left out (`nodes` says how
+  // many did); an error only if none did.
+  struct Census {
+    uint64_t items = 0, bytes = 0;
+    size_t nodes = 0, asked = 0;
+  };
+  Result<Census> Count();
+
   // The key's owners in this node's ring, primary first (empty before Start).
   std::vector<NodeId> OwnersOf(const std::string& key) const;
   uint64_t epoch() const;
@@ -149,6 +159,11 @@ class Dht : public SharedEbb<Dht> {
   void ServeWrite(NodeId from, uint64_t id, const uint8_t* body, size_t length);
   void ServeReplicate(NodeId from, uint64_t id, const uint8_t* body, size_t length);
   void ServeFlush(NodeId from, uint64_t id, const uint8_t* body, size_t length);
+  void ServeCount(NodeId from, uint64_t id);
+  // Sends an empty-bodied request to every node of the ring; the replies
+  // (their payloads after an ok status) and how many nodes there were.
+  std::vector<std::vector<uint8_t>> AskEveryNode(uint16_t handler, const std::vector<uint8_t>& body, size_t* asked,
+                                                 Error* last_error);
   // After the home core changed items_: the counters' copies of its sizes.
   void NoteItems();
   bool Primary(const DhtRing& ring, uint64_t key_hash) const;

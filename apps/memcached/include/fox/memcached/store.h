@@ -89,6 +89,10 @@ struct StoreStats {
   uint64_t bytes = 0;        // keys and values of the live items
   uint64_t limit_maxbytes = 0;
   uint64_t evictions = 0;
+  // A store spread over nodes (DhtStore): the copies this node holds, its
+  // share of curr_items counted with replicas (STAT fox_held_items).
+  bool distributed = false;
+  uint64_t held_items = 0;
 };
 
 // The interface. Contract for every method: synchronous, returns a Status
