@@ -2,7 +2,9 @@
 # linux_guest.sh OUTDIR [PROGRAM...]
 # Builds the minimal Linux guest that benchmarks compare fox nodes with:
 # Debian's kernel (linux-image-amd64) and an initramfs of busybox-static, the
-# kernel's virtio-net modules, and the given static programs (copied to /bin).
+# kernel's virtio-net modules, and the given programs (copied to /bin; a
+# dynamically linked one brings the host's libraries it needs, at their
+# paths, so Debian's own binaries run too, e.g. memcached).
 # Nothing is installed on the host: packages are downloaded and unpacked into
 # OUTDIR/pkgs; the results are OUTDIR/vmlinuz and OUTDIR/initramfs.gz.
 #
@@ -15,7 +17,7 @@
 # Boot it with console=ttyS0 (QEMU -serial stdio) to see its output.
 set -euo pipefail
 if [ $# -lt 1 ] || [ "${1#-}" != "$1" ]; then
-  echo "usage: linux_guest.sh OUTDIR [STATIC_PROGRAM...]" >&2
+  echo "usage: linux_guest.sh OUTDIR [PROGRAM...]" >&2
   exit 2
 fi
 out=$(realpath -m "$1")
@@ -50,7 +52,15 @@ for m in drivers/virtio/virtio_ring.ko drivers/virtio/virtio.ko drivers/virtio/v
     echo "$(basename "$m")" >> "$root/lib/modules/order"
   fi
 done
-for program in "${programs[@]}"; do cp "$program" "$root/bin/"; done
+for program in "${programs[@]}"; do
+  cp "$program" "$root/bin/"
+  for lib in $(ldd "$program" 2>/dev/null | grep -o '/[^ ]*' || true); do
+    mkdir -p "$root$(dirname "$lib")"
+    cp -L "$lib" "$root$lib"
+  done
+done
+mkdir -p "$root/etc"
+echo "root:x:0:0:root:/:/bin/sh" > "$root/etc/passwd"  # for programs that look their user up (memcached -u root)
 cat > "$root/init" <<'INIT'
 #!/bin/sh
 mount -t proc proc /proc

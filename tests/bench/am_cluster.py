@@ -15,11 +15,11 @@ HOSTED = os.path.join(ROOT, "build", "host", "am_node_hosted")
 PEERS = "fox.peers=0@10.77.0.10,1@10.77.0.11,100@10.77.0.1"
 
 
-def run_cluster(nodes, append, accel, timeout=300, extra=()):
-    """Boots `nodes` am_node images with `append`; returns the harness output. Raises on failure."""
-    if not os.path.exists(IMAGE):
-        raise RuntimeError("%s is missing: run make first" % IMAGE)
-    cmd = [sys.executable, os.path.join(ROOT, "boot", "cluster.py"), "--nodes", str(nodes), "--image", IMAGE,
+def run_cluster(nodes, append, accel, timeout=300, extra=(), image=IMAGE):
+    """Boots `nodes` images (am_node unless `image`) with `append`; returns the harness output. Raises on failure."""
+    if not os.path.exists(image):
+        raise RuntimeError("%s is missing: run make first" % image)
+    cmd = [sys.executable, os.path.join(ROOT, "boot", "cluster.py"), "--nodes", str(nodes), "--image", image,
            "--append=" + append, "--accel", accel, "--timeout", str(timeout)] + list(extra)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 60)
     if r.returncode == 77:
