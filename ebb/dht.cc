@@ -37,7 +37,13 @@
 
 namespace fox::ebb {
 namespace {
-enum : uint16_t { kGet = 1, kWrite = 2, kReplicate = 4, kFlush = 5, kCount = 6 };  // 3 was a delete before kDelete writes
+enum : uint16_t {
+  kGet = 1,
+  kWrite = 2,
+  kReplicate = 4,
+  kFlush = 5,
+  kCount = 6
+};                                         // 3 was a delete before kDelete writes
 constexpr uint64_t kRetryNs = 20'000'000;  // between attempts while rings disagree
 constexpr size_t kRebuildWindow = 32;      // copies in flight per rebuild
 
@@ -239,7 +245,7 @@ Result<void> Dht::Delete(const std::string& key) {
 }
 
 std::vector<std::vector<uint8_t>> Dht::AskEveryNode(uint16_t handler, const std::vector<uint8_t>& body, size_t* asked,
-                                                     Error* last_error) {
+                                                    Error* last_error) {
   std::vector<std::vector<uint8_t>> answers;
   *asked = 0;
   *last_error = Error::kBusy;

@@ -193,7 +193,7 @@ int ServeNode(const Args& args, const fox::am::Config& config) {
     return 1;
   }
   if (args.dht) (void)fox::ebb::Dht::Get()->stats();  // constructs it here, before the transport starts
-  if (auto r = fox::am::Start(config); !r.ok()) {  // for the Dht, and the job's membership: place 0's end
+  if (auto r = fox::am::Start(config); !r.ok()) {     // for the Dht, and the job's membership: place 0's end
     std::printf("memcached: node %u: cannot start the transport: %s\n", self, fox::ErrorName(r.error()));
     return 1;
   }
@@ -282,7 +282,7 @@ void GatewayConnection(int fd) {
       out = session.Output();
     }
     if (session.closing() || (peer_closed && unfed.empty())) break;
-    if (step == Session::Step::kDrainOutput) continue;  // sent: it parses on
+    if (step == Session::Step::kDrainOutput) continue;         // sent: it parses on
     if (!unfed.empty() && session.InputSpace() > 0) continue;  // it took part: it has room again
     ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
     if (n <= 0) {
@@ -330,7 +330,7 @@ unsigned StartGateway(unsigned port, size_t max_bytes) {
 // Place 0 (a Linux process on the frontend): says what serves, then waits.
 int Coordinate(const Args& args, const fox::am::Config& config) {
   if (args.dht) (void)fox::ebb::Dht::Get()->stats();  // constructs it before the transport starts
-  if (auto r = fox::am::Start(config); !r.ok()) {  // the nodes see it live, and its end
+  if (auto r = fox::am::Start(config); !r.ok()) {     // the nodes see it live, and its end
     std::printf("memcached: place 0: cannot start the transport: %s\n", fox::ErrorName(r.error()));
     return 1;
   }

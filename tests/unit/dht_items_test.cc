@@ -205,7 +205,7 @@ TEST(DhtItems, IncrDecrAsMemcached) {
   EXPECT_EQ(items.Write(decr, 0)->value, "0");  // floors at 0
   ASSERT_TRUE(items.Write(W("n", "18446744073709551615"), 0).ok());
   incr.delta = 2;
-  EXPECT_EQ(items.Write(incr, 0)->value, "1");  // wraps at 2^64
+  EXPECT_EQ(items.Write(incr, 0)->value, "1");       // wraps at 2^64
   ASSERT_TRUE(items.Write(W("n", "12  "), 0).ok());  // trailing spaces, as memcached leaves them
   EXPECT_EQ(items.Write(incr, 0)->value, "14");
   for (const char* bad : {"abc", "", "-1", "18446744073709551616", "1 2", "123456789012345678901"}) {

@@ -131,7 +131,7 @@ class DhtItems {
   }
   size_t size() const { return map_.size(); }  // entries, tombstones included
   size_t live(uint64_t now_ns) const;          // not tombstones, not expired (a scan)
-  size_t stored() const { return stored_; }     // not tombstones (expired ones too, until written)
+  size_t stored() const { return stored_; }    // not tombstones (expired ones too, until written)
 
  private:
   uint64_t NextVersion(std::string_view key) const;
