@@ -37,12 +37,12 @@ constexpr bool IsExpired(Expiry expiry, Time now) { return expiry != kNeverExpir
 // text add, binary status 0x02 for Add, 0x01 for Replace).
 enum class Status : uint8_t {
   kOk,
-  kNotFound,    // no such key (or expired, or flushed)
-  kExists,      // compare-and-swap value differs
-  kNotStored,   // add of a present key; replace/append/prepend of a missing one
-  kNonNumeric,  // incr/decr of a value that is not a decimal uint64
-  kTooLarge,    // the value (after append/prepend) is over the value limit
-  kNoMemory,    // the store is full (no eviction)
+  kNotFound,     // no such key (or expired, or flushed)
+  kExists,       // compare-and-swap value differs
+  kNotStored,    // add of a present key; replace/append/prepend of a missing one
+  kNonNumeric,   // incr/decr of a value that is not a decimal uint64
+  kTooLarge,     // the value (after append/prepend) is over the value limit
+  kNoMemory,     // the store is full (no eviction)
   kUnavailable,  // the backend did not answer in time (a write may or may not have happened)
 };
 const char* StatusName(Status status);
