@@ -60,7 +60,7 @@ bool KeyOk(const std::string& key) { return !key.empty() && key.size() <= kDhtMa
 
 // Waits (sleeping the event) until `done` or `deadline_ns`; true if done.
 template <class F>
-bool WaitFor(F done, uint64_t deadline_ns) {
+bool SleepUntil(F done, uint64_t deadline_ns) {
   while (!done()) {
     if (clock::NowNs() >= deadline_ns) return false;
     timer::Sleep(kRetryNs);
@@ -157,7 +157,8 @@ bool Dht::Primary(const DhtRing& ring, uint64_t key_hash) const {
 
 // ---- client side
 
-Result<std::vector<uint8_t>> Dht::Call(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body) {
+Result<std::vector<uint8_t>> Dht::Call(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body,
+                                       uint64_t rpc_timeout_ms) {
   uint64_t deadline = clock::NowNs() + kRouteTimeoutMs * 1'000'000;
   bool retried_dead = false;
   for (bool first = true;; first = false) {
@@ -168,7 +169,7 @@ Result<std::vector<uint8_t>> Dht::Call(uint64_t key_hash, uint16_t handler, cons
     auto ring = Ring();
     if (!ring || ring->nodes().empty()) return Error::kBusy;
     NodeId primary = ring->OwnersOf(ring->PartitionOf(key_hash))[0];
-    auto reply = Rpc::Get()->Call(primary, kDhtId, handler, body.data(), body.size()).Block();
+    auto reply = Rpc::Get()->Call(primary, kDhtId, handler, body.data(), body.size(), rpc_timeout_ms).Block();
     if (!reply.ok()) {
       if (reply.error() != Error::kNotFound) return reply.error();
       if (am::State(primary) != am::PeerState::kDead) {
@@ -181,7 +182,7 @@ Result<std::vector<uint8_t>> Dht::Call(uint64_t key_hash, uint16_t handler, cons
       // this node's ring has dropped it.
       if (retried_dead) return Error::kNotFound;
       retried_dead = true;
-      if (!WaitFor([&] { return !Ring()->Contains(primary); }, deadline)) return Error::kTimedOut;
+      if (!SleepUntil([&] { return !Ring()->Contains(primary); }, deadline)) return Error::kTimedOut;
       continue;
     }
     if (reply->size() < 4) return Error::kCorrupt;
@@ -209,7 +210,10 @@ Result<Dht::Item> Dht::Write(const DhtWrite& write) {
   if (!KeyOk(write.key) || write.value.size() > kDhtMaxValue || write.mode > DhtWrite::kLastMode) {
     return Error::kInvalidArgument;
   }
-  auto reply = Call(HashOf(write.key), kWrite, dht_wire::EncodeWrite(write));
+  // A held request answers within wait_ms (the primary's sweep): the Rpc
+  // waits that long and a margin.
+  uint64_t rpc_timeout_ms = DhtWriteWaits(write.mode) ? uint64_t(write.wait_ms) + 10'000 : 10'000;
+  auto reply = Call(HashOf(write.key), kWrite, dht_wire::EncodeWrite(write), rpc_timeout_ms);
   if (!reply.ok()) return reply.error();
   if (DhtWriteAnswersItem(write.mode)) {
     auto entry = dht_wire::DecodeItem(reply->data(), reply->size());
@@ -233,6 +237,46 @@ Result<uint64_t> Dht::Set(const std::string& key, const std::string& value, uint
   w.flags = flags;
   w.ttl_s = ttl_s;
   return Put(w);
+}
+
+namespace {
+Result<uint64_t> CountOf(Result<Dht::Item> item) {
+  if (!item.ok()) return item.error();
+  uint64_t n = 0;
+  for (char c : item->value) {
+    if (c < '0' || c > '9') return Error::kCorrupt;
+    n = n * 10 + uint64_t(c - '0');
+  }
+  return n;
+}
+}  // namespace
+
+Result<uint64_t> Dht::Add(const std::string& key, uint64_t delta) {
+  DhtWrite w;
+  w.mode = DhtWrite::Mode::kIncr;
+  w.key = key;
+  w.delta = delta;
+  w.create = true;
+  w.initial = delta;
+  return CountOf(Write(w));
+}
+
+Result<uint64_t> Dht::Take(const std::string& key, uint64_t n, uint32_t wait_ms) {
+  DhtWrite w;
+  w.mode = DhtWrite::Mode::kTake;
+  w.key = key;
+  w.delta = n;
+  w.wait_ms = wait_ms;
+  return CountOf(Write(w));
+}
+
+Result<Dht::Item> Dht::WaitFor(const std::string& key, uint64_t at_least, uint32_t wait_ms) {
+  DhtWrite w;
+  w.mode = DhtWrite::Mode::kWait;
+  w.key = key;
+  w.delta = at_least;
+  w.wait_ms = wait_ms;
+  return Write(w);
 }
 
 Result<void> Dht::Delete(const std::string& key) {
@@ -353,8 +397,25 @@ void Dht::ServeWrite(NodeId from, uint64_t id, const uint8_t* body, size_t lengt
     return Answer(from, id, Error::kBusy);
   }
   auto applied = items_.Write(*write, clock::NowNs());
+  if (!applied.ok() && applied.error() == Error::kBusy && DhtWriteWaits(write->mode)) {
+    if (write->wait_ms == 0) return Answer(from, id, Error::kTimedOut);
+    uint64_t deadline = clock::NowNs() + uint64_t(write->wait_ms) * 1'000'000;
+    std::string key = write->key;
+    waiters_[key].push_back(Waiter{from, id, std::move(*write), deadline});
+    {
+      SpinGuard g(lock_);
+      ++stats_.waiting;
+    }
+    if (!sweeping_) {
+      sweeping_ = true;
+      event::Spawn([this] { Sweep(); });
+    }
+    return;
+  }
   if (!applied.ok()) return Answer(from, id, applied.error());
+  if (write->mode == DhtWrite::Mode::kWait) return Answer(from, id, Error::kOk, dht_wire::EncodeItem(*applied));
   NoteItems();
+  Wake(write->key);
   {
     SpinGuard g(lock_);
     ++(write->mode == DhtWrite::Mode::kDelete ? stats_.served_deletes : stats_.served_writes);
@@ -396,7 +457,7 @@ bool Dht::Replicate(const std::string& key, uint64_t key_hash) {
     if (failed) return false;
     if (dead.empty()) return true;
     // A replica died: once the ring has dropped it, the new owners get the state.
-    bool dropped = WaitFor(
+    bool dropped = SleepUntil(
         [&] {
           auto ring = Ring();
           return std::none_of(dead.begin(), dead.end(), [&](NodeId n) { return ring->Contains(n); });
@@ -469,6 +530,79 @@ void Dht::ServeCount(NodeId from, uint64_t id) {
   net::wire::StoreLe<uint64_t>(payload.data(), items);
   net::wire::StoreLe<uint64_t>(payload.data() + 8, bytes);
   Answer(from, id, Error::kOk, payload);
+}
+
+// ---- held takes and waits (home core)
+
+void Dht::Wake(const std::string& key) {
+  auto it = waiters_.find(key);
+  if (it == waiters_.end()) return;
+  std::deque<Waiter>& queue = it->second;
+  uint64_t now = clock::NowNs();
+  size_t removed = 0;
+  for (size_t i = 0; i < queue.size();) {
+    if (am::State(queue[i].from) == am::PeerState::kDead) {  // nobody to answer: take nothing for it
+      queue.erase(queue.begin() + long(i));
+      ++removed;
+      continue;
+    }
+    auto served = items_.Write(queue[i].write, now);
+    if (!served.ok() && served.error() == Error::kBusy) {
+      ++i;
+      continue;
+    }
+    Waiter done = std::move(queue[i]);
+    queue.erase(queue.begin() + long(i));
+    ++removed;
+    if (served.ok() && done.write.mode == DhtWrite::Mode::kTake) NoteItems();
+    // Answered from an event of its own: answering may block, and the
+    // queue must not change under this loop meanwhile.
+    event::Spawn([this, done = std::move(done), served = std::move(served)]() mutable {
+      if (!served.ok()) return Answer(done.from, done.id, served.error());
+      Finish(done.from, done.id, done.write, *served);
+    });
+  }
+  if (queue.empty()) waiters_.erase(it);
+  SpinGuard g(lock_);
+  stats_.waiting -= removed;
+}
+
+void Dht::Finish(NodeId from, uint64_t id, const DhtWrite& write, const DhtEntry& entry) {
+  if (write.mode == DhtWrite::Mode::kTake) {
+    {
+      SpinGuard g(lock_);
+      ++stats_.served_writes;
+    }
+    if (!Replicate(write.key, HashOf(write.key))) return Answer(from, id, Error::kTimedOut);
+  }
+  Answer(from, id, Error::kOk, dht_wire::EncodeItem(entry));
+}
+
+void Dht::Sweep() {
+  while (!waiters_.empty()) {
+    timer::Sleep(50'000'000);
+    uint64_t now = clock::NowNs();
+    std::vector<Waiter> late;
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      std::deque<Waiter>& queue = it->second;
+      for (size_t i = 0; i < queue.size();) {
+        if (queue[i].deadline_ns > now) {
+          ++i;
+          continue;
+        }
+        late.push_back(std::move(queue[i]));
+        queue.erase(queue.begin() + long(i));
+      }
+      it = queue.empty() ? waiters_.erase(it) : std::next(it);
+    }
+    {
+      SpinGuard g(lock_);
+      stats_.waiting -= late.size();
+      stats_.waits_timed_out += late.size();
+    }
+    for (const Waiter& w : late) Answer(w.from, w.id, Error::kTimedOut);  // may block: after the loop
+  }
+  sweeping_ = false;
 }
 
 // ---- failures

@@ -77,6 +77,19 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
     return Error::kInvalidArgument;
   }
   const DhtEntry* live = Find(write.key, now_ns);
+  if (write.mode == Mode::kWait || write.mode == Mode::kTake) {
+    if (!live) return Error::kBusy;
+    uint64_t n = 0;
+    bool numeric = ParseCounter(live->value, &n);
+    if (write.mode == Mode::kWait) {
+      if (write.delta == 0) return *live;
+      if (!numeric) return Error::kUnsupported;
+      if (n < write.delta) return Error::kBusy;
+      return *live;
+    }
+    if (!numeric) return Error::kUnsupported;
+    if (n < write.delta) return Error::kBusy;
+  }
   bool needs_live = write.mode != Mode::kSet && write.mode != Mode::kAdd;
   bool creates = (write.mode == Mode::kIncr || write.mode == Mode::kDecr) && write.create;
   if (write.mode == Mode::kAdd && live) return Error::kAlreadyExists;
@@ -105,6 +118,15 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
       entry.value.append(write.mode == Mode::kAppend ? live->value : write.value);
       entry.value.append(write.mode == Mode::kAppend ? write.value : live->value);
       break;
+    case Mode::kTake: {
+      uint64_t n = 0;
+      (void)ParseCounter(live->value, &n);  // numeric and >= delta: checked above
+      entry.flags = live->flags;
+      entry.expiry_ns = live->expiry_ns;
+      entry.value = std::to_string(n - write.delta);
+      break;
+    }
+    case Mode::kWait: return *live;  // returned above
     case Mode::kIncr:
     case Mode::kDecr: {
       uint64_t n = write.initial;
@@ -180,7 +202,7 @@ size_t DhtItems::live(uint64_t now_ns) const {
 
 namespace dht_wire {
 namespace {
-constexpr size_t kWriteHeader = 1 + 1 + 4 + 4 + 8 + 8 + 8 + 2;
+constexpr size_t kWriteHeader = 1 + 1 + 4 + 4 + 8 + 8 + 8 + 4 + 2;
 constexpr size_t kReplicateHeader = 8 + 1 + 4 + 8 + 2;
 constexpr size_t kItemHeader = 8 + 4;
 
@@ -204,6 +226,7 @@ std::vector<uint8_t> EncodeWrite(const DhtWrite& w) {
   Put<uint64_t>(out, w.cas);
   Put<uint64_t>(out, w.delta);
   Put<uint64_t>(out, w.initial);
+  Put<uint32_t>(out, w.wait_ms);
   Put<uint16_t>(out, uint16_t(w.key.size()));
   PutBytes(out, w.key);
   PutBytes(out, w.value);
@@ -223,7 +246,8 @@ Result<DhtWrite> DecodeWrite(const uint8_t* data, size_t length) {
   w.cas = Load64(data + 10);
   w.delta = Load64(data + 18);
   w.initial = Load64(data + 26);
-  size_t key_length = Load16(data + 34);
+  w.wait_ms = Load32(data + 34);
+  size_t key_length = Load16(data + 38);
   if (key_length == 0 || key_length > kDhtMaxKey || key_length > length - kWriteHeader) return Error::kInvalidArgument;
   size_t value_length = length - kWriteHeader - key_length;
   if (value_length > kDhtMaxValue) return Error::kInvalidArgument;

@@ -10,10 +10,21 @@
 // in flight to the victim are retried on the new primary), writes and reads more keys on the smaller ring, waits for
 // its rebuild, checks it holds every live item (with R = 2 on 3 nodes each survivor holds all after the rebuild), then
 // tells the other nodes to check theirs and quit. Any failed check exits 1.
+//
+//   dht_node sync ROUNDS [R]
+//
+// libFOX under contention from every node at once (dht.h's Add, Take,
+// WaitFor; dht_queue.h): a counter every node adds to ROUNDS times; a
+// semaphore every node posts ROUNDS times (from one event) while taking
+// ROUNDS (from another, waiting at the primary); a task queue every node
+// pushes ROUNDS tasks to while popping ROUNDS, each task seen exactly once
+// (counted in the Dht); waits that time out and takes of a non-counter.
+// Barriers between the phases are Dht counters too.
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +32,9 @@
 
 #include "fox/clock.h"
 #include "fox/ebb/dht.h"
+#include "fox/ebb/dht_queue.h"
+#include "fox/event.h"
+#include "fox/future.h"
 #include "fox/ebb/messenger.h"
 #include "fox/ebb/rpc.h"
 #include "fox/net/am.h"
@@ -241,9 +255,133 @@ void Client(Dht* dht, NodeId victim, uint64_t keys) {
 
 }  // namespace
 
+// Every node Adds 1 to `name` and waits until all have.
+void Barrier(Dht* dht, const std::string& name, uint64_t nodes) {
+  CHECK(dht->Add(name, 1).ok());
+  auto all = dht->WaitFor(name, nodes, 120'000);
+  CHECK(all.ok());
+}
+
+// Runs `fn` in an event of its own; the future is done when it returns.
+fox::Future<int> Concurrently(fox::Function<void()> fn) {
+  auto promise = std::make_shared<fox::Promise<int>>();
+  auto future = promise->GetFuture();
+  fox::event::Spawn([promise, fn = std::move(fn)]() mutable {
+    fn();
+    promise->SetValue(0);
+  });
+  return future;
+}
+
+void Sync(Dht* dht, uint64_t rounds, uint64_t nodes) {
+  NodeId self = fox::am::Self();
+  Barrier(dht, "sync:start", nodes);
+
+  // A counter.
+  for (uint64_t i = 0; i < rounds; ++i) CHECK(dht->Add("sync:counter", 1).ok());
+  Barrier(dht, "sync:counted", nodes);
+  auto counter = dht->Get("sync:counter");
+  CHECK(counter.ok() && counter->value == std::to_string(nodes * rounds));
+  std::printf("dht_sync: node %u: counter %s after %llu nodes added %llu each\n", self, counter->value.c_str(),
+              (unsigned long long)nodes, (unsigned long long)rounds);
+
+  // A semaphore: takes wait at the primary for posts from every node.
+  auto posts = Concurrently([dht, rounds] {
+    for (uint64_t i = 0; i < rounds; ++i) {
+      CHECK(dht->Add("sync:sem", 1).ok());
+      SleepMs(1);
+    }
+  });
+  uint64_t took = 0;
+  for (uint64_t i = 0; i < rounds; ++i) {
+    auto left = dht->Take("sync:sem", 1, 60'000);
+    CHECK(left.ok());
+    ++took;
+  }
+  posts.Block();
+  Barrier(dht, "sync:semaphored", nodes);
+  auto sem = dht->Get("sync:sem");
+  CHECK(sem.ok() && sem->value == "0");
+  std::printf("dht_sync: node %u: took %llu of the semaphore, every node done, it holds %s\n", self,
+              (unsigned long long)took, sem->value.c_str());
+
+  // A task queue: every task popped once, somewhere.
+  fox::ebb::DhtQueue queue("sync-queue");
+  auto pushes = Concurrently([&queue, rounds, self] {
+    for (uint64_t i = 0; i < rounds; ++i)
+      CHECK(queue.Push("task:" + std::to_string(self) + ":" + std::to_string(i)).ok());
+  });
+  for (uint64_t i = 0; i < rounds; ++i) {
+    auto task = queue.Pop(60'000);
+    CHECK(task.ok());
+    auto seen = dht->Add("sync:seen:" + *task, 1);
+    CHECK(seen.ok() && *seen == 1);  // nobody popped it before
+  }
+  pushes.Block();
+  Barrier(dht, "sync:queued", nodes);
+  uint64_t missing = 0;
+  for (uint64_t n = 0; n < nodes; ++n) {
+    for (uint64_t i = 0; i < rounds; ++i) {
+      auto seen = dht->Get("sync:seen:task:" + std::to_string(n) + ":" + std::to_string(i));
+      missing += seen.ok() && seen->value == "1" ? 0 : 1;
+    }
+  }
+  CHECK(missing == 0);
+  std::printf("dht_sync: node %u: popped %llu tasks, all %llu tasks of every node popped exactly once\n", self,
+              (unsigned long long)rounds, (unsigned long long)(nodes * rounds));
+
+  // Waits that end, and bad uses.
+  uint64_t t0 = fox::clock::NowNs();
+  CHECK(dht->Take("sync:never-" + std::to_string(self), 1, 300).error() == fox::Error::kTimedOut);
+  CHECK(dht->WaitFor("sync:absent-" + std::to_string(self), 0, 300).error() == fox::Error::kTimedOut);
+  uint64_t waited_ms = (fox::clock::NowNs() - t0) / 1'000'000;
+  CHECK(waited_ms >= 600 && waited_ms < 5'000);
+  CHECK(dht->Set("sync:text-" + std::to_string(self), "abc").ok());
+  CHECK(dht->Take("sync:text-" + std::to_string(self), 1, 1000).error() == fox::Error::kUnsupported);
+  CHECK(dht->Add("sync:text-" + std::to_string(self), 1).error() == fox::Error::kUnsupported);
+  CHECK(fox::ebb::DhtQueue("bad/name").Push("x").error() == fox::Error::kInvalidArgument);
+  CHECK(queue.Pop(200).error() == fox::Error::kTimedOut);
+  Barrier(dht, "sync:end", nodes);
+  // Leaving is a death to the others (and loses the data of r nodes that
+  // leave): node 0 leaves last, once the others saw it pass the barrier.
+  if (self == 0) {
+    CHECK(dht->Set("sync:bye", "1").ok());
+    CHECK(WaitUntil(60'000, [] {
+      for (NodeId n : fox::am::Peers()) {
+        if (n != fox::am::Self() && fox::am::State(n) != fox::am::PeerState::kDead) return false;
+      }
+      return true;
+    }));
+  } else {
+    CHECK(dht->WaitFor("sync:bye", 0, 60'000).ok());
+  }
+  auto s = dht->stats();
+  std::printf(
+      "dht_sync: node %u: waits timed out as asked (%llu ms for two of 300 ms); %llu held here now, %llu "
+      "timed out here\n",
+      self, (unsigned long long)waited_ms, (unsigned long long)s.waiting, (unsigned long long)s.waits_timed_out);
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 3 && std::string(argv[1]) == "sync") {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    uint64_t rounds = std::strtoull(argv[2], nullptr, 10);
+    auto config = fox::am::ConfigFromBootArgs();
+    if (!config.ok()) return 2;
+    Dht* dht = &*Dht::Get();
+    if (auto r = fox::am::Start(*config); !r.ok()) return 1;
+    fox::ebb::RingConfig ring;
+    ring.replication = argc > 3 ? uint32_t(std::strtoul(argv[3], nullptr, 10)) : 2;
+    CHECK(dht->Start(ring).ok());
+    auto peers = fox::am::Peers();
+    bool listed = std::find(peers.begin(), peers.end(), fox::am::Self()) != peers.end();
+    Sync(dht, rounds, peers.size() + (listed ? 0 : 1));
+    std::printf("dht_node: done\n");
+    std::fflush(stdout);
+    return 0;
+  }
   if (argc < 4) {
-    std::printf("usage: dht_node CLIENT VICTIM KEYS [R]\n");
+    std::printf("usage: dht_node CLIENT VICTIM KEYS [R] | dht_node sync ROUNDS [R]\n");
     return 2;
   }
   NodeId client = NodeId(std::strtoul(argv[1], nullptr, 10));

@@ -264,6 +264,22 @@ fox_cluster_test(memcached_dht_failover NODES 4 IMAGE memcached PEERS TIMEOUT 50
   HOST_CMD "python3 tests/memcached/dht_cluster.py --nodes 10.77.0.10,10.77.0.11,10.77.0.12,10.77.0.13 --victim 3 --keys 100000"
   EXPECT "0:dht: node 3 died: ring epoch 1, 3 nodes" "1:dht: rebuild for ring epoch 1: [0-9]+ copies to new owners, 0 failed")
 
+# libFOX on the Dht (dht.h's Add/Take/WaitFor, dht_queue.h) under contention
+# from 4 hosted nodes at once: a counter, a semaphore whose takes wait at the
+# primary for every node's posts, a task queue whose 400 tasks are each popped
+# exactly once, waits that time out (tests/cluster/dht_node.cc, mode sync).
+set(sync_expect)
+foreach(n RANGE 0 3)
+  list(APPEND sync_expect
+    --expect "${n}:dht_sync: node ${n}: counter 400 after 4 nodes added 100 each"
+    --expect "${n}:dht_sync: node ${n}: took 100 of the semaphore, every node done, it holds 0"
+    --expect "${n}:dht_sync: node ${n}: popped 100 tasks, all 400 tasks of every node popped exactly once"
+    --expect "${n}:dht_sync: node ${n}: waits timed out as asked" --expect "${n}:dht_node: done")
+endforeach()
+add_test(NAME hosted.dht_sync COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py
+  --nodes 4 --timeout 150 ${sync_expect} $<TARGET_FILE:dht_node_hosted> sync 100)
+set_tests_properties(hosted.dht_sync PROPERTIES LABELS hosted TIMEOUT 200)
+
 # The Dht (ebb/include/fox/ebb/dht.h) on hosted nodes on 127.0.0.1 (no
 # root, no QEMU): node 0 sets 2000 keys and 4 values of 1 MiB, the last
 # node is killed (SIGKILL), node 0 sets 200 keys meanwhile and reads every

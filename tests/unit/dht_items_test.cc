@@ -243,6 +243,41 @@ TEST(DhtItems, TouchDeleteWithCasAndExpiredAtOnce) {
   EXPECT_TRUE(items.Write(W("e", "v", M::kAdd), kSec).ok());
 }
 
+// libFOX's waits as the primary applies them: kBusy is "not yet".
+TEST(DhtItems, TakeAndWait) {
+  DhtItems items;
+  using M = DhtWrite::Mode;
+  DhtWrite take = W("sem", "", M::kTake);
+  take.delta = 2;
+  EXPECT_EQ(items.Write(take, 0).error(), Error::kBusy);  // absent: not yet
+  ASSERT_TRUE(items.Write(W("sem", "1"), 0).ok());
+  EXPECT_EQ(items.Write(take, 0).error(), Error::kBusy);  // 1 < 2
+  EXPECT_EQ(items.Find("sem", 0)->value, "1");
+  ASSERT_TRUE(items.Write(W("sem", "5"), 0).ok());
+  auto taken = items.Write(take, 0);
+  ASSERT_TRUE(taken.ok());
+  EXPECT_EQ(taken->value, "3");
+  EXPECT_EQ(items.Find("sem", 0)->value, "3");
+  DhtWrite wait = W("sem", "", M::kWait);
+  wait.delta = 3;
+  uint64_t version = items.Held("sem")->version;
+  auto seen = items.Write(wait, 0);
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ(seen->value, "3");
+  EXPECT_EQ(items.Held("sem")->version, version);  // a wait changes nothing
+  wait.delta = 4;
+  EXPECT_EQ(items.Write(wait, 0).error(), Error::kBusy);
+  DhtWrite exists = W("other", "", M::kWait);  // delta 0: any live value
+  EXPECT_EQ(items.Write(exists, 0).error(), Error::kBusy);
+  ASSERT_TRUE(items.Write(W("other", "text"), 0).ok());
+  EXPECT_EQ(items.Write(exists, 0)->value, "text");
+  DhtWrite bad = W("other", "", M::kTake);
+  bad.delta = 1;
+  EXPECT_EQ(items.Write(bad, 0).error(), Error::kUnsupported);
+  exists.delta = 1;
+  EXPECT_EQ(items.Write(exists, 0).error(), Error::kUnsupported);
+}
+
 TEST(DhtItems, FlushTombstonesEverythingAndCountsBytes) {
   DhtItems items;
   ASSERT_TRUE(items.Write(W("a", "12345"), 0).ok());
@@ -295,6 +330,7 @@ TEST(DhtWire, WriteRoundTrip) {
   incr.create = true;
   incr.delta = 0xffffffffffull << 8;
   incr.initial = 42;
+  incr.wait_ms = 1234;
   auto incr_bytes = dht_wire::EncodeWrite(incr);
   auto incr_back = dht_wire::DecodeWrite(incr_bytes.data(), incr_bytes.size());
   ASSERT_TRUE(incr_back.ok());
@@ -303,6 +339,7 @@ TEST(DhtWire, WriteRoundTrip) {
   EXPECT_TRUE(incr_back->create);
   EXPECT_EQ(incr_back->delta, incr.delta);
   EXPECT_EQ(incr_back->initial, 42u);
+  EXPECT_EQ(incr_back->wait_ms, 1234u);
   EXPECT_EQ(incr_back->cas, 5u);
 }
 
@@ -339,7 +376,7 @@ TEST(DhtWire, ItemRoundTrip) {
 TEST(DhtWire, MalformedInputRefused) {
   DhtWrite w = W("key", "value", DhtWrite::Mode::kAdd);
   auto write = dht_wire::EncodeWrite(w);
-  constexpr size_t kHeader = 36, kKeyLength = 34;
+  constexpr size_t kHeader = 40, kKeyLength = 38;
   for (size_t n = 0; n < kHeader + 3; ++n) {
     EXPECT_FALSE(dht_wire::DecodeWrite(write.data(), n).ok()) << n;
   }

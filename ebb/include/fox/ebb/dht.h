@@ -55,6 +55,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
+#include <unordered_map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -117,6 +119,26 @@ class Dht : public SharedEbb<Dht> {
   // it, as with memcached's own flush on a busy server.
   Result<size_t> Flush(uint32_t delay_s = 0);
 
+  // libFOX on the Dht (issue 13; dht_queue.h builds a task queue on these).
+  // Counters are decimal values, as memcached's incr/decr.
+  //
+  // Add: adds `delta` to the counter at `key` (created holding `delta`);
+  // returns the new count. kUnsupported: the value is not a counter.
+  Result<uint64_t> Add(const std::string& key, uint64_t delta);
+  // A counting semaphore's P: waits until the counter at `key` (absent:
+  // until it exists) is at least `n`, then subtracts `n` in the same step at
+  // the key's primary; returns what is left. Waiters are held at the primary
+  // and tried again after every write to the key, in arrival order (a
+  // smaller take may pass a larger one that cannot be served yet).
+  // kTimedOut: not within wait_ms (nothing taken). A take whose primary dies
+  // is sent again to the new one, which may then take twice if the first
+  // was applied and its answer lost.
+  Result<uint64_t> Take(const std::string& key, uint64_t n, uint32_t wait_ms);
+  // Waits until `key` is live and, if at_least > 0, a counter of at least
+  // that (a barrier: every party Adds 1, then waits for the party count);
+  // returns the item. kTimedOut: not within wait_ms.
+  Result<Item> WaitFor(const std::string& key, uint64_t at_least, uint32_t wait_ms);
+
   // How much the whole Dht holds (memcached's stats): every node of the
   // ring counts the live items it is primary of, and their keys' and
   // values' bytes. Nodes that do not answer are left out (`nodes` says how
@@ -142,6 +164,8 @@ class Dht : public SharedEbb<Dht> {
     uint64_t rebuild_failures = 0;  // copies that failed
     uint64_t rebuilds_running = 0;  // rebuilds not finished
     uint64_t flushed = 0;           // items turned into tombstones by flushes
+    uint64_t waiting = 0;           // takes and waits held here now
+    uint64_t waits_timed_out = 0;   // held ones answered kTimedOut
     uint64_t items = 0;             // held here: entries, tombstones included
     uint64_t live = 0;              // held here and not deleted (expired ones too until written, as memcached)
     uint64_t bytes = 0;             // of keys and values held here
@@ -152,7 +176,8 @@ class Dht : public SharedEbb<Dht> {
   struct Route;
   // Sends `body` under `handler` to the primary of `key_hash` and returns
   // the reply's payload (after its status), retrying as the header says.
-  Result<std::vector<uint8_t>> Call(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body);
+  Result<std::vector<uint8_t>> Call(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body,
+                                    uint64_t rpc_timeout_ms = 10'000);
   std::shared_ptr<const DhtRing> Ring() const;
   void Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
   void ServeGet(NodeId from, uint64_t id, const uint8_t* body, size_t length);
@@ -160,6 +185,19 @@ class Dht : public SharedEbb<Dht> {
   void ServeReplicate(NodeId from, uint64_t id, const uint8_t* body, size_t length);
   void ServeFlush(NodeId from, uint64_t id, const uint8_t* body, size_t length);
   void ServeCount(NodeId from, uint64_t id);
+  // A take or wait the primary holds until it can be served or wait_ms passes.
+  struct Waiter {
+    NodeId from;
+    uint64_t id;
+    DhtWrite write;
+    uint64_t deadline_ns;
+  };
+  // Serves the held requests of `key` that can be now (after a write to it).
+  void Wake(const std::string& key);
+  // Answers a served take or wait: replicates a take first (blocks).
+  void Finish(NodeId from, uint64_t id, const DhtWrite& write, const DhtEntry& entry);
+  // Answers held requests past their deadline, every 50 ms while any are held.
+  void Sweep();
   // Sends an empty-bodied request to every node of the ring; the replies
   // (their payloads after an ok status) and how many nodes there were.
   std::vector<std::vector<uint8_t>> AskEveryNode(uint16_t handler, const std::vector<uint8_t>& body, size_t* asked,
@@ -177,7 +215,9 @@ class Dht : public SharedEbb<Dht> {
   static inline std::atomic<Dht*> constructed_{nullptr};
   int core_;
   uint64_t subscription_ = 0;
-  DhtItems items_;  // home core only
+  DhtItems items_;                                               // home core only
+  std::unordered_map<std::string, std::deque<Waiter>> waiters_;  // home core only
+  bool sweeping_ = false;                                        // home core only
   mutable SpinLock lock_;
   std::shared_ptr<const DhtRing> ring_ GUARDED_BY(lock_);
   Stats stats_ GUARDED_BY(lock_);

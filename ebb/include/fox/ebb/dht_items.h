@@ -66,8 +66,13 @@ struct DhtWrite {
     kDecr = 7,     // the decimal value - delta, floored at 0
     kTouch = 8,    // a new expiry (ttl_s); value and flags kept
     kDelete = 9,   // a tombstone
+    // libFOX's waits (dht.h: Take, WaitFor). kBusy from DhtItems::Write
+    // means "not yet": the primary keeps the request up to wait_ms and
+    // tries again after each write to the key.
+    kTake = 10,  // the decimal value >= delta: it becomes value - delta (a semaphore's P)
+    kWait = 11,  // nothing changes; done once the key is live and (delta 0, or its decimal value >= delta)
   };
-  static constexpr Mode kLastMode = Mode::kDelete;
+  static constexpr Mode kLastMode = Mode::kWait;
   // ttl_s: seconds to live from when the primary applies it; 0 never
   // expires; kExpired: stored already expired (memcached's negative
   // exptime: the write succeeds, the item is gone).
@@ -79,8 +84,9 @@ struct DhtWrite {
   uint32_t flags = 0;
   uint32_t ttl_s = 0;
   uint64_t cas = 0;
-  uint64_t delta = 0;    // kIncr/kDecr
+  uint64_t delta = 0;    // kIncr/kDecr/kTake/kWait
   uint64_t initial = 0;  // kIncr/kDecr with create
+  uint32_t wait_ms = 0;  // kTake/kWait: how long the primary may hold the request (0: answer at once)
   std::string key;
   std::string value;  // kSet/kAdd/kReplace/kCas/kAppend/kPrepend
 };
@@ -89,7 +95,12 @@ struct DhtWrite {
 // version) rather than only its version: incr/decr give the new number,
 // touch (memcached's gat) the item.
 constexpr bool DhtWriteAnswersItem(DhtWrite::Mode mode) {
-  return mode == DhtWrite::Mode::kIncr || mode == DhtWrite::Mode::kDecr || mode == DhtWrite::Mode::kTouch;
+  return mode == DhtWrite::Mode::kIncr || mode == DhtWrite::Mode::kDecr || mode == DhtWrite::Mode::kTouch ||
+         mode == DhtWrite::Mode::kTake || mode == DhtWrite::Mode::kWait;
+}
+// Modes the primary may hold (a kBusy from DhtItems::Write: not yet).
+constexpr bool DhtWriteWaits(DhtWrite::Mode mode) {
+  return mode == DhtWrite::Mode::kTake || mode == DhtWrite::Mode::kWait;
 }
 
 class DhtItems {
@@ -101,7 +112,9 @@ class DhtItems {
   const DhtEntry* Held(std::string_view key) const;
   // The primary's write: checks the mode against the live entry, then
   // stores the result at the next version. Returns the stored entry (a
-  // tombstone for kDelete). Errors as DhtWrite says; nothing is stored then.
+  // tombstone for kDelete; for kWait the live entry, nothing stored).
+  // Errors as DhtWrite says, and kBusy for a wait not satisfied yet;
+  // nothing is stored then.
   Result<DhtEntry> Write(const DhtWrite& write, uint64_t now_ns);
   // Write of mode kDelete without a cas check.
   Result<DhtEntry> Delete(std::string_view key, uint64_t now_ns);
@@ -148,8 +161,8 @@ class DhtItems {
 // kDhtMaxValue and unknown modes with kInvalidArgument; they never read
 // past `length`.
 //   write:     u8 mode, u8 options (1: check_cas, 2: create), u32 flags,
-//              u32 ttl_s, u64 cas, u64 delta, u64 initial, u16 key length,
-//              key, value
+//              u32 ttl_s, u64 cas, u64 delta, u64 initial, u32 wait_ms,
+//              u16 key length, key, value
 //   key:       the key's bytes (get, delete)
 //   replicate: u64 version, u8 tombstone, u32 flags, u64 ms left to live
 //              (0: never), u16 key length, key, value
