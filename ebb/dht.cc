@@ -37,13 +37,8 @@
 
 namespace fox::ebb {
 namespace {
-enum : uint16_t {
-  kGet = 1,
-  kWrite = 2,
-  kReplicate = 4,
-  kFlush = 5,
-  kCount = 6
-};                                         // 3 was a delete before kDelete writes
+// (3 was a delete, before deletes became writes of mode kDelete.)
+enum : uint16_t { kGet = 1, kWrite = 2, kReplicate = 4, kFlush = 5, kCount = 6 };
 constexpr uint64_t kRetryNs = 20'000'000;  // between attempts while rings disagree
 constexpr size_t kRebuildWindow = 32;      // copies in flight per rebuild
 
