@@ -179,7 +179,10 @@ void Serve(const std::shared_ptr<Connection>& c) {
       Close(c);
       return;
     }
-    if (!progress) return;
+    // Bytes that came while the store blocked (quiet and noreply requests
+    // answer nothing, so no output says so) are taken before this event
+    // ends: nothing else would Kick for them.
+    if (!progress && (c->unfed.empty() || c->session.InputSpace() == 0)) return;
   }
 }
 

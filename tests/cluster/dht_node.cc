@@ -342,10 +342,16 @@ void Sync(Dht* dht, uint64_t rounds, uint64_t nodes) {
   CHECK(fox::ebb::DhtQueue("bad/name").Push("x").error() == fox::Error::kInvalidArgument);
   CHECK(queue.Pop(200).error() == fox::Error::kTimedOut);
   Barrier(dht, "sync:end", nodes);
-  // Leaving is a death to the others (and loses the data of r nodes that
-  // leave): node 0 leaves last, once the others saw it pass the barrier.
+  // Leaving is a death to the others and loses the data of r nodes that
+  // leave, so nobody leaves before everyone passed the barrier, and the
+  // word to leave comes by message, not through the Dht: node 0 leaves
+  // last.
+  CHECK(dht->Add("sync:passed", 1).ok());
   if (self == 0) {
-    CHECK(dht->Set("sync:bye", "1").ok());
+    CHECK(dht->WaitFor("sync:passed", nodes, 120'000).ok());
+    for (NodeId n : fox::am::Peers()) {
+      if (n != self) Control(n, kQuit, 0);
+    }
     CHECK(WaitUntil(60'000, [] {
       for (NodeId n : fox::am::Peers()) {
         if (n != fox::am::Self() && fox::am::State(n) != fox::am::PeerState::kDead) return false;
@@ -353,7 +359,7 @@ void Sync(Dht* dht, uint64_t rounds, uint64_t nodes) {
       return true;
     }));
   } else {
-    CHECK(dht->WaitFor("sync:bye", 0, 60'000).ok());
+    CHECK(WaitUntil(120'000, [] { return g_quit.load(); }));
   }
   auto s = dht->stats();
   std::printf(
@@ -369,6 +375,10 @@ int main(int argc, char** argv) {
     auto config = fox::am::ConfigFromBootArgs();
     if (!config.ok()) return 2;
     Dht* dht = &*Dht::Get();
+    auto quit = [](NodeId, uint16_t handler, const uint8_t*, size_t length) {
+      if (handler == kQuit && length == 8) g_quit = true;
+    };
+    CHECK(fox::ebb::Messenger::Get()->Listen(kControl, quit).ok());
     if (auto r = fox::am::Start(*config); !r.ok()) return 1;
     fox::ebb::RingConfig ring;
     ring.replication = argc > 3 ? uint32_t(std::strtoul(argv[3], nullptr, 10)) : 2;

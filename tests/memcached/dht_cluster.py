@@ -148,6 +148,16 @@ def main():
     # memccapable through a node that is not the primary of most of its keys.
     if not args.quick:
         conformance.run_memccapable(conformance.Remote(ips[1 % len(ips)], port))
+    # noreply sets (pymemcache's default) answer nothing: the next request
+    # must not wait for more bytes to come.
+    c = client(ips[1 % len(ips)], port)
+    quiet = {"quiet:%d" % i: b"q%d" % i for i in range(2000)}
+    c.set_many(quiet)
+    got = c.get_many(list(quiet))
+    if got != quiet:
+        raise Failure("noreply sets: %d of %d read back" % (len(got), len(quiet)))
+    print("dht_cluster: 2000 noreply sets through one node, all read back", flush=True)
+    c.close()
     c = client(ips[0], port)
     c.flush_all(noreply=False)  # memccapable's items become tombstones: they hold no copies
     c.close()
