@@ -353,6 +353,7 @@ int Coordinate(const Args& args, const fox::am::Config& config) {
     unsigned port = StartGateway(args.gateway, size_t(args.mem_mib) << 20);
     if (port == 0) return 1;
     std::printf("memcached: place 0 serves the same Dht to clients on this machine at 127.0.0.1:%u\n", port);
+    std::printf("fox: endpoint memcached 127.0.0.1:%u\n", port);  // for fox status (boot/fox/job.py)
   }
   std::fflush(stdout);
   if (args.seconds != 0) {

@@ -145,6 +145,9 @@ def print_table(reply, out=sys.stdout):
         out.write("job %d (%s) running on place 0 and nodes %s%s\n" % (
             j["id"], j["app"], ",".join(map(str, j["nodes"])),
             ", %d queued" % reply["queued"] if reply.get("queued") else ""))
+        for e in j.get("endpoints", []):
+            out.write("  %s for clients on this machine: %s (through place 0; the nodes' addresses are inside "
+                      "the cluster's network)\n" % (e["service"], e["address"]))
     out.flush()
 
 

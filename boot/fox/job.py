@@ -12,6 +12,7 @@ place 0 succeeds, the first failing node's (a node that died counts as
 failed only through what place 0 makes of it).
 """
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -22,6 +23,10 @@ import time
 
 from fox import nodes, state
 import build_id  # noqa: E402 (boot/, on the path through fox.nodes)
+
+# A place 0 line that tells where clients on this machine reach the job
+# (e.g. the memcached app's gateway): `fox status` shows it while the job runs.
+ENDPOINT = re.compile(r"^fox: endpoint (\S+) (\S+)")
 
 NODE_GRACE_S = 15  # how long nodes may run on after place 0 exited
 
@@ -139,7 +144,11 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out):
                     place0_buf += chunk
                     *lines, place0_buf = place0_buf.split(b"\n")
                     for line in lines:
-                        out.write("place0| " + line.decode("utf-8", "replace") + "\n")
+                        text = line.decode("utf-8", "replace")
+                        out.write("place0| " + text + "\n")
+                        endpoint = ENDPOINT.match(text)
+                        if endpoint:  # fox status shows it while the job runs
+                            conn.send(op="endpoint", service=endpoint.group(1), address=endpoint.group(2))
                     out.flush()
                 else:
                     try:

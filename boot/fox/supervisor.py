@@ -18,6 +18,8 @@ QEMU gone without a status) stays dead; new nodes get new ids.
 Control protocol: a Unix stream socket (supervisor.sock), one JSON object
 per line each way. Requests ({"op": ...}) and their replies:
     status                      {"ok": true, "name", "nodes": [row...], "job": {...}|null, "pid"}
+    endpoint service address    (the running job's `fox run`) a place 0 line "fox: endpoint SERVICE ADDRESS":
+                                shown by status as where clients on this machine reach the job
     add   count, wrong_key      {"ok": true, "nodes": [ids]}    (wrong_key: for tests)
     kill  node                  {"ok": true} | {"ok": false, "error"}
     down                        {"ok": true}, then everything stops and the directory goes
@@ -80,6 +82,7 @@ class Job:
         self.nodes = []
         self.started = False
         self.started_at = None
+        self.endpoints = []  # [{"service", "address"}]: what place 0 said clients here reach (fox: endpoint)
 
 
 class Supervisor:
@@ -372,8 +375,8 @@ class Supervisor:
         op = request["op"]
         if op == "status":
             return {"ok": True, "name": self.name, "pid": os.getpid(), "nodes": self.rows(), "accel": self.accel,
-                    "job": {"id": self.job.id, "app": self.job.request["app"], "nodes": self.job.nodes}
-                    if self.job else None, "queued": len(self.queue)}
+                    "job": {"id": self.job.id, "app": self.job.request["app"], "nodes": self.job.nodes,
+                            "endpoints": self.job.endpoints} if self.job else None, "queued": len(self.queue)}
         if op == "add":
             return {"ok": True, "nodes": self.add_nodes(int(request["count"]), bool(request.get("wrong_key")))}
         if op == "kill":
@@ -383,6 +386,11 @@ class Supervisor:
             return {"ok": True}
         if op == "job":
             self.job_request(conn, request)
+            return None
+        if op == "endpoint":  # from the job's `fox run`: a line place 0 printed
+            if self.job and self.job.conn is conn and len(self.job.endpoints) < 16:
+                self.job.endpoints.append({"service": str(request.get("service", ""))[:64],
+                                           "address": str(request.get("address", ""))[:64]})
             return None
         if op == "end":
             for job in list(self.queue) + ([self.job] if self.job else []):

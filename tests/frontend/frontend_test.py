@@ -476,6 +476,12 @@ def memcached_gateway(e):
         wait_for(lambda: any("127.0.0.1:" in line for line in run.lines), 180, "place 0's gateway")
         wait_for(lambda: sum("serving on" in line for line in run.lines) == 3, 60, "the nodes serving")
         port = int(re.search(r"at 127\.0\.0\.1:(\d+)", "\n".join(run.lines)).group(1))
+        # fox status says where clients here reach the job.
+        wanted = [{"service": "memcached", "address": "127.0.0.1:%d" % port}]
+        wait_for(lambda: (e.status(name)["job"] or {}).get("endpoints") == wanted, 30,
+                 "fox status --json to show the job's endpoint")
+        _, out = e.fox_cmd("status", "--name", name, check=0)
+        expect(out, r"memcached for clients on this machine: 127\.0\.0\.1:%d \(through place 0" % port, "fox status")
         check = subprocess.run([sys.executable, os.path.join(ROOT, "tests/memcached/conformance.py"), "remote",
                                 "127.0.0.1", str(port), os.path.join(ROOT, "tests/memcached/pymemcache_check.py")],
                                capture_output=True, text=True, timeout=300)
