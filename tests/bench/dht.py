@@ -70,11 +70,18 @@ def load_command(ips, a):
     return "%s %s 11211 %d %g %d %d" % (LOAD, ",".join(ips), a.conns, a.seconds, a.keys, a.value)
 
 
+# The load starts 3 s after the last node says it serves: connections made at
+# once in the first moments were refused now and then (an RST to the third
+# SYN to a node, in 2 of 5 runs of 3 nodes; none in 3 runs after 3 s; not
+# understood yet, see the issue note). The benchmark measures the steady state.
+SETTLE = "sleep 3; "
+
+
 def fox(nodes, a, accel):
     ips = [cluster.node_ip(i) for i in range(nodes)]
     out = am_cluster.run_cluster(nodes, "", accel, timeout=600, image=IMAGE, extra=[
         "--peers", "--until-host", "--host-after", "%d:memcached: node %d serving" % (nodes - 1, nodes - 1),
-        "--host-cmd", load_command(ips, a)])
+        "--host-cmd", SETTLE + load_command(ips, a)])
     return parse(out, "fox, %d nodes" % nodes)
 
 

@@ -9,6 +9,7 @@
 //   mc_load HOST[,HOST...] PORT CONNS SECONDS KEYS VALUE_BYTES
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -82,8 +83,10 @@ static ssize_t ReadReply(int fd, char* buf, size_t cap, const char* end) {
 
 static void* Run(void* arg) {
   struct Worker* w = arg;
-  int fd = Connect(g_hosts[w->index % g_host_count]);
+  const char* host = g_hosts[w->index % g_host_count];
+  int fd = Connect(host);
   if (fd < 0) {
+    fprintf(stderr, "mc_load: connection %d to %s: cannot connect: %s\n", w->index, host, strerror(errno));
     w->failed = 1;
     return NULL;
   }
@@ -109,6 +112,8 @@ static void* Run(void* arg) {
     }
     double t0 = Now();
     if (SendAll(fd, request, (size_t)n) != 0 || ReadReply(fd, reply, cap, end) < 0) {
+      fprintf(stderr, "mc_load: connection %d to %s failed after %llu %s requests: %s\n", w->index, host,
+              (unsigned long long)w->ops, phase == 0 ? "set" : "get", errno ? strerror(errno) : "closed");
       w->failed = 1;
       break;
     }
