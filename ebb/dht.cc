@@ -238,10 +238,7 @@ namespace {
 Result<uint64_t> CountOf(Result<Dht::Item> item) {
   if (!item.ok()) return item.error();
   uint64_t n = 0;
-  for (char c : item->value) {
-    if (c < '0' || c > '9') return Error::kCorrupt;
-    n = n * 10 + uint64_t(c - '0');
-  }
+  if (!DhtParseCounter(item->value, &n)) return Error::kCorrupt;
   return n;
 }
 }  // namespace
@@ -516,7 +513,7 @@ void Dht::ServeCount(NodeId from, uint64_t id) {
   uint64_t items = 0, bytes = 0, now = clock::NowNs();
   if (ring) {
     items_.ForEach([&](const std::string& key, const DhtEntry& e) {
-      if (e.tombstone || (e.expiry_ns != 0 && now >= e.expiry_ns) || !Primary(*ring, HashOf(key))) return;
+      if (!e.live(now) || !Primary(*ring, HashOf(key))) return;
       ++items;
       bytes += key.size() + e.value.size();
     });
@@ -530,6 +527,7 @@ void Dht::ServeCount(NodeId from, uint64_t id) {
 // ---- held takes and waits (home core)
 
 void Dht::Wake(const std::string& key) {
+  if (waiters_.empty()) return;  // after every write: the common case costs no lookup
   auto it = waiters_.find(key);
   if (it == waiters_.end()) return;
   std::deque<Waiter>& queue = it->second;
@@ -629,8 +627,7 @@ void Dht::Rebuild(std::shared_ptr<const DhtRing> before, std::shared_ptr<const D
   NodeId self = am::Self();
   std::vector<std::string> keys;
   items_.ForEach([&](const std::string& key, const DhtEntry&) {
-    uint32_t p = after->PartitionOf(HashOf(key));
-    if (after->OwnersOf(p)[0] == self) keys.push_back(key);
+    if (Primary(*after, HashOf(key))) keys.push_back(key);
   });
   uint64_t copied = 0, failures = 0;
   std::deque<Future<Result<Rpc::Bytes>>> window;

@@ -14,12 +14,11 @@ using net::wire::Load32;
 using net::wire::Load64;
 using net::wire::StoreLe;
 
-bool Expired(const DhtEntry& e, uint64_t now_ns) { return e.expiry_ns != 0 && now_ns >= e.expiry_ns; }
 }  // namespace
 
 const DhtEntry* DhtItems::Find(std::string_view key, uint64_t now_ns) const {
   auto it = map_.find(std::string(key));
-  if (it == map_.end() || it->second.tombstone || Expired(it->second, now_ns)) return nullptr;
+  if (it == map_.end() || !it->second.live(now_ns)) return nullptr;
   return &it->second;
 }
 
@@ -34,9 +33,14 @@ uint64_t DhtItems::NextVersion(std::string_view key) const {
 }
 
 namespace {
-// memcached's rule for the value incr/decr work on: decimal digits (trailing
-// spaces allowed, as memcached may leave them), at most a uint64.
-bool ParseCounter(std::string_view s, uint64_t* out) {
+uint64_t ExpiryOf(uint32_t ttl_s, uint64_t now_ns) {
+  if (ttl_s == 0) return 0;
+  if (ttl_s == DhtWrite::kExpired) return now_ns == 0 ? 1 : now_ns;  // not live from now on (0 means never)
+  return now_ns + uint64_t(ttl_s) * 1'000'000'000;
+}
+}  // namespace
+
+bool DhtParseCounter(std::string_view s, uint64_t* out) {
   while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
   if (s.empty() || s.size() > 20) return false;
   uint64_t n = 0;
@@ -49,13 +53,6 @@ bool ParseCounter(std::string_view s, uint64_t* out) {
   *out = n;
   return true;
 }
-
-uint64_t ExpiryOf(uint32_t ttl_s, uint64_t now_ns) {
-  if (ttl_s == 0) return 0;
-  if (ttl_s == DhtWrite::kExpired) return now_ns == 0 ? 1 : now_ns;  // Expired() at once (0 means never)
-  return now_ns + uint64_t(ttl_s) * 1'000'000'000;
-}
-}  // namespace
 
 void DhtItems::Store(std::string_view key, DhtEntry entry) {
   auto [it, inserted] = map_.try_emplace(std::string(key));
@@ -80,7 +77,7 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
   if (write.mode == Mode::kWait || write.mode == Mode::kTake) {
     if (!live) return Error::kBusy;
     uint64_t n = 0;
-    bool numeric = ParseCounter(live->value, &n);
+    bool numeric = DhtParseCounter(live->value, &n);
     if (write.mode == Mode::kWait) {
       if (write.delta == 0) return *live;
       if (!numeric) return Error::kUnsupported;
@@ -120,7 +117,7 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
       break;
     case Mode::kTake: {
       uint64_t n = 0;
-      (void)ParseCounter(live->value, &n);  // numeric and >= delta: checked above
+      (void)DhtParseCounter(live->value, &n);  // numeric and >= delta: checked above
       entry.flags = live->flags;
       entry.expiry_ns = live->expiry_ns;
       entry.value = std::to_string(n - write.delta);
@@ -131,7 +128,7 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
     case Mode::kDecr: {
       uint64_t n = write.initial;
       if (live) {
-        if (!ParseCounter(live->value, &n)) return Error::kUnsupported;
+        if (!DhtParseCounter(live->value, &n)) return Error::kUnsupported;
         if (write.mode == Mode::kIncr) {
           n += write.delta;  // wraps modulo 2^64, as memcached
         } else {
@@ -196,7 +193,7 @@ bool DhtItems::Apply(std::string_view key, DhtEntry entry, bool from_primary) {
 
 size_t DhtItems::live(uint64_t now_ns) const {
   size_t n = 0;
-  for (const auto& [key, entry] : map_) n += !entry.tombstone && !Expired(entry, now_ns);
+  for (const auto& [key, entry] : map_) n += entry.live(now_ns);
   return n;
 }
 

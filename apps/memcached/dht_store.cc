@@ -2,7 +2,6 @@
 #include "fox/memcached/dht_store.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <string>
 
@@ -110,10 +109,7 @@ Status DhtStore::Apply(const Arithmetic& a, Time now, uint64_t* value, uint64_t*
     if (r.error() == Error::kAlreadyExists) return Status::kExists;
     return Common(r.error());
   }
-  uint64_t n = 0;
-  auto [end, ec] = std::from_chars(r->value.data(), r->value.data() + r->value.size(), n);
-  if (ec != std::errc() || end != r->value.data() + r->value.size()) return Status::kUnavailable;  // not ours
-  *value = n;
+  if (!ebb::DhtParseCounter(r->value, value)) return Status::kUnavailable;  // not a number: not ours
   *new_cas = r->cas;
   return Status::kOk;
 }

@@ -45,7 +45,14 @@ struct DhtEntry {
   uint64_t expiry_ns = 0;  // on the holder's clock; 0: never
   std::string value;
   bool operator==(const DhtEntry&) const = default;
+  // Not deleted and not expired at now_ns.
+  bool live(uint64_t now_ns) const { return !tombstone && (expiry_ns == 0 || now_ns < expiry_ns); }
 };
+
+// memcached's rule for the values incr/decr (and the Dht's counters) work
+// on: decimal digits, trailing spaces allowed (memcached may leave them), at
+// most a uint64. False for anything else.
+bool DhtParseCounter(std::string_view s, uint64_t* out);
 
 // A write as a client asks for it, applied by the key's primary: every
 // memcached mutation (apps/memcached's Store maps onto these one to one).
