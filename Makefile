@@ -55,7 +55,7 @@ iso: native
 
 test: deps
 	$(MAKE) all iso
-	cd $(HOST) && ctest --output-on-failure -j $(JOBS) --timeout 600
+	cd $(HOST) && ctest --output-on-failure -j $(JOBS) --timeout 600 || { python3 $(CURDIR)/tests/ctest_digest.py .; exit 1; }
 
 # The default job through the frontend: a cluster of NODES nodes made for the
 # job (place 0 is a Linux process here), removed after. No root needed.

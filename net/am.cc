@@ -11,7 +11,10 @@
 // pump's InterruptTrigger, which is allocation-free and interrupt-safe.
 #include "fox/net/am.h"
 
+#include <chrono>
+#include <cstdlib>
 #include <new>
+#include <thread>
 
 #include "am_driver.h"
 #include "am_mailbox.h"
@@ -102,7 +105,16 @@ void Pump() {
   for (auto& w : ready) w.continuation.Resume();
   for (auto& [node, state] : changes) {
     if (state == PeerState::kDead) {
-      LOG_WARN("am: node %u declared dead", node);
+      net::AmEndpoint::DeadCause cause;
+      {
+        Locked l;
+        cause = g.endpoint->DeadHow(node);
+      }
+      if (cause.from != net::AmEndpoint::kAnyPeer) {
+        LOG_WARN("am: node %u declared dead (%s from node %u)", node, cause.how, cause.from);
+      } else {
+        LOG_WARN("am: node %u declared dead (%s)", node, cause.how);
+      }
     } else {
       LOG_INFO("am: node %u %s (silent %lld ms)", node, net::PeerStateName(state), (long long)SilentMs(node));
     }
@@ -213,6 +225,10 @@ Result<void> Start(const Config& config) {
     return r;
   }
   g.started.store(true);
+  std::atexit([] {
+    if (!Linger(kLingerAtExitMs))
+      LOG_WARN("am: exiting with messages unacknowledged after %llu ms", (unsigned long long)kLingerAtExitMs);
+  });
   if (core::Current() == config.core) {
     internal::Pump();
   } else {
@@ -275,6 +291,20 @@ void Flush(NodeId node) {
   Locked l;
   g.endpoint->Flush(node, now, internal::kTransmit);
   internal::KickPump(now);
+}
+
+bool Linger(uint64_t max_ms) {
+  if (!Started()) return true;
+  Flush();
+  uint64_t until = clock::NowNs() + max_ms * 1'000'000;
+  for (;;) {
+    {
+      Locked l;
+      if (g.endpoint->Settled()) return true;
+    }
+    if (clock::NowNs() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the pump retransmits meanwhile
+  }
 }
 
 }  // namespace fox::am

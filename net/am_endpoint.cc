@@ -40,6 +40,8 @@ struct AmEndpoint::Peer {
   PeerState told = PeerState::kAlive;  // the state on_state last reported
   uint32_t deferred = 0;               // its records in the deferred buffer
   bool noticed_dead = false;           // a peer said it died; Poll makes it so
+  const char* dead_how = nullptr;      // what made it dead: DeadHow
+  NodeId notice_from = kNoNotice;      // the peer whose notice did
   NodeId notice_owed = kNoNotice;      // a death notice the window had no room for
   uint64_t stuck_pass = 0;             // DrainDeferred pass that found it full
 
@@ -272,7 +274,7 @@ DropReason AmEndpoint::OnDatagram(const uint8_t* bytes, size_t len, uint64_t now
           auto send = [&](NodeId to, const uint8_t* d, size_t n) { return SendMembership(to, d, n, now_ns, transmit); };
           membership_.OnMessage(peer.id, m.data, m.length, now_ns, send, told);
         } else if (m.handler == kDeadNoticeHandler && m.length == 4) {
-          OnDeadNotice(wire::Load32(m.data));
+          OnDeadNotice(wire::Load32(m.data), peer.id);
         }
         continue;  // unknown system messages are ignored (a newer peer)
       }
@@ -347,8 +349,8 @@ bool AmEndpoint::SendSystem(Peer& p, uint16_t handler, const void* data, size_t 
   return true;
 }
 
-void AmEndpoint::NotifyDead(NodeId dead, uint64_t now_ns, TransmitFn transmit, StateFn on_state) {
-  DeclareDead(dead, on_state);
+void AmEndpoint::NotifyDead(NodeId dead, uint64_t now_ns, TransmitFn transmit, StateFn on_state, const char* how) {
+  DeclareDead(dead, on_state, how);
   uint8_t body[4];
   wire::Store32(body, dead);
   for (Peer* p : slots_) {
@@ -376,7 +378,7 @@ uint64_t AmEndpoint::Poll(uint64_t now_ns, TransmitFn transmit, StateFn on_state
       auto told = [this](NodeId n, MemberState st) { OnMemberState(n, st); };
       // A suspicion that expired here: every peer is told (the notice), as
       // when the frontend saw the node die.
-      auto declare = [&](NodeId dead) { NotifyDead(dead, now_ns, transmit, on_state); };
+      auto declare = [&](NodeId dead) { NotifyDead(dead, now_ns, transmit, on_state, "own probes"); };
       membership_due_ = membership_.Tick(now_ns, send, told, declare);
     }
     if (membership_due_ < next) next = membership_due_;
@@ -389,7 +391,7 @@ uint64_t AmEndpoint::Poll(uint64_t now_ns, TransmitFn transmit, StateFn on_state
 // A peer says node `dead` died (fail-stop: believed at once). The state
 // change is made and told by the next Poll, which the driver runs soon
 // (notices_pending()).
-void AmEndpoint::OnDeadNotice(NodeId dead) {
+void AmEndpoint::OnDeadNotice(NodeId dead, NodeId from) {
   ++counters_.dead_notices_received;
   if (dead == config_.self) {
     ++counters_.dead_notices_about_self;  // the job counts this node out (counted: a sender never does this)
@@ -398,6 +400,7 @@ void AmEndpoint::OnDeadNotice(NodeId dead) {
   }
   Peer* q = Find(dead);
   if (q == nullptr || q->state == PeerState::kDead) return;
+  if (!q->noticed_dead) q->dead_how = "notice", q->notice_from = from;
   q->noticed_dead = true;
   notices_pending_ = true;
 }
@@ -436,6 +439,7 @@ void AmEndpoint::OnMemberState(NodeId member, MemberState state) {
       states_pending_ = true;
       break;
     case MemberState::kDead:
+      if (!p->noticed_dead) p->dead_how = "gossip";
       p->noticed_dead = true;
       notices_pending_ = true;
       break;
@@ -463,8 +467,26 @@ void AmEndpoint::TellStates(StateFn on_state) {
   }
 }
 
-void AmEndpoint::DeclareDead(NodeId id, StateFn on_state) {
-  if (Peer* p = Find(id)) Kill(*p, on_state);
+void AmEndpoint::DeclareDead(NodeId id, StateFn on_state, const char* how) {
+  Peer* p = Find(id);
+  if (p == nullptr || p->state == PeerState::kDead) return;
+  p->dead_how = how;
+  Kill(*p, on_state);
+}
+
+AmEndpoint::DeadCause AmEndpoint::DeadHow(NodeId id) const {
+  Peer* p = Find(id);
+  if (p == nullptr || p->dead_how == nullptr) return {"?", kAnyPeer};
+  return {p->dead_how, p->notice_from};
+}
+
+bool AmEndpoint::Settled() const {
+  if (deferred_count_ != 0) return false;
+  for (const Peer* p : slots_) {
+    if (p == nullptr || p->state == PeerState::kDead) continue;
+    if (!p->builder.empty() || p->notice_owed != kNoNotice || p->channel.in_flight() != 0) return false;
+  }
+  return true;
 }
 
 PeerState AmEndpoint::State(NodeId id) const {

@@ -11,14 +11,12 @@
 // survivors say so and exit 1. Nothing waits forever: joining has
 // a deadline (join=SECONDS, 60), and so has the job.
 #include <algorithm>
-#include <chrono>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "fox/boot_args.h"
@@ -281,9 +279,6 @@ int main(int argc, char** argv) {
   }
   int status = finished.Block();
   fox::timer::Cancel(timer);
-  fox::am::Flush();
-  // Let the goodbye leave (on a node, sleep_for suspends only this event).
-  if (g.self != 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  fox::am::LogStats();
+  fox::am::LogStats();  // the goodbye leaves before the node ends: am lingers at exit
   return status;
 }

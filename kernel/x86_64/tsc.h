@@ -3,7 +3,36 @@
 
 #include <cstdint>
 
+#include "cpu.h"
+
 namespace fox::tsc {
+
+// A reading of another clock (PIT, APIC timer) paired with the TSC: `tsc` is
+// the TSC halfway through the read and `spread` how long the read took. Under
+// emulation a vCPU preempted in the middle of a read shows as a wide spread,
+// so calibrations keep the tightest of a few readings and check what is left.
+template <typename T>
+struct Paired {
+  T value;
+  uint64_t tsc;
+  uint64_t spread;
+};
+template <typename Read>
+auto ReadPaired(Read read, int tries = 3) {
+  Paired<decltype(read())> best{};
+  for (int i = 0; i < tries; ++i) {
+    uint64_t before = x86::Rdtsc();
+    auto v = read();
+    uint64_t after = x86::Rdtsc();
+    if (i == 0 || after - before < best.spread) best = {v, before + (after - before) / 2, after - before};
+  }
+  return best;
+}
+// Parts per million of uncertainty that two paired readings `ticks` TSC ticks
+// apart leave in a rate measured between them.
+inline uint64_t PairedErrorPpm(uint64_t spread_a, uint64_t spread_b, uint64_t ticks) {
+  return ticks ? (spread_a + spread_b) / 2 * 1000000 / ticks : 1000000;
+}
 
 // Boot step: finds the TSC frequency from an exact source (CPUID leaf 0x15,
 // the hypervisor frequency leaf, KVM's pvclock) or else starts timing it
@@ -14,6 +43,8 @@ void Init();
 void FinishCalibration();
 
 uint64_t FrequencyHz();
+// Uncertainty of a PIT calibration (0 for exact sources).
+uint64_t ErrorPpm();
 const char* Source();  // "cpuid-15h", "hypervisor", "kvmclock", "pit", "assumed"
 // The TSC when the boot code was entered (the zero of NowNs).
 uint64_t EntryTsc();

@@ -597,8 +597,9 @@ def scale64(e):
     if set(seen) != survivors:
         raise Failure("node 20 was not declared dead by places %s" % sorted(survivors - set(seen)))
     times = sorted(seen.values())
-    print("node 20 hung: declared dead by all %d survivors, first after %.1f s, last after %.1f s (bound %.1f s)" %
-          (len(times), times[0], times[-1], bound))
+    print("node 20 hung: declared dead by all %d survivors, first after %.1f s, median %.1f s, last after %.1f s "
+          "(bound %.1f s); the latest: %s" % (len(times), times[0], times[len(times) // 2], times[-1], bound,
+          ", ".join("place %d %.1f s" % (p, t) for p, t in sorted(seen.items(), key=lambda x: -x[1])[:5])))
     if times[-1] > bound + 3:  # the consoles reach us through files polled by fox run
         raise Failure("the last survivor saw the death %.1f s after the hang, above the bound %.1f s" %
                       (times[-1], bound))

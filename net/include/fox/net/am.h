@@ -141,6 +141,14 @@ Result<void> SendOrDefer(NodeId node, uint32_t ebb, uint16_t handler, const void
 Result<void> SendWait(NodeId node, uint32_t ebb, uint16_t handler, const void* data, size_t length);
 // Sends aggregated messages now instead of after the flush delay. Any core.
 void Flush(NodeId node = net::AmEndpoint::kAnyPeer);
+// Flushes, then waits (at most `max_ms`) until every message sent to a live
+// peer is acknowledged; true if all were. What a program does before it
+// ends, so that its last messages (a result, a goodbye, the death notices
+// it owes the job) are not lost with it when a frame needs retransmitting:
+// Start registers it to run at exit (std::exit, fox::Exit, main returning)
+// with kLingerAtExitMs. Event context (the wait suspends only the caller).
+constexpr uint64_t kLingerAtExitMs = 2000;
+bool Linger(uint64_t max_ms);
 
 // Calls `callback(node, state)` as an event on `core` (-1: the calling
 // core) whenever a peer becomes suspected, alive again, or dead. Returns an

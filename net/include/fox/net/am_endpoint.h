@@ -151,6 +151,9 @@ class AmEndpoint {
   bool CanSend(NodeId peer, size_t len = 0) const;
   // Messages waiting in the deferred buffer (all peers).
   size_t deferred_messages() const { return deferred_count_; }
+  // Nothing of ours waits for a live peer: no message in an aggregation
+  // buffer or deferred, no death notice owed, every frame acknowledged.
+  bool Settled() const;
 
   // Hands every non-empty aggregation buffer to its channel now and
   // transmits (peer kAnyPeer: all of them).
@@ -174,12 +177,21 @@ class AmEndpoint {
   uint64_t Poll(uint64_t now_ns, TransmitFn transmit, StateFn on_state);
 
   // The frontend says the peer is dead (its QEMU exited). Normal context.
-  void DeclareDead(NodeId peer, StateFn on_state);
+  void DeclareDead(NodeId peer, StateFn on_state, const char* how = "by notice");
   // DeclareDead, and tell every live peer (a system message; a peer whose
   // window is full is told at a later Poll): they declare it dead at their
   // next Poll (notices_pending() says one is due), without waiting for
   // their detectors. Fail-stop: a notice is believed, whoever sends it.
-  void NotifyDead(NodeId dead, uint64_t now_ns, TransmitFn transmit, StateFn on_state);
+  void NotifyDead(NodeId dead, uint64_t now_ns, TransmitFn transmit, StateFn on_state,
+                  const char* how = "by notice, telling the other nodes");
+  // What made a dead peer dead, for the log: "own probes" (this node's
+  // suspicion expired), "notice" (from peer `from`), "gossip", or the `how`
+  // of DeclareDead/NotifyDead; `from` is kAnyPeer but for a notice.
+  struct DeadCause {
+    const char* how;
+    NodeId from;
+  };
+  DeadCause DeadHow(NodeId peer) const;
   // A death or a change of state the next Poll must make or tell (the
   // driver runs it soon).
   bool notices_pending() const { return notices_pending_ || states_pending_; }
@@ -201,7 +213,7 @@ class AmEndpoint {
   Peer* Find(NodeId peer) const;
   bool FlushPeer(Peer& p, uint64_t now_ns, TransmitFn transmit);
   bool SendSystem(Peer& p, uint16_t handler, const void* data, size_t len, uint64_t now_ns, TransmitFn transmit);
-  void OnDeadNotice(NodeId dead);
+  void OnDeadNotice(NodeId dead, NodeId from);
   Result<void> SendNow(Peer& p, uint32_t ebb, uint16_t handler, const void* data, size_t len, uint64_t now_ns,
                        TransmitFn transmit);
   bool Defer(Peer& p, uint32_t ebb, uint16_t handler, const void* data, size_t len);
