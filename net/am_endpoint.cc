@@ -43,6 +43,12 @@ struct AmEndpoint::Peer {
   const char* dead_how = nullptr;      // what made it dead: DeadHow
   NodeId notice_from = kNoNotice;      // the peer whose notice did
   NodeId notice_owed = kNoNotice;      // a death notice the window had no room for
+  // Settled: the builder holds more than membership messages (which go to
+  // peers that may have ended, and need no answer to leave); the sequence
+  // number after the last frame that did, once it went to the channel.
+  bool builder_matters = false;
+  bool settle_set = false;
+  uint32_t settle_seq = 0;
   uint64_t stuck_pass = 0;             // DrainDeferred pass that found it full
 
   Peer(NodeId peer, uint64_t addr, const FrameAddress& fa)
@@ -132,7 +138,13 @@ bool AmEndpoint::CanSend(NodeId id, size_t len) const {
 
 bool AmEndpoint::FlushPeer(Peer& p, uint64_t now_ns, TransmitFn transmit) {
   if (p.builder.empty()) return true;
-  if (!p.channel.Send(p.builder).ok()) return false;  // kBusy: keep it
+  auto seq = p.channel.Send(p.builder);
+  if (!seq.ok()) return false;  // kBusy: keep it
+  if (p.builder_matters) {
+    p.settle_seq = *seq + 1;
+    p.settle_set = true;
+    p.builder_matters = false;
+  }
   p.builder.Reset();
   ++counters_.frames_flushed;
   uint64_t address = p.address;
@@ -183,6 +195,7 @@ Result<void> AmEndpoint::SendNow(Peer& p, uint32_t ebb, uint16_t handler, const 
     if (!again.ok() || !*again) return Error::kOutOfRange;  // cannot happen: len checked
   }
   if (p.builder.message_count() == 1) p.pending_since = now_ns;
+  p.builder_matters = true;
   ++counters_.messages_sent;
   if (!config_.aggregate) FlushPeer(p, now_ns, transmit);  // CanSend checked above
   return {};
@@ -345,6 +358,7 @@ bool AmEndpoint::SendSystem(Peer& p, uint16_t handler, const void* data, size_t 
   }
   if (!added) return false;
   if (p.builder.message_count() == 1) p.pending_since = now_ns;
+  if (handler != kMembershipHandler) p.builder_matters = true;
   FlushPeer(p, now_ns, transmit);
   return true;
 }
@@ -484,7 +498,9 @@ bool AmEndpoint::Settled() const {
   if (deferred_count_ != 0) return false;
   for (const Peer* p : slots_) {
     if (p == nullptr || p->state == PeerState::kDead) continue;
-    if (!p->builder.empty() || p->notice_owed != kNoNotice || p->channel.in_flight() != 0) return false;
+    if (p->builder_matters || p->notice_owed != kNoNotice) return false;
+    uint32_t unacked = p->channel.next_send_seq() - p->channel.in_flight();  // the oldest not acknowledged
+    if (p->settle_set && int32_t(p->settle_seq - unacked) > 0) return false;
   }
   return true;
 }

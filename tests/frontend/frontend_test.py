@@ -218,7 +218,8 @@ def kill_during_job(e):
     expect(out, r"^place0\| .*am: the frontend says node 2 died", "place 0")
     expect(out, r"^place0\| ring: node 0: node 2 died: the job fails", "place 0")
     for p in (1, 3):
-        expect(out, r"^place%d\| .*am: node 2 declared dead$" % p, "a surviving node")
+        # told by place 0, whom the frontend told
+        expect(out, r"^place%d\| .*am: node 2 declared dead \(notice from node 0\)$" % p, "a surviving node")
         # (or the token it was passing to node 2 found it dead)
         expect(out, r"^place%d\| ring: node \d: (node 2 died: the job fails|sending to node 2 failed)" % p,
                "a surviving node")

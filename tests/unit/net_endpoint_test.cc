@@ -483,6 +483,37 @@ TEST(AmEndpoint, ProbesKeepPeersAliveAndASilentPeerDies) {
   EXPECT_EQ(c.Send(0, 2, 5, 1, Payload(1, 8)).error(), Error::kNotFound);
 }
 
+// Linger's question (am::Linger waits on it before a node ends): settled once
+// every frame that carried a message is acknowledged, retransmissions
+// included; membership pings to a peer that ended first, which nobody
+// answers, do not hold a node back; a dead peer's frames are given up.
+TEST(AmEndpoint, SettledWhenEveryMessageIsAcknowledgedNotWhenOnlyPingsWait) {
+  EndpointConfig cfg;
+  Cluster c(3, cfg, {.loss = 0.5});
+  EXPECT_TRUE(c.ep(0).Settled());
+  ASSERT_TRUE(c.Send(0, 1, 5, 1, Payload(1, 16)).ok());
+  EXPECT_FALSE(c.ep(0).Settled());  // in the aggregation buffer
+  c.ep(0).Flush(AmEndpoint::kAnyPeer, c.now(), c.Tx(0));
+  EXPECT_FALSE(c.ep(0).Settled());  // sent, not acknowledged
+  uint64_t start = c.now();
+  while (!c.ep(0).Settled() && c.now() < start + 2000 * kMs) c.RunUntil(c.now() + kMs);
+  EXPECT_TRUE(c.ep(0).Settled());
+  ASSERT_EQ(c.inbox(1).size(), 1u);
+  // Node 3 ends: node 1's probes of it go unanswered, and it stays settled.
+  c.Kill(2);
+  c.RunUntil(c.now() + 400 * kMs);  // a few probe periods, less than the suspicion
+  EXPECT_GE(c.ep(0).membership().counters().pings_sent, 1u);
+  EXPECT_NE(c.ep(0).State(3), PeerState::kDead);
+  EXPECT_TRUE(c.ep(0).Settled());
+  // A message to it waits for an answer that never comes, until it is dead.
+  ASSERT_TRUE(c.Send(0, 2, 5, 1, Payload(2, 16)).ok());
+  c.ep(0).Flush(AmEndpoint::kAnyPeer, c.now(), c.Tx(0));
+  c.RunUntil(c.now() + 200 * kMs);
+  EXPECT_FALSE(c.ep(0).Settled());
+  c.ep(0).DeclareDead(3, [](NodeId, PeerState) {});
+  EXPECT_TRUE(c.ep(0).Settled());
+}
+
 // The membership through real channels: sixteen nodes over a network that
 // loses 3% of datagrams for 30 s see no death and pay a flat cost per node
 // (a probe per period, whatever the job's size); then a node stops and
