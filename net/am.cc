@@ -12,6 +12,7 @@
 #include "fox/net/am.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "am_mailbox.h"
 #include "fox/boot_args.h"
 #include "fox/clock.h"
+#include "fox/exit.h"
 #include "fox/log.h"
 
 namespace fox::am {
@@ -78,6 +80,26 @@ void ArmTimer(uint64_t next, uint64_t now) {
   g.timer_armed = true;
 }
 
+// The job declared this node dead (AmEndpoint::fenced): its peers drop its
+// frames and rebuild what it held elsewhere, so it stops now (fail-stop),
+// without the program's exit handlers (they would wait on peers that no
+// longer answer it).
+[[noreturn]] void Fenced() {
+  NodeId by;
+  {
+    Locked l;
+    by = g.endpoint->fenced_by();
+  }
+  if (by == net::AmEndpoint::kAnyPeer) {
+    LOG_ERROR("am: the job declared this node dead (gossip): it stops (fail-stop), status %d", kExitFenced);
+  } else {
+    LOG_ERROR("am: the job declared this node dead (told by node %u): it stops (fail-stop), status %d", by,
+              kExitFenced);
+  }
+  std::fflush(nullptr);
+  std::_Exit(kExitFenced);
+}
+
 // The pump: an event on the transport core.
 void Pump() {
   g.pump->Arm();
@@ -104,6 +126,7 @@ void Pump() {
   }
   for (auto& w : ready) w.continuation.Resume();
   for (auto& [node, state] : changes) {
+    if (node == g.config.self) Fenced();  // does not return
     if (state == PeerState::kDead) {
       net::AmEndpoint::DeadCause cause;
       {

@@ -49,6 +49,7 @@ struct AmEndpoint::Peer {
   bool builder_matters = false;
   bool settle_set = false;
   uint32_t settle_seq = 0;
+  uint64_t fence_sent_ns = 0;  // held dead: when it was last told so
   uint64_t stuck_pass = 0;             // DrainDeferred pass that found it full
 
   Peer(NodeId peer, uint64_t addr, const FrameAddress& fa)
@@ -273,6 +274,15 @@ DropReason AmEndpoint::OnDatagram(const uint8_t* bytes, size_t len, uint64_t now
     return DropReason::kUnknownPeer;
   }
   Peer& peer = *p;
+  if (view->header().flags & kFlagFenced) {
+    if (peer.state != PeerState::kDead || peer.id == config_.authority) {
+      Fence(peer.id);
+    } else {
+      ++counters_.fences_ignored;  // a dead node's word (a healed partition: its side stops)
+    }
+    return DropReason::kNone;
+  }
+  if (peer.state == PeerState::kDead) SendFence(peer, now_ns, transmit);
   auto told = [this](NodeId n, MemberState st) { OnMemberState(n, st); };
   if (peer.state != PeerState::kDead) membership_.HeardFrom(peer.id, now_ns, told);  // any authenticated frame
   if (admit != nullptr && peer.state != PeerState::kDead && !(*admit)(*view)) {
@@ -399,6 +409,11 @@ uint64_t AmEndpoint::Poll(uint64_t now_ns, TransmitFn transmit, StateFn on_state
   }
   KillNoticed(on_state);  // gossip may have said dead during Tick
   TellStates(on_state);
+  if (!fenced_ && membership_.declared_dead()) Fence(kAnyPeer);  // gossip about this node
+  if (fenced_ && !fence_told_) {
+    fence_told_ = true;
+    on_state(config_.self, PeerState::kDead);
+  }
   return next;
 }
 
@@ -409,7 +424,7 @@ void AmEndpoint::OnDeadNotice(NodeId dead, NodeId from) {
   ++counters_.dead_notices_received;
   if (dead == config_.self) {
     ++counters_.dead_notices_about_self;  // the job counts this node out (counted: a sender never does this)
-    membership_.MarkDead(dead);           // fail-stop: stop judging the others
+    Fence(from);
     return;
   }
   Peer* q = Find(dead);
@@ -492,6 +507,24 @@ AmEndpoint::DeadCause AmEndpoint::DeadHow(NodeId id) const {
   Peer* p = Find(id);
   if (p == nullptr || p->dead_how == nullptr) return {"?", kAnyPeer};
   return {p->dead_how, p->notice_from};
+}
+
+void AmEndpoint::Fence(NodeId by) {
+  if (fenced_) return;
+  fenced_ = true;
+  fenced_by_ = by;
+  membership_.MarkDead(config_.self);  // fail-stop: stop judging the others
+}
+
+// An authenticated frame from a peer held dead: it does not know. Tell it,
+// outside its (closed) channel, at most every 500 ms.
+void AmEndpoint::SendFence(Peer& p, uint64_t now_ns, TransmitFn transmit) {
+  if (p.fence_sent_ns != 0 && now_ns - p.fence_sent_ns < 500'000'000) return;
+  p.fence_sent_ns = now_ns;
+  uint8_t frame[kHeaderBytes];
+  FrameBuilder b(frame, sizeof frame, p.builder.address());
+  size_t n = b.Finish(0, 0, 0, config_.key, kFlagFenced);
+  if (n != 0 && transmit(p.address, frame, n)) ++counters_.fences_sent;
 }
 
 bool AmEndpoint::Settled() const {

@@ -152,7 +152,7 @@ size_t FrameBuilder::Finish(uint32_t seq, uint32_t ack, uint16_t window, const S
                             uint64_t sack) {
   if (capacity_ < kHeaderBytes) return 0;  // no room for a header: nothing written
   FrameHeader h;
-  h.flags = static_cast<uint8_t>(flags & (kFlagRetransmit | kFlagAckNow));
+  h.flags = static_cast<uint8_t>(flags & (kFlagRetransmit | kFlagAckNow | kFlagFenced));
   if (count_ == 0) h.flags |= kFlagAckOnly;
   h.message_count = static_cast<uint16_t>(count_);
   h.job = address_.job;

@@ -104,6 +104,8 @@ void ForEachCounter(const Stats& s, FunctionRef<void(const char* name, uint64_t 
       {"dead_notices_sent", e.dead_notices_sent},
       {"dead_notices_received", e.dead_notices_received},
       {"dead_notices_about_self", e.dead_notices_about_self},
+      {"fences_sent", e.fences_sent},
+      {"fences_ignored", e.fences_ignored},
       {"no_receiver", s.no_receiver},
       {"no_listener", s.no_listener},
       {"backpressure_drops", s.backpressure_drops},

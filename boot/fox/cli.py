@@ -5,6 +5,7 @@
     fox cluster list
     fox status [--json] [--name NAME]
     fox run APP [--places N] [--nodes N] [--timeout T] [--name NAME] [-- ARGS...]
+    fox run APP --hosted [--places N] [--timeout T] [-- ARGS...]   (places as processes here)
     fox kill NODE [--name NAME]
     fox add --nodes K [--name NAME]
     fox logs NODE [--follow] [--name NAME]
@@ -91,6 +92,8 @@ def parser():
     run.add_argument("--nodes", type=positive(200),
                      help="with no cluster up: make one of N nodes for this job and remove it after")
     run.add_argument("--timeout", type=seconds, help="stop the job after T seconds (status 124)")
+    run.add_argument("--hosted", action="store_true",
+                     help="every place a Linux process on this machine (no QEMU, no cluster); --places N (2)")
     run.epilog = "The job's arguments follow --: fox run ring --nodes 3 -- laps=100"
     add_name(run)
 
@@ -286,6 +289,10 @@ def status(args):
 
 def run(args):
     app_args = args.job_args
+    if args.hosted:
+        if args.nodes:
+            raise argparse.ArgumentTypeError("--hosted runs no nodes: say how many places with --places")
+        return job.run_hosted(args.app, args.places or 2, app_args, args.timeout)
     made = False
     if state.supervisor_pid(args.name) is None:
         if not args.nodes:

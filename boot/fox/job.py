@@ -32,6 +32,44 @@ NODE_GRACE_S = 15  # how long nodes may run on after place 0 exited
 
 
 
+class Lines:
+    """A place process's output (its stdout and stderr on one pipe), written line by line with the
+    place's prefix. `on_line(text)` sees each line too."""
+
+    def __init__(self, place, stream, on_line=None):
+        self.prefix = "place%d| " % place
+        self.stream = stream
+        self.on_line = on_line
+        self.buf = b""
+
+    def read(self, out):
+        """Reads what is there; False at the end of the output."""
+        chunk = os.read(self.stream.fileno(), 65536)
+        if not chunk:
+            if self.buf:
+                out.write(self.prefix + self.buf.decode("utf-8", "replace") + "\n")
+                self.buf = b""
+            out.flush()
+            return False
+        self.buf += chunk
+        *lines, self.buf = self.buf.split(b"\n")
+        for line in lines:
+            text = line.decode("utf-8", "replace")
+            out.write(self.prefix + text + "\n")
+            if self.on_line:
+                self.on_line(text)
+        out.flush()
+        return True
+
+
+def place_command(program, app_args):
+    """A place's command line: line-buffered stdout (coreutils' stdbuf), so that its lines
+    interleave with its log in order, and killed with the command that started it even if that
+    is SIGKILLed (setpriv --pdeathsig)."""
+    line_buffered = ["stdbuf", "-oL"] if shutil.which("stdbuf") else []
+    return ["setpriv", "--pdeathsig", "KILL", "--"] + line_buffered + [program] + list(app_args)
+
+
 class Tail:
     """Node output: new whole lines of its console log from `offset` on."""
 
@@ -112,10 +150,7 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out):
     fox_args = " ".join([fox_args] + msg.get("fd_args", []))  # the nodes' membership timers
     notice_r, notice_w = os.pipe()
     env = dict(os.environ, FOX_ARGS=fox_args, FOX_NOTICE_FD=str(notice_r))
-    # Line-buffered stdout (coreutils' stdbuf), so that place 0's lines interleave with its log in order.
-    line_buffered = ["stdbuf", "-oL"] if shutil.which("stdbuf") else []
-    # setpriv: place 0 dies with this command even if it is SIGKILLed (PR_SET_PDEATHSIG).
-    place0 = subprocess.Popen(["setpriv", "--pdeathsig", "KILL", "--"] + line_buffered + [program] + list(app_args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    place0 = subprocess.Popen(place_command(program, app_args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, env=env, pass_fds=(notice_r,), start_new_session=True)
     os.close(notice_r)
     tails = [Tail(n["place"], n["console"], n["offset"]) for n in job_nodes]
@@ -125,7 +160,13 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out):
     sel = selectors.DefaultSelector()
     sel.register(place0.stdout, selectors.EVENT_READ, "place0")
     sel.register(conn, selectors.EVENT_READ, "conn")
-    place0_buf = b""
+
+    def endpoint_line(text):
+        endpoint = ENDPOINT.match(text)
+        if endpoint:  # fox status shows it while the job runs
+            conn.send(op="endpoint", service=endpoint.group(1), address=endpoint.group(2))
+
+    place0_lines = Lines(0, place0.stdout, endpoint_line)
     place0_eof = False
     place0_status = None
     place0_done_at = None
@@ -134,22 +175,9 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out):
         while True:
             for key_, _ in sel.select(0.05):
                 if key_.data == "place0":
-                    chunk = os.read(place0.stdout.fileno(), 65536)
-                    if not chunk:
+                    if not place0_lines.read(out):
                         sel.unregister(place0.stdout)
                         place0_eof = True
-                        if place0_buf:
-                            out.write("place0| " + place0_buf.decode("utf-8", "replace") + "\n")
-                        continue
-                    place0_buf += chunk
-                    *lines, place0_buf = place0_buf.split(b"\n")
-                    for line in lines:
-                        text = line.decode("utf-8", "replace")
-                        out.write("place0| " + text + "\n")
-                        endpoint = ENDPOINT.match(text)
-                        if endpoint:  # fox status shows it while the job runs
-                            conn.send(op="endpoint", service=endpoint.group(1), address=endpoint.group(2))
-                    out.flush()
                 else:
                     try:
                         msg = conn.receive(0)
@@ -210,11 +238,129 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out):
         return 130
     if status_override is not None:
         return status_override
-    status = place0.returncode
-    if status < 0:
-        status = 128 - status
+    status = exit_status(place0.returncode)
     if status == 0:
         for k in sorted(statuses):
             if statuses[k]:
                 return statuses[k]
     return status
+
+
+def run_hosted(app, places, app_args, timeout, out=sys.stdout):
+    """`fox run --hosted`: every place a Linux process of the app's hosted build on this machine,
+    joined on 127.0.0.1 (no QEMU, no cluster, no root): for development, tests and comparisons
+    with peers that run as processes. Place 0 is told of the others' deaths as in a cluster job
+    (a place killed by a signal, or ending in a panic, counts as dead); the job's status is
+    place 0's, else the first failing place's; 124 after --timeout, 130 on Ctrl-C."""
+    import secrets
+    import qemu_run  # boot/: the membership timers for nodes sharing this host's cores
+    program = nodes.host_program(app)
+    if not os.access(program, os.X_OK):
+        print("fox run: no hosted program for %s (%s): build it with make" % (app, program), file=sys.stderr)
+        return 1
+    ports = [nodes.free_udp_port() for _ in range(places)]
+    key = secrets.token_hex(16)
+    job = secrets.randbelow(2 ** 31) + 1
+    peers = ",".join("%d@127.0.0.1:%d" % (i, port) for i, port in enumerate(ports))
+    fd_args = " ".join(qemu_run.membership_args("hosted", places))
+    notice_r, notice_w = os.pipe()
+    interrupted = {"now": False}
+
+    def on_sigint(signum, frame):
+        interrupted["now"] = True
+
+    old = {sig: signal.signal(sig, on_sigint) for sig in (signal.SIGINT, signal.SIGTERM)}
+    procs, outputs = [], []
+    sel = selectors.DefaultSelector()
+    status_override = None
+    try:
+        for i in range(places):
+            env = dict(os.environ, FOX_ARGS="fox.node=%d fox.job=%d fox.key=%s fox.amport=%d fox.peers=%s %s" %
+                       (i, job, key, ports[i], peers, fd_args))
+            pass_fds = ()
+            if i == 0:
+                env["FOX_NOTICE_FD"] = str(notice_r)
+                pass_fds = (notice_r,)
+            p = subprocess.Popen(place_command(program, app_args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, env=env, pass_fds=pass_fds, start_new_session=True)
+            procs.append(p)
+            outputs.append(Lines(i, p.stdout))
+            sel.register(p.stdout, selectors.EVENT_READ, i)
+        os.close(notice_r)
+        notice_r = None
+        print("fox run: %d hosted places of %s on 127.0.0.1 (job %d): pids %s" %
+              (places, app, job, " ".join("%d:%d" % (i, p.pid) for i, p in enumerate(procs))), file=sys.stderr)
+        started = time.monotonic()
+        open_outputs = set(range(places))
+        ended = {}  # place -> status, in the order they ended
+        place0_done_at = None
+        while True:
+            for key_, _ in sel.select(0.05):
+                i = key_.data
+                if not outputs[i].read(out):
+                    sel.unregister(procs[i].stdout)
+                    open_outputs.discard(i)
+            for i, p in enumerate(procs):
+                if i in ended or p.poll() is None:
+                    continue
+                ended[i] = p.returncode
+                if i == 0:
+                    place0_done_at = time.monotonic()
+                elif place0_done_at is None and (p.returncode < 0 or p.returncode >= 125):
+                    print("fox run: place %d died (%s): telling the job" % (i, describe(p.returncode)), file=sys.stderr)
+                    try:
+                        os.write(notice_w, b"dead %d\n" % i)
+                    except OSError:
+                        pass
+            if interrupted["now"]:
+                print("fox run: interrupted: stopping the places", file=sys.stderr)
+                status_override = 130
+                break
+            if timeout and time.monotonic() - started > timeout:
+                print("fox run: the job did not finish in %g s: stopping it" % timeout, file=sys.stderr)
+                status_override = 124
+                break
+            if len(ended) == places and not open_outputs:
+                break
+            if place0_done_at is not None and time.monotonic() - place0_done_at > NODE_GRACE_S:
+                print("fox run: places %s still running %d s after place 0 exited: stopping them" %
+                      (",".join(str(i) for i in range(places) if i not in ended), NODE_GRACE_S), file=sys.stderr)
+                break
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            p.wait()
+        for i, lines in enumerate(outputs):
+            if i in open_outputs:
+                while lines.read(out):
+                    pass
+        if notice_r is not None:
+            os.close(notice_r)
+        os.close(notice_w)
+        for sig, h in old.items():
+            signal.signal(sig, h)
+    if status_override is not None:
+        return status_override
+    status = exit_status(procs[0].returncode)
+    if status == 0:
+        for i in ended:
+            if i != 0 and ended[i] != 0:
+                return exit_status(ended[i])
+    return status
+
+
+def exit_status(returncode):
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def describe(returncode):
+    if returncode < 0:
+        try:
+            return "killed by %s" % signal.Signals(-returncode).name
+        except ValueError:
+            return "killed by signal %d" % -returncode
+    return "status %d" % returncode

@@ -195,11 +195,15 @@ fox_cluster_test(am_node_dies NODES 3 IMAGE am_node TIMEOUT 120 KILLED 2
 # declares node 2 dead and tells the others. Node 2 is in fact alive and
 # heartbeating, so only the notice can make node 1 declare it dead, which it
 # must do well before a detector could (2 s; the detector needs ~2.7 s of
-# silence).
-fox_cluster_test(am_dead_notice NODES 3 IMAGE am_node TIMEOUT 120
+# silence). Fail-stop: node 2's next frame to a node that holds it dead is
+# answered with a fence, and node 2 stops with status 3 (its exit status
+# is the one not checked: KILLED).
+fox_cluster_test(am_dead_notice NODES 3 IMAGE am_node TIMEOUT 120 KILLED 2
   ARGS "${am_peers} -- 0:echo,2,20 0:notify_dead,2 0:quit,1 1:dead,2,2000 2:sleep,3000 2:quit,2"
   EXPECT "0:am: told the job node 2 is dead" "1:am: node 2 declared dead after [0-9]+ ms"
          "1:am stats: dead_notices_received 1" "1:am_node: node 2 is dead"
+         "2:am: the job declared this node dead \\(told by node [01]\\): it stops \\(fail-stop\\), status 3"
+         "2:fox: exit status 3"
   REJECT "0:a stopped subscriber heard" "1:a stopped subscriber heard")
 
 # Crafted bad frames from Linux (every DropReason the decoder and channel

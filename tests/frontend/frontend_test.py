@@ -27,6 +27,8 @@ Scenarios:
     memcached_job      fox run memcached: every node serves on TCP 11211, and ends with place 0
     memcached_gateway  rootless clients reach the job's Dht through place 0 on 127.0.0.1, across a fox kill
     run32              what `make run NODES=32` runs: the ring on 32 nodes made for the job, 0 deaths
+    hosted             fox run --hosted: places as Linux processes here (no QEMU, no cluster): the ring
+                       on 4 places; a place SIGKILLed mid-job announced to the job, which fails; Ctrl-C
     scale64            64 nodes of 64 MiB: the ring with 0 deaths; a node paused (SIGSTOP) for a
                        quarter of the suspicion timeout is not declared dead; a node that hangs
                        (SIGSTOP for good: no QEMU exit, so no notice from the frontend) is
@@ -529,6 +531,56 @@ assert not bad, bad[:5]
 """
 
 
+def hosted(e):
+    """fox run --hosted --places N (issues 11 and 12): every place a process of the app's hosted build."""
+    _, out = e.fox_cmd("run", "ring", "--hosted", "--places", "4", "--timeout", "120", "--", "laps=50", check=0)
+    check_ring(out, 4)
+    if re.search(r"declared dead|died", out):
+        raise Failure("a death in a healthy hosted job")
+    e.expect_nothing_left("after the hosted job")
+
+    def started(run):
+        wait_for(lambda: any(re.search(r"^place0\| ring: 4 nodes joined", line) for line in run.lines), 60,
+                 "the hosted job to start")
+        pids = [m for line in run.lines for m in re.findall(r"(\d+):(\d+)", line) if "hosted places of ring" in line]
+        return {int(place): int(pid) for place, pid in pids}
+
+    run = e.start("run", "ring", "--hosted", "--places", "4", "--timeout", "120", "--", "laps=1000000")
+    try:
+        pids = started(run)
+        os.kill(pids[2], signal.SIGKILL)
+        rc = run.wait(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+        run.reader.join(timeout=5)
+        print("\n".join("  | " + line for line in run.lines if "am stats" not in line))
+    out = "\n".join(run.lines)
+    if rc != 1:
+        raise Failure("the hosted job with a killed place exited %d, expected 1" % rc)
+    expect(out, r"^fox run: place 2 died \(killed by SIGKILL\): telling the job", "run")
+    expect(out, r"^place0\| .*am: the frontend says node 2 died", "place 0")
+    for p in (1, 3):
+        expect(out, r"^place%d\| .*am: node 2 declared dead \(notice from node 0\)$" % p, "a surviving place")
+    e.expect_nothing_left("after a hosted place was killed")
+
+    run = e.start("run", "ring", "--hosted", "--places", "3", "--timeout", "120", "--", "laps=1000000")
+    try:
+        wait_for(lambda: any(re.search(r"^place0\| ring: 3 nodes joined", line) for line in run.lines), 60,
+                 "the hosted job to start")
+        run.send_signal(signal.SIGINT)
+        rc = run.wait(timeout=30)
+    finally:
+        if run.poll() is None:
+            run.kill()
+        run.reader.join(timeout=5)
+    if rc != 130:
+        raise Failure("an interrupted hosted job exited %d, expected 130" % rc)
+    e.expect_nothing_left("after an interrupted hosted job")
+    _, out = e.fox_cmd("run", "ring", "--hosted", "--nodes", "2", check=2)
+    expect(out, r"--hosted runs no nodes", "bad arguments")
+
+
 def run32(e):
     """Issue 14: `make run NODES=32` (fox run ring --nodes 32 -- laps=100) failed with false deaths."""
     name = e.name("run32")
@@ -610,7 +662,7 @@ def scale64(e):
 
 SCENARIOS = {f.__name__: f for f in (lifecycle, kill_during_job, supervisor_killed, run_interrupted, two_clusters, consecutive_jobs,
                                      run_temporary, wrong_key, build_id, iso, bad_arguments, memcached_job, memcached_gateway,
-                                     run32, scale64)}
+                                     run32, scale64, hosted)}
 
 
 def main():

@@ -16,6 +16,8 @@ foreach(scenario lifecycle kill_during_job supervisor_killed run_interrupted two
 endforeach()
 # No QEMU: argument checking only.
 fox_frontend_test(bad_arguments 120)
+# No QEMU: places as Linux processes (fox run --hosted).
+fox_frontend_test(hosted 300)
 # Issue 14: 64 nodes of 64 MiB on this host (the ring with 0 deaths, a pause
 # below the suspicion timeout survived, a hang detected by all 63 survivors
 # within the membership's bound), and what `make run NODES=32` runs. Alone:

@@ -77,6 +77,7 @@ class Cluster {
         if (!alive_[i]) continue;
         uint64_t d = eps_[i]->Poll(now_, Tx(int(i)), [&](NodeId n, PeerState s) {
           if (changes != nullptr) changes->emplace_back(n, s);
+          if (on_state) on_state(int(i), n, s);
         });
         if (d < next) next = d;
       }
@@ -108,6 +109,8 @@ class Cluster {
   std::vector<std::vector<uint8_t>> captured;  // every datagram sent, when capture is on
   // Called inside delivery (where a handler would send its reply).
   std::function<void(int node, const Delivered& d)> on_deliver;
+  // Called with what each node's Poll reports.
+  std::function<void(int node, NodeId peer, PeerState state)> on_state;
   bool capture = false;
 
  private:
@@ -597,6 +600,59 @@ TEST(AmEndpoint, DeathNoticesAreBelievedAtOnce) {
   c.RunUntil(c.now() + 10 * kMs);
   EXPECT_GT(c.ep(1).counters().drops[DropReason::kPeerClosed], closed);
   for (const Delivered& d : c.inbox(1)) EXPECT_NE(d.from, 3u);
+}
+
+// Fail-stop for the node itself: node 3, declared dead by the job while it
+// runs, still sends; the node it sends to answers with a fence frame (at most
+// one per 500 ms), and node 3's next Poll reports itself dead, once (the
+// driver stops the node: am's Fenced).
+TEST(AmEndpoint, ANodeTheJobHoldsDeadIsToldSoWhenItSpeaks) {
+  EndpointConfig cfg;
+  cfg.membership.suspicion_ns = 1'000'000 * kMs;  // no detector would declare it
+  Cluster c(3, cfg, {});
+  c.RunUntil(c.now() + 500 * kMs);
+  c.ep(0).NotifyDead(3, c.now(), c.Tx(0), [](NodeId, PeerState) {});
+  c.RunUntil(c.now() + 2 * kMs);
+  ASSERT_EQ(c.ep(1).State(3), PeerState::kDead);
+  EXPECT_FALSE(c.ep(2).fenced());
+  int reported = 0;
+  c.on_state = [&](int node, NodeId peer, PeerState s) {
+    if (node == 2 && peer == 3) {
+      EXPECT_EQ(s, PeerState::kDead);
+      ++reported;
+    }
+  };
+  for (int i = 0; i < 5; ++i) {  // five frames in 50 ms: one fence back
+    ASSERT_TRUE(c.Send(2, 0, 5, 1, Payload(i, 8)).ok());
+    c.ep(2).Flush(AmEndpoint::kAnyPeer, c.now(), c.Tx(2));
+    c.RunUntil(c.now() + 10 * kMs);
+  }
+  EXPECT_TRUE(c.ep(2).fenced());
+  EXPECT_TRUE(c.ep(2).fenced_by() == 1u || c.ep(2).fenced_by() == 2u) << c.ep(2).fenced_by();  // its probes go to node 2 too
+  EXPECT_TRUE(c.ep(2).membership().declared_dead());  // it judges nobody any more
+  EXPECT_EQ(c.ep(0).counters().fences_sent, 1u);
+  EXPECT_EQ(reported, 1);
+  c.RunUntil(c.now() + 100 * kMs);
+  EXPECT_EQ(reported, 1);
+  for (const Delivered& d : c.inbox(0)) EXPECT_NE(d.from, 3u);
+}
+
+// A fence from a node this one holds dead is a dead node's word: ignored,
+// unless that node is the job's authority (place 0), whose view wins.
+TEST(AmEndpoint, AFenceFromANodeHeldDeadCountsOnlyFromTheAuthority) {
+  for (NodeId authority : {NodeId(0), NodeId(1)}) {
+    EndpointConfig cfg = Quiet();
+    cfg.authority = authority;
+    Cluster c(2, cfg, {});
+    c.ep(0).DeclareDead(2, [](NodeId, PeerState) {});
+    ASSERT_TRUE(c.Send(1, 0, 5, 1, Payload(1, 8)).ok());  // node 2 speaks, not knowing
+    c.ep(1).Flush(AmEndpoint::kAnyPeer, c.now(), c.Tx(1));
+    c.ep(1).DeclareDead(1, [](NodeId, PeerState) {});  // and declares node 1 dead meanwhile
+    c.RunUntil(c.now() + 10 * kMs);
+    EXPECT_EQ(c.ep(0).counters().fences_sent, 1u) << authority;
+    EXPECT_EQ(c.ep(1).fenced(), authority == 1) << authority;
+    EXPECT_EQ(c.ep(1).counters().fences_ignored, authority == 1 ? 0u : 1u) << authority;
+  }
 }
 
 TEST(AmEndpoint, NeverHeardPeerIsDeadASuspicionAfterTheJoinTimeout) {

@@ -8,6 +8,7 @@ namespace fox {
 constexpr int kExitSuccess = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;    // bad boot or application arguments
+constexpr int kExitFenced = 3;   // the job declared this node dead: it stopped (fail-stop)
 constexpr int kExitPanic = 125;  // a panic or abort(); QEMU exits with 251
 
 // Ends the program like std::exit: atexit handlers and static destructors run

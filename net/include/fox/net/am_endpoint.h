@@ -83,6 +83,10 @@ struct EndpointConfig {
   // Off: peers are never probed nor suspected (only notices kill).
   MembershipConfig membership;
   bool detect_failures = true;
+  // Fencing: whose word that this node is dead is believed even from a
+  // node this one holds dead (after a partition heals, each side holds the
+  // other dead; the side without the authority stops). Place 0.
+  NodeId authority = 0;
   // SendOrDefer's buffer, shared by all peers (each message takes 16
   // bytes of header plus its data rounded up to 8).
   size_t deferred_bytes = 256 << 10;
@@ -107,6 +111,8 @@ struct EndpointCounters {
   uint64_t dead_notices_sent = 0;  // "node X died", one per peer told
   uint64_t dead_notices_received = 0;
   uint64_t dead_notices_about_self = 0;  // a peer counts this node out
+  uint64_t fences_sent = 0;              // "you are dead" to a peer held dead that still sent
+  uint64_t fences_ignored = 0;           // ...received from a peer this node holds dead (not the authority)
   DropCounters drops;                    // datagrams dropped, by reason
 };
 
@@ -196,7 +202,15 @@ class AmEndpoint {
   DeadCause DeadHow(NodeId peer) const;
   // A death or a change of state the next Poll must make or tell (the
   // driver runs it soon).
-  bool notices_pending() const { return notices_pending_ || states_pending_; }
+  bool notices_pending() const { return notices_pending_ || states_pending_ || (fenced_ && !fence_told_); }
+  // Fail-stop for the node itself: the job declared it dead (a peer's
+  // notice or fence frame, or gossip). A node that still sends to peers
+  // that hold it dead gets a fence frame back (at most one per 500 ms per
+  // peer), believed from a live peer or from the authority. The next Poll
+  // then reports (self, kDead) once: the driver must stop the node, which
+  // the others count out and whose data they rebuild elsewhere.
+  bool fenced() const { return fenced_; }
+  NodeId fenced_by() const { return fenced_by_; }  // kAnyPeer: gossip
 
   PeerState State(NodeId peer) const;
   // When the peer last gave a sign of life (any authenticated frame; 0:
@@ -216,6 +230,8 @@ class AmEndpoint {
   bool FlushPeer(Peer& p, uint64_t now_ns, TransmitFn transmit);
   bool SendSystem(Peer& p, uint16_t handler, const void* data, size_t len, uint64_t now_ns, TransmitFn transmit);
   void OnDeadNotice(NodeId dead, NodeId from);
+  void Fence(NodeId by);
+  void SendFence(Peer& p, uint64_t now_ns, TransmitFn transmit);
   Result<void> SendNow(Peer& p, uint32_t ebb, uint16_t handler, const void* data, size_t len, uint64_t now_ns,
                        TransmitFn transmit);
   bool Defer(Peer& p, uint32_t ebb, uint16_t handler, const void* data, size_t len);
@@ -236,6 +252,9 @@ class AmEndpoint {
   size_t peers_with_deferred_ = 0;
   uint64_t drain_pass_ = 0;
   bool notices_pending_ = false;  // a peer was noticed dead; Poll kills it
+  bool fenced_ = false;
+  bool fence_told_ = false;
+  NodeId fenced_by_ = kAnyPeer;
   Membership membership_;
   uint64_t membership_due_ = 0;  // when Poll next runs its timers
   bool states_pending_ = false;  // suspicions or refutations Poll has not told yet

@@ -73,7 +73,10 @@ inline constexpr size_t kMaxMessagesPerFrame = kMaxPayloadBytes / kRecordHeaderB
 inline constexpr uint8_t kFlagAckOnly = 1 << 0;     // no messages, no sequence number of its own
 inline constexpr uint8_t kFlagRetransmit = 1 << 1;  // a retransmission (diagnostics only)
 inline constexpr uint8_t kFlagAckNow = 1 << 2;      // please acknowledge without delay
-inline constexpr uint8_t kKnownFlags = kFlagAckOnly | kFlagRetransmit | kFlagAckNow;
+// With kFlagAckOnly, outside any channel: "the job declared you dead" (the
+// answer to a frame from a peer the sender holds dead; AmEndpoint fencing).
+inline constexpr uint8_t kFlagFenced = 1 << 3;
+inline constexpr uint8_t kKnownFlags = kFlagAckOnly | kFlagRetransmit | kFlagAckNow | kFlagFenced;
 
 // Header field offsets.
 namespace frame_offset {
