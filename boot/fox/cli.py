@@ -87,7 +87,7 @@ def parser():
     add_name(st)
 
     run = sub.add_parser("run", help="run a job: place 0 here, the others on the pool's nodes")
-    run.add_argument("app", help="the application (apps/APP)")
+    run.add_argument("app", help="the application (apps/APP); with --hosted also a hosted program's path")
     run.add_argument("--places", type=positive(201), help="places including place 0 (default: 1 + every node)")
     run.add_argument("--nodes", type=positive(200),
                      help="with no cluster up: make one of N nodes for this job and remove it after")

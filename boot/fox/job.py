@@ -247,17 +247,19 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out):
 
 
 def run_hosted(app, places, app_args, timeout, out=sys.stdout):
-    """`fox run --hosted`: every place a Linux process of the app's hosted build on this machine,
+    """`fox run --hosted`: every place a Linux process of the app's hosted build (or of the hosted
+    program at the path APP, e.g. an APGAS program built elsewhere) on this machine,
     joined on 127.0.0.1 (no QEMU, no cluster, no root): for development, tests and comparisons
     with peers that run as processes. Place 0 is told of the others' deaths as in a cluster job
     (a place killed by a signal, or ending in a panic, counts as dead); the job's status is
     place 0's, else the first failing place's; 124 after --timeout, 130 on Ctrl-C."""
     import secrets
     import qemu_run  # boot/: the membership timers for nodes sharing this host's cores
-    program = nodes.host_program(app)
+    program = app if os.sep in app else nodes.host_program(app)  # an app of apps/, or a program's path
     if not os.access(program, os.X_OK):
         print("fox run: no hosted program for %s (%s): build it with make" % (app, program), file=sys.stderr)
         return 1
+    app = os.path.basename(app)
     ports = [nodes.free_udp_port() for _ in range(places)]
     key = secrets.token_hex(16)
     job = secrets.randbelow(2 ** 31) + 1

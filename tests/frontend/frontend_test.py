@@ -579,6 +579,12 @@ def hosted(e):
     e.expect_nothing_left("after an interrupted hosted job")
     _, out = e.fox_cmd("run", "ring", "--hosted", "--nodes", "2", check=2)
     expect(out, r"--hosted runs no nodes", "bad arguments")
+    # An APGAS program by its path (issue 12: places as processes).
+    program = os.path.join(os.environ.get("FOX_BUILD", os.path.join(ROOT, "build")), "host", "tests", "apgas", "apgas_node")
+    _, out = e.fox_cmd("run", program, "--hosted", "--places", "4", "--timeout", "120", "--", "basic", "team", check=0)
+    expect(out, r"^place0\| apgas: basic: PASS", "apgas")
+    expect(out, r"^place0\| apgas: team of 4 places: barrier, allreduce, broadcast, agree: 4 of 4 right", "apgas")
+    e.expect_nothing_left("after the hosted APGAS job")
 
 
 def run32(e):
