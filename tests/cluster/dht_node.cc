@@ -20,6 +20,18 @@
 // pushes ROUNDS tasks to while popping ROUNDS, each task seen exactly once
 // (counted in the Dht); waits that time out and takes of a non-counter.
 // Barriers between the phases are Dht counters too.
+//
+//   dht_node zombie KEYS
+//
+// Fail-stop for a node the job declared dead while it still ran (am's
+// fencing): 3 nodes, r = 2. Node 0 sets KEYS keys, then node 2 stops
+// itself (SIGSTOP, as a starved or partitioned node would go silent); once
+// node 0 sees it declared dead, node 0 rewrites every key on the
+// survivors, waits for their rebuild and resumes node 2 (SIGCONT). Node 2,
+// which still believes in its old ring and its stale copies, tries a write
+// at once: it must never be acknowledged, and node 2 must stop (status 3)
+// instead of living on beside the job. Node 0 checks every key has its new
+// value and the zombie's write is nowhere.
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -48,7 +60,7 @@ using fox::ebb::Dht;
 using fox::ebb::DhtWrite;
 
 constexpr uint32_t kControl = 0x00D70001;  // this program's control messages (a dynamic-looking id)
-enum : uint16_t { kDie = 1, kQuit = 2 };
+enum : uint16_t { kDie = 1, kQuit = 2, kPid = 3, kPause = 4 };
 std::atomic<bool> g_quit{false};
 std::atomic<uint64_t> g_expected{0};
 
@@ -368,7 +380,116 @@ void Sync(Dht* dht, uint64_t rounds, uint64_t nodes) {
       self, (unsigned long long)waited_ms, (unsigned long long)s.waiting, (unsigned long long)s.waits_timed_out);
 }
 
+// /proc/PID/stat's state letter: 'Z' (ended, not yet reaped), '?' (gone).
+char ProcessState(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", int(pid));
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return '?';
+  char state = '?';
+  if (std::fscanf(f, "%*d (%*[^)]) %c", &state) != 1) state = '?';
+  std::fclose(f);
+  return state;
+}
+
+std::atomic<int64_t> g_zombie_pid{0};
+std::atomic<bool> g_zombie_ready{false};
+
+int Zombie(Dht* dht, uint64_t keys) {
+  NodeId self = fox::am::Self();
+  if (self == 2) {
+    Control(0, kPid, uint64_t(getpid()));
+    CHECK(WaitUntil(600'000, [] { return g_quit.load(); }));  // fenced before that
+    return 0;
+  }
+  if (self != 0) {
+    CHECK(WaitUntil(600'000, [] { return g_quit.load(); }));
+    return 0;
+  }
+  CHECK(WaitUntil(30'000, [] { return g_zombie_pid.load() != 0; }));
+  pid_t zombie = pid_t(g_zombie_pid.load());
+  uint64_t failed = 0;
+  for (uint64_t i = 0; i < keys; ++i) failed += !dht->Set(Key(i), "before").ok();
+  std::printf("dht_zombie: set %llu keys: %llu failed\n", (unsigned long long)keys, (unsigned long long)failed);
+  CHECK(failed == 0);
+  Control(2, kPause, 0);
+  uint64_t paused = fox::clock::NowNs();
+  CHECK(WaitUntil(60'000, [] { return fox::am::State(2) == fox::am::PeerState::kDead; }));
+  std::printf("dht_zombie: node 2 declared dead %llu ms after it stopped itself\n",
+              (unsigned long long)((fox::clock::NowNs() - paused) / 1'000'000));
+  for (uint64_t i = 0; i < keys; ++i) failed += !dht->Set(Key(i), "after").ok();
+  CHECK(WaitUntil(30'000, [&] { return dht->stats().rebuilds_running == 0; }));
+  std::printf("dht_zombie: every key rewritten on the survivors: %llu failed\n", (unsigned long long)failed);
+  CHECK(failed == 0);
+  kill(zombie, SIGCONT);
+  uint64_t resumed = fox::clock::NowNs();
+  bool ended = WaitUntil(20'000, [&] { return ProcessState(zombie) == 'Z' || ProcessState(zombie) == '?'; });
+  std::printf("dht_zombie: node 2 resumed, %s\n", ended ? "and ended" : "and still runs 20 s later");
+  CHECK(ended);
+  std::printf("dht_zombie: node 2 ended %llu ms after it resumed\n",
+              (unsigned long long)((fox::clock::NowNs() - resumed) / 1'000'000));
+  uint64_t fresh = 0, stale = 0, missing = 0;
+  for (uint64_t i = 0; i < keys; ++i) {
+    auto got = dht->Get(Key(i));
+    if (!got.ok()) {
+      ++missing;
+    } else if (got->value == "after") {
+      ++fresh;
+    } else {
+      ++stale;
+    }
+  }
+  auto ghost = dht->Get("zombie-write");
+  std::printf("dht_zombie: %llu keys read back: %llu fresh, %llu stale, %llu missing; the zombie's write: %s\n",
+              (unsigned long long)keys, (unsigned long long)fresh, (unsigned long long)stale,
+              (unsigned long long)missing, ghost.ok() ? "found" : fox::ErrorName(ghost.error()));
+  CHECK(fresh == keys && !ghost.ok() && ghost.error() == fox::Error::kNotFound);
+  Control(1, kQuit, 0);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 3 && std::string(argv[1]) == "zombie") {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    uint64_t keys = std::strtoull(argv[2], nullptr, 10);
+    auto config = fox::am::ConfigFromBootArgs();
+    if (!config.ok()) return 2;
+    Dht* dht = &*Dht::Get();
+    auto control = [dht](NodeId, uint16_t handler, const uint8_t* data, size_t length) {
+      if (length != 8) return;
+      if (handler == kQuit) {
+        g_quit = true;
+      } else if (handler == kPid) {
+        g_zombie_pid = int64_t(fox::net::wire::Load64(data));
+      } else if (handler == kPause) {
+        std::printf("dht_zombie: node %u stops itself (SIGSTOP)\n", fox::am::Self());
+        std::fflush(stdout);
+        kill(getpid(), SIGSTOP);
+        // Resumed, still holding its old ring and stale copies: a write
+        // now must never be acknowledged (its replicas hold this node dead).
+        auto r = dht->Set("zombie-write", "stale");
+        std::printf("dht_zombie: node %u's write after resuming: %s\n", fox::am::Self(),
+                    r.ok() ? "ACKNOWLEDGED" : fox::ErrorName(r.error()));
+        std::fflush(stdout);
+      }
+    };
+    CHECK(fox::ebb::Messenger::Get()->Listen(kControl, control).ok());
+    if (auto r = fox::am::Start(*config); !r.ok()) return 1;
+    auto peers = fox::am::Peers();
+    CHECK(WaitUntil(30'000, [&] {
+      for (NodeId n : peers) {
+        if (fox::am::State(n) != fox::am::PeerState::kAlive) return false;
+      }
+      return true;
+    }));
+    fox::ebb::RingConfig ring;
+    ring.replication = 2;
+    CHECK(dht->Start(ring).ok());
+    int status = Zombie(dht, keys);
+    std::printf("dht_node: done\n");
+    std::fflush(stdout);
+    return status;
+  }
   if (argc >= 3 && std::string(argv[1]) == "sync") {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     uint64_t rounds = std::strtoull(argv[2], nullptr, 10);
@@ -391,7 +512,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc < 4) {
-    std::printf("usage: dht_node CLIENT VICTIM KEYS [R] | dht_node sync ROUNDS [R]\n");
+    std::printf("usage: dht_node CLIENT VICTIM KEYS [R] | dht_node sync ROUNDS [R] | dht_node zombie KEYS\n");
     return 2;
   }
   NodeId client = NodeId(std::strtoul(argv[1], nullptr, 10));

@@ -2,8 +2,8 @@
 """Runs N hosted fox nodes (Linux processes of one program) on 127.0.0.1,
 each on a UDP port of its own, with the same arguments, and checks them.
 
-    hosted_nodes.py --nodes N [--timeout S] [--expect I:REGEX]... [--node-args I:ARGS]...
-                    PROGRAM [ARG...]
+    hosted_nodes.py --nodes N [--timeout S] [--expect I:REGEX]... [--reject I:REGEX]...
+                    [--node-args I:ARGS]... [--killed I]... [--expect-exit I:STATUS]... PROGRAM [ARG...]
 
 Node I gets FOX_ARGS="fox.node=I fox.amport=P_I fox.peers=0@127.0.0.1:P_0,..."
 (free ports picked at random), then --node-args' ARGS for node I. Needs no privileges and touches only
@@ -31,6 +31,8 @@ def main():
     ap.add_argument("--node-args", action="append", default=[], help="I:ARGS added to node I's FOX_ARGS")
     ap.add_argument("--killed", type=int, action="append", default=[],
                     help="node I is expected to die: its exit status is not checked")
+    ap.add_argument("--reject", action="append", default=[], help="I:REGEX that must not be in node I's output")
+    ap.add_argument("--expect-exit", action="append", default=[], help="I:STATUS node I must exit with (not 0)")
     ap.add_argument("program", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     if not a.program or not 1 <= a.nodes <= 64:
@@ -41,6 +43,18 @@ def main():
         if not colon or not i.isdigit() or int(i) >= a.nodes:
             ap.error("bad --expect %r" % e)
         expects.append((int(i), re.compile(regex, re.M)))
+    rejects = []
+    for e in a.reject:
+        i, colon, regex = e.partition(":")
+        if not colon or not i.isdigit() or int(i) >= a.nodes:
+            ap.error("bad --reject %r" % e)
+        rejects.append((int(i), re.compile(regex, re.M)))
+    statuses = {}
+    for e in a.expect_exit:
+        i, colon, status = e.partition(":")
+        if not colon or not i.isdigit() or int(i) >= a.nodes or not status.lstrip("-").isdigit():
+            ap.error("bad --expect-exit %r" % e)
+        statuses[int(i)] = int(status)
     extra = [""] * a.nodes
     for e in a.node_args:
         i, colon, words = e.partition(":")
@@ -77,11 +91,16 @@ def main():
             print("node%d| %s" % (i, line))
         if i in timed_out:
             failures.append("node %d still ran after %g s (killed)" % (i, a.timeout))
-        elif p.returncode != 0 and i not in a.killed:
+        elif i in statuses and p.returncode != statuses[i]:
+            failures.append("node %d exited with %d, expected %d" % (i, p.returncode, statuses[i]))
+        elif p.returncode != 0 and i not in a.killed and i not in statuses:
             failures.append("node %d exited with %d" % (i, p.returncode))
     for i, regex in expects:
         if not regex.search(outs[i]):
             failures.append("node %d's output lacks /%s/" % (i, regex.pattern))
+    for i, regex in rejects:
+        if regex.search(outs[i]):
+            failures.append("node %d's output has /%s/" % (i, regex.pattern))
     if failures:
         print("FAILED: " + "; ".join(failures))
         return 1
