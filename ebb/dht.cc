@@ -144,6 +144,7 @@ void Dht::NoteItems() {
   stats_.items = items_.size();
   stats_.live = items_.stored();
   stats_.bytes = items_.bytes();
+  stats_.deduplicated = items_.deduplicated();
 }
 
 bool Dht::Primary(const DhtRing& ring, uint64_t key_hash) const {
@@ -208,7 +209,14 @@ Result<Dht::Item> Dht::Write(const DhtWrite& write) {
   // A held request answers within wait_ms (the primary's sweep): the Rpc
   // waits that long and a margin.
   uint64_t rpc_timeout_ms = DhtWriteWaits(write.mode) ? uint64_t(write.wait_ms) + 10'000 : 10'000;
-  auto reply = Call(HashOf(write.key), kWrite, dht_wire::EncodeWrite(write), rpc_timeout_ms);
+  // Named, so that a new primary answers it from the key's record if the
+  // dead one's replicas hold it (exactly once: dht_items.h).
+  DhtWrite named = write;
+  if (named.request == 0) {
+    named.request = (uint64_t(am::Self()) << 40) | (next_request_.fetch_add(1, std::memory_order_relaxed) &
+                                                    ((uint64_t(1) << 40) - 1));
+  }
+  auto reply = Call(HashOf(write.key), kWrite, dht_wire::EncodeWrite(named), rpc_timeout_ms);
   if (!reply.ok()) return reply.error();
   if (DhtWriteAnswersItem(write.mode)) {
     auto entry = dht_wire::DecodeItem(reply->data(), reply->size());

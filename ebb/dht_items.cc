@@ -33,6 +33,12 @@ uint64_t DhtItems::NextVersion(std::string_view key) const {
 }
 
 namespace {
+// The modes whose answer (a counter's value) the record keeps; the others
+// answer the version, or (kTouch) the item as it is.
+bool RecordsAnswer(DhtWrite::Mode mode) {
+  return mode == DhtWrite::Mode::kIncr || mode == DhtWrite::Mode::kDecr || mode == DhtWrite::Mode::kTake;
+}
+
 uint64_t ExpiryOf(uint32_t ttl_s, uint64_t now_ns) {
   if (ttl_s == 0) return 0;
   if (ttl_s == DhtWrite::kExpired) return now_ns == 0 ? 1 : now_ns;  // not live from now on (0 means never)
@@ -72,6 +78,19 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
   if (write.key.empty() || write.key.size() > kDhtMaxKey || write.value.size() > kDhtMaxValue ||
       write.mode > DhtWrite::kLastMode) {
     return Error::kInvalidArgument;
+  }
+  if (const DhtEntry* held = write.request != 0 ? Held(write.key) : nullptr) {
+    for (const DhtEntry::Applied& a : held->applied) {
+      if (a.request != write.request) continue;
+      ++deduplicated_;  // sent again after its primary died: applied already
+      DhtEntry answer;
+      answer.version = a.version;
+      answer.flags = held->flags;
+      answer.expiry_ns = held->expiry_ns;
+      if (RecordsAnswer(write.mode)) answer.value = a.answer;
+      if (write.mode == Mode::kTouch) answer.value = held->value;
+      return answer;
+    }
   }
   const DhtEntry* live = Find(write.key, now_ns);
   if (write.mode == Mode::kWait || write.mode == Mode::kTake) {
@@ -149,6 +168,11 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
       break;
     case Mode::kDelete: entry.tombstone = true; break;
   }
+  if (const DhtEntry* held = Held(write.key)) entry.applied = held->applied;
+  if (write.request != 0) {
+    if (entry.applied.size() >= kDhtRecentWrites) entry.applied.erase(entry.applied.begin());
+    entry.applied.push_back({write.request, entry.version, RecordsAnswer(write.mode) ? entry.value : std::string()});
+  }
   if (limit_ != 0 && !entry.tombstone) {
     const DhtEntry* held = Held(write.key);
     size_t after = bytes_ - (held ? held->value.size() : 0) + (held ? 0 : write.key.size()) + entry.value.size();
@@ -174,6 +198,7 @@ size_t DhtItems::Flush() {
     DhtEntry tomb;
     tomb.version = entry.version + 1;
     tomb.tombstone = true;
+    tomb.applied = std::move(entry.applied);
     entry = std::move(tomb);
     ++flushed;
   }
@@ -199,8 +224,9 @@ size_t DhtItems::live(uint64_t now_ns) const {
 
 namespace dht_wire {
 namespace {
-constexpr size_t kWriteHeader = 1 + 1 + 4 + 4 + 8 + 8 + 8 + 4 + 2;
-constexpr size_t kReplicateHeader = 8 + 1 + 4 + 8 + 2;
+constexpr size_t kWriteHeader = 1 + 1 + 4 + 4 + 8 + 8 + 8 + 4 + 8 + 2;
+constexpr size_t kReplicateHeader = 8 + 1 + 4 + 8 + 1 + 2;
+constexpr size_t kAppliedHeader = 8 + 8 + 1;
 constexpr size_t kItemHeader = 8 + 4;
 
 template <class T>
@@ -224,6 +250,7 @@ std::vector<uint8_t> EncodeWrite(const DhtWrite& w) {
   Put<uint64_t>(out, w.delta);
   Put<uint64_t>(out, w.initial);
   Put<uint32_t>(out, w.wait_ms);
+  Put<uint64_t>(out, w.request);
   Put<uint16_t>(out, uint16_t(w.key.size()));
   PutBytes(out, w.key);
   PutBytes(out, w.value);
@@ -244,7 +271,8 @@ Result<DhtWrite> DecodeWrite(const uint8_t* data, size_t length) {
   w.delta = Load64(data + 18);
   w.initial = Load64(data + 26);
   w.wait_ms = Load32(data + 34);
-  size_t key_length = Load16(data + 38);
+  w.request = Load64(data + 38);
+  size_t key_length = Load16(data + 46);
   if (key_length == 0 || key_length > kDhtMaxKey || key_length > length - kWriteHeader) return Error::kInvalidArgument;
   size_t value_length = length - kWriteHeader - key_length;
   if (value_length > kDhtMaxValue) return Error::kInvalidArgument;
@@ -267,8 +295,19 @@ std::vector<uint8_t> EncodeReplicate(std::string_view key, const DhtEntry& e, ui
   Put<uint8_t>(out, e.tombstone ? 1 : 0);
   Put<uint32_t>(out, e.flags);
   Put<uint64_t>(out, left_ms);
+  size_t count = e.applied.size() < kDhtRecentWrites ? e.applied.size() : kDhtRecentWrites;
+  Put<uint8_t>(out, uint8_t(count));
   Put<uint16_t>(out, uint16_t(key.size()));
   PutBytes(out, key);
+  for (size_t i = e.applied.size() - count; i < e.applied.size(); ++i) {  // the newest
+    const DhtEntry::Applied& a = e.applied[i];
+    std::string_view answer(a.answer);
+    if (answer.size() > kDhtMaxRecordedAnswer) answer = answer.substr(0, kDhtMaxRecordedAnswer);  // cannot happen
+    Put<uint64_t>(out, a.request);
+    Put<uint64_t>(out, a.version);
+    Put<uint8_t>(out, uint8_t(answer.size()));
+    PutBytes(out, answer);
+  }
   if (!e.tombstone) PutBytes(out, e.value);
   return out;
 }
@@ -284,14 +323,32 @@ Result<Replicate> DecodeReplicate(const uint8_t* data, size_t length, uint64_t n
   uint64_t left_ms = Load64(data + 13);
   if (left_ms > (uint64_t(1) << 40)) return Error::kInvalidArgument;  // ~35 years: not a real expiry
   r.entry.expiry_ns = left_ms == 0 ? 0 : now_ns + left_ms * 1'000'000;
-  size_t key_length = Load16(data + 21);
-  if (key_length == 0 || key_length > kDhtMaxKey || key_length > length - kReplicateHeader) {
+  size_t count = data[21];
+  size_t key_length = Load16(data + 22);
+  if (count > kDhtRecentWrites || key_length == 0 || key_length > kDhtMaxKey ||
+      key_length > length - kReplicateHeader) {
     return Error::kInvalidArgument;
   }
-  size_t value_length = length - kReplicateHeader - key_length;
-  if (value_length > kDhtMaxValue || (r.entry.tombstone && value_length != 0)) return Error::kInvalidArgument;
   r.key = Str(data + kReplicateHeader, key_length);
-  r.entry.value = Str(data + kReplicateHeader + key_length, value_length);
+  size_t at = kReplicateHeader + key_length;
+  for (size_t i = 0; i < count; ++i) {
+    if (length - at < kAppliedHeader) return Error::kInvalidArgument;
+    DhtEntry::Applied a;
+    a.request = Load64(data + at);
+    a.version = Load64(data + at + 8);
+    size_t answer_length = data[at + 16];
+    at += kAppliedHeader;
+    if (a.request == 0 || a.version == 0 || a.version > r.entry.version || answer_length > kDhtMaxRecordedAnswer ||
+        length - at < answer_length) {
+      return Error::kInvalidArgument;
+    }
+    a.answer = Str(data + at, answer_length);
+    at += answer_length;
+    r.entry.applied.push_back(std::move(a));
+  }
+  size_t value_length = length - at;
+  if (value_length > kDhtMaxValue || (r.entry.tombstone && value_length != 0)) return Error::kInvalidArgument;
+  r.entry.value = Str(data + at, value_length);
   return r;
 }
 

@@ -211,6 +211,7 @@ std::string Messenger::LocalStatus() const {
     add("dht.live %llu", (unsigned long long)d.live);
     add("dht.bytes %llu", (unsigned long long)d.bytes);
     add("dht.flushed %llu", (unsigned long long)d.flushed);
+    add("dht.deduplicated %llu", (unsigned long long)d.deduplicated);
     add("dht.served_gets %llu", (unsigned long long)d.served_gets);
     add("dht.served_writes %llu", (unsigned long long)d.served_writes);
     add("dht.served_deletes %llu", (unsigned long long)d.served_deletes);

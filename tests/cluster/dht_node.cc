@@ -213,14 +213,24 @@ void Client(Dht* dht, NodeId victim, uint64_t keys) {
   std::fflush(stdout);
   Control(victim, kDie, 0);
   // Writes while it dies: some go to it as primary, some to it as replica.
+  // Adds of new keys and increments of a counter: a call whose primary
+  // died after applying it is sent again, and must neither answer
+  // kAlreadyExists nor count twice (exactly once: dht_items.h).
   t0 = fox::clock::NowNs();
   failed = 0;
+  uint64_t counted = 0;
   for (uint64_t i = keys; i < keys + 200; ++i) {
-    auto r = dht->Set(Key(i), Value(i, SizeOf(i)), uint32_t(i));
-    if (!r.ok() && failed++ < 5) std::printf("dht: set %s: %s\n", Key(i).c_str(), fox::ErrorName(r.error()));
+    DhtWrite add{.mode = DhtWrite::Mode::kAdd, .flags = uint32_t(i), .key = Key(i), .value = Value(i, SizeOf(i))};
+    auto r = dht->Put(add);
+    if (!r.ok() && failed++ < 5) std::printf("dht: add %s: %s\n", Key(i).c_str(), fox::ErrorName(r.error()));
+    auto n = dht->Add("died:counter", 1);
+    if (!n.ok() && failed++ < 5) std::printf("dht: add to died:counter: %s\n", fox::ErrorName(n.error()));
+    counted += n.ok();
   }
-  std::printf("dht: 200 keys set while node %u died: %llu failed\n", victim, (unsigned long long)failed);
-  CHECK(failed == 0);
+  auto count = dht->Get("died:counter");
+  std::printf("dht: 200 keys added while node %u died: %llu failed; a counter added to %llu times reads %s\n", victim,
+              (unsigned long long)failed, (unsigned long long)counted, count.ok() ? count->value.c_str() : "nothing");
+  CHECK(failed == 0 && count.ok() && count->value == std::to_string(counted));
   Tally after = ReadAll(dht, 0, keys + 200, kBig);
   std::printf("dht: node %u killed: read %llu of %llu keys back from node %u, %llu missing, %llu wrong, %llu ms\n",
               victim, (unsigned long long)after.ok, (unsigned long long)(keys + 200 + kBig), fox::am::Self(),
@@ -237,7 +247,7 @@ void Client(Dht* dht, NodeId victim, uint64_t keys) {
               (unsigned long long)more.ok);
   CHECK(failed == 0 && more.ok == 200);
 
-  uint64_t expected = keys + 400 + kBig + 2;  // and "add", "cas"
+  uint64_t expected = keys + 400 + kBig + 3;  // and "add", "cas", "died:counter"
   bool full = WaitUntil(20'000, [&] {
     auto s = dht->stats();
     return s.rebuilds_running == 0 && s.live == expected;

@@ -40,14 +40,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (w->key.empty() || w->key.size() > kDhtMaxKey || w->value.size() > kDhtMaxValue) __builtin_trap();
     auto again = dht_wire::EncodeWrite(*w);
     auto back = dht_wire::DecodeWrite(again.data(), again.size());
-    if (!back.ok() || back->key != w->key || back->value != w->value || back->cas != w->cas) __builtin_trap();
+    if (!back.ok() || back->key != w->key || back->value != w->value || back->cas != w->cas ||
+        back->request != w->request) {
+      __builtin_trap();
+    }
     const DhtEntry* held = g_items.Held(w->key);
     uint64_t before = held ? held->version : 0;
+    uint64_t deduplicated = g_items.deduplicated();
     auto stored = g_items.Write(*w, now);
-    if (stored.ok() && w->mode == DhtWrite::Mode::kWait) {  // a wait changes nothing
+    if (g_items.deduplicated() != deduplicated) {  // its request was applied before: nothing changes
+      if (!stored.ok() || stored->version > before || g_items.Held(w->key)->version != before) __builtin_trap();
+    } else if (stored.ok() && w->mode == DhtWrite::Mode::kWait) {  // a wait changes nothing
       if (stored->version != before || g_items.Held(w->key)->version != before) __builtin_trap();
     } else if (stored.ok() && stored->version <= before) {
       __builtin_trap();
+    }
+    if (stored.ok() && w->request != 0 && w->mode != DhtWrite::Mode::kWait) {  // exactly once: sent again
+      uint64_t held_version = g_items.Held(w->key)->version;
+      auto again_stored = g_items.Write(*w, now);
+      if (!again_stored.ok() || again_stored->version != stored->version ||
+          g_items.Held(w->key)->version != held_version) {
+        __builtin_trap();
+      }
     }
   } else if (pick == 1) {
     auto r = dht_wire::DecodeReplicate(body, length, now);
@@ -55,7 +69,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (r->entry.version == 0 || (r->entry.tombstone && !r->entry.value.empty())) __builtin_trap();
     auto again = dht_wire::EncodeReplicate(r->key, r->entry, now);
     auto back = dht_wire::DecodeReplicate(again.data(), again.size(), now);
-    if (!back.ok() || back->key != r->key || back->entry.version != r->entry.version) __builtin_trap();
+    if (!back.ok() || back->key != r->key || back->entry.version != r->entry.version ||
+        back->entry.applied != r->entry.applied) {
+      __builtin_trap();
+    }
     const DhtEntry* held = g_items.Held(r->key);
     uint64_t before = held ? held->version : 0;
     g_items.Apply(r->key, r->entry, (data[0] & 4) != 0);

@@ -311,6 +311,73 @@ TEST(DhtItems, ByteLimitRefusesGrowthNotShrinking) {
   EXPECT_EQ(items.bytes(), 1u + 1 + 20);
 }
 
+// Exactly once: a write sent again under its name (after its primary died)
+// is answered from the key's record, on the holder that applied it and on a
+// replica that got the state, which becomes the primary; other writes and
+// unnamed ones apply as usual; the record keeps the newest few.
+TEST(DhtItems, NamedWritesApplyOnceAndTheRecordTravelsToReplicas) {
+  DhtItems primary, replica;
+  DhtWrite incr = W("n", "", DhtWrite::Mode::kIncr);
+  incr.create = true;
+  incr.initial = 10;
+  incr.delta = 5;
+  incr.request = (uint64_t(3) << 40) | 1;
+  auto first = primary.Write(incr, 0);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->value, "10");  // created
+  incr.request = (uint64_t(3) << 40) | 2;
+  auto second = primary.Write(incr, 0);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->value, "15");
+  auto again = primary.Write(incr, 0);  // the same request: not applied twice
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->value, "15");
+  EXPECT_EQ(again->version, second->version);
+  EXPECT_EQ(primary.Find("n", 0)->value, "15");
+  EXPECT_EQ(primary.deduplicated(), 1u);
+  // The state goes to a replica, which takes over as primary: the retry is
+  // answered there too.
+  auto bytes = dht_wire::EncodeReplicate("n", *primary.Held("n"), 0);
+  auto state = dht_wire::DecodeReplicate(bytes.data(), bytes.size(), 0);
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state->entry.applied, primary.Held("n")->applied);
+  ASSERT_TRUE(replica.Apply("n", state->entry));
+  auto retried = replica.Write(incr, 0);
+  ASSERT_TRUE(retried.ok());
+  EXPECT_EQ(retried->value, "15");
+  EXPECT_EQ(replica.Find("n", 0)->value, "15");
+  EXPECT_EQ(replica.deduplicated(), 1u);
+  // An add applied before its primary died does not answer kAlreadyExists.
+  DhtWrite add = W("a", "x", DhtWrite::Mode::kAdd);
+  add.request = 99;
+  auto added = replica.Write(add, 0);
+  ASSERT_TRUE(added.ok());
+  auto added_again = replica.Write(add, 0);
+  ASSERT_TRUE(added_again.ok());
+  EXPECT_EQ(added_again->version, added->version);
+  add.request = 100;  // another client's add: refused as memcached would
+  EXPECT_EQ(replica.Write(add, 0).error(), Error::kAlreadyExists);
+  add.request = 0;  // unnamed: never deduplicated
+  EXPECT_EQ(replica.Write(add, 0).error(), Error::kAlreadyExists);
+  // A take sent again after its primary died does not take twice.
+  DhtWrite take = W("n", "", DhtWrite::Mode::kTake);
+  take.delta = 4;
+  take.request = 1234;
+  ASSERT_EQ(replica.Write(take, 0)->value, "11");
+  ASSERT_EQ(replica.Write(take, 0)->value, "11");
+  EXPECT_EQ(replica.Find("n", 0)->value, "11");
+  // The record keeps the newest kDhtRecentWrites: the oldest is forgotten.
+  for (uint64_t r = 2000; r < 2000 + kDhtRecentWrites; ++r) {
+    DhtWrite set = W("n", std::to_string(r));
+    set.request = r;
+    ASSERT_TRUE(replica.Write(set, 0).ok());
+  }
+  EXPECT_EQ(replica.Held("n")->applied.size(), kDhtRecentWrites);
+  auto forgotten = replica.Write(take, 0);  // its record is gone: applied anew
+  ASSERT_TRUE(forgotten.ok());
+  EXPECT_EQ(forgotten->value, std::to_string(2000 + kDhtRecentWrites - 1 - 4));
+}
+
 TEST(DhtWire, WriteRoundTrip) {
   DhtWrite w = W("key", std::string(3000, 'v'), DhtWrite::Mode::kCas, 77);
   w.flags = 0xdeadbeef;
@@ -331,6 +398,7 @@ TEST(DhtWire, WriteRoundTrip) {
   incr.delta = 0xffffffffffull << 8;
   incr.initial = 42;
   incr.wait_ms = 1234;
+  incr.request = (uint64_t(7) << 40) | 99;
   auto incr_bytes = dht_wire::EncodeWrite(incr);
   auto incr_back = dht_wire::DecodeWrite(incr_bytes.data(), incr_bytes.size());
   ASSERT_TRUE(incr_back.ok());
@@ -340,6 +408,7 @@ TEST(DhtWire, WriteRoundTrip) {
   EXPECT_EQ(incr_back->delta, incr.delta);
   EXPECT_EQ(incr_back->initial, 42u);
   EXPECT_EQ(incr_back->wait_ms, 1234u);
+  EXPECT_EQ(incr_back->request, incr.request);
   EXPECT_EQ(incr_back->cas, 5u);
 }
 
@@ -376,7 +445,7 @@ TEST(DhtWire, ItemRoundTrip) {
 TEST(DhtWire, MalformedInputRefused) {
   DhtWrite w = W("key", "value", DhtWrite::Mode::kAdd);
   auto write = dht_wire::EncodeWrite(w);
-  constexpr size_t kHeader = 40, kKeyLength = 38;
+  constexpr size_t kHeader = 48, kKeyLength = 46;
   for (size_t n = 0; n < kHeader + 3; ++n) {
     EXPECT_FALSE(dht_wire::DecodeWrite(write.data(), n).ok()) << n;
   }
@@ -396,7 +465,22 @@ TEST(DhtWire, MalformedInputRefused) {
   EXPECT_FALSE(dht_wire::DecodeWrite(long_key.data(), long_key.size()).ok());
 
   auto rep = dht_wire::EncodeReplicate("key", DhtEntry{.version = 1, .value = "v"}, 0);
-  for (size_t n = 0; n < 23 + 3; ++n) EXPECT_FALSE(dht_wire::DecodeReplicate(rep.data(), n, 0).ok()) << n;
+  for (size_t n = 0; n < 24 + 3; ++n) EXPECT_FALSE(dht_wire::DecodeReplicate(rep.data(), n, 0).ok()) << n;
+  DhtEntry recorded{.version = 3, .value = "5", .applied = {{7, 2, "4"}, {8, 3, "5"}}};
+  auto with_record = dht_wire::EncodeReplicate("key", recorded, 0);
+  for (size_t n = 0; n < with_record.size(); ++n) {  // cut inside the record: refused; after it: a shorter value
+    auto cut = dht_wire::DecodeReplicate(with_record.data(), n, 0);
+    EXPECT_EQ(cut.ok(), n >= with_record.size() - 1) << n;
+  }
+  auto too_many = with_record;
+  too_many[21] = uint8_t(kDhtRecentWrites + 1);
+  EXPECT_FALSE(dht_wire::DecodeReplicate(too_many.data(), too_many.size(), 0).ok());
+  auto future_version = with_record;
+  future_version[24 + 3 + 8] = 9;  // the first record's version above the state's
+  EXPECT_FALSE(dht_wire::DecodeReplicate(future_version.data(), future_version.size(), 0).ok());
+  auto long_answer = with_record;
+  long_answer[24 + 3 + 16] = uint8_t(kDhtMaxRecordedAnswer + 1);
+  EXPECT_FALSE(dht_wire::DecodeReplicate(long_answer.data(), long_answer.size(), 0).ok());
   auto zero_version = rep;
   std::fill(zero_version.begin(), zero_version.begin() + 8, 0);
   EXPECT_FALSE(dht_wire::DecodeReplicate(zero_version.data(), zero_version.size(), 0).ok());

@@ -29,8 +29,11 @@
 // primary for to owners that did not hold them before (rebuild), so that
 // after the rebuild every key has min(r, nodes) copies again. A call whose
 // primary dies before answering is retried once on the new primary, after
-// the caller's ring has dropped the dead node (a retried Add or Cas may
-// then answer kAlreadyExists if its first attempt was applied). A primary
+// the caller's ring has dropped the dead node. Every write carries the
+// caller's name for it (DhtWrite::request), so a retried write that the
+// dead primary applied and replicated is answered from the key's record,
+// not applied twice: an Add does not answer kAlreadyExists, an Incr or a
+// Take does not count twice (dht_items.h, "Exactly once"). A primary
 // whose replica died re-sends the key's state to the new owners before
 // answering. While two nodes' rings disagree (one has heard of a death, the
 // other not yet), a node asked for a key it is not primary of refuses it
@@ -131,8 +134,8 @@ class Dht : public SharedEbb<Dht> {
   // and tried again after every write to the key, in arrival order (a
   // smaller take may pass a larger one that cannot be served yet).
   // kTimedOut: not within wait_ms (nothing taken). A take whose primary dies
-  // is sent again to the new one, which may then take twice if the first
-  // was applied and its answer lost.
+  // is sent again to the new one, which answers it from the key's record
+  // if the first was applied and replicated (never twice).
   Result<uint64_t> Take(const std::string& key, uint64_t n, uint32_t wait_ms);
   // Waits until `key` is live and, if at_least > 0, a counter of at least
   // that (a barrier: every party Adds 1, then waits for the party count);
@@ -169,6 +172,7 @@ class Dht : public SharedEbb<Dht> {
     uint64_t items = 0;             // held here: entries, tombstones included
     uint64_t live = 0;              // held here and not deleted (expired ones too until written, as memcached)
     uint64_t bytes = 0;             // of keys and values held here
+    uint64_t deduplicated = 0;      // writes sent again after a primary died, answered from the record
   };
   Stats stats() const;
 
@@ -218,6 +222,7 @@ class Dht : public SharedEbb<Dht> {
   DhtItems items_;                                               // home core only
   std::unordered_map<std::string, std::deque<Waiter>> waiters_;  // home core only
   bool sweeping_ = false;                                        // home core only
+  std::atomic<uint64_t> next_request_{1};                        // DhtWrite::request's count
   mutable SpinLock lock_;
   std::shared_ptr<const DhtRing> ring_ GUARDED_BY(lock_);
   Stats stats_ GUARDED_BY(lock_);

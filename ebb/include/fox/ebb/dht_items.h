@@ -12,6 +12,15 @@
 // path than small ones, and events may run on other cores). The version
 // is also the item's memcached CAS value.
 //
+// Exactly once. A client names each write (DhtWrite::request) and sends
+// it again under the same name when its primary died before answering. The
+// key's state remembers the last kDhtRecentWrites writes applied to it
+// (their names, versions and answers) and travels with it to the replicas,
+// so the new primary answers a write it already holds from the record
+// instead of applying it twice (an Add would answer kAlreadyExists, an
+// Incr or a Take count twice). A write the dead primary applied but no
+// replica acknowledged is gone with it, and applied once when sent again.
+//
 // Deletes leave tombstones (version kept, value dropped), so that a late
 // replication of an older state cannot bring a deleted key back. Tombstones
 // are never collected in this version (a delete costs its key's bytes).
@@ -36,6 +45,10 @@ inline constexpr size_t kDhtMaxValue = size_t(1) << 20;  // 1 MiB, memcached's d
 // Versions count from 1 per key; one above this is refused (kOutOfRange
 // for a write, kInvalidArgument from the wire) rather than wrapping.
 inline constexpr uint64_t kDhtMaxVersion = uint64_t(1) << 62;
+// Writes to one key remembered for exactly-once answers (see above), and
+// the longest answer remembered (a counter's decimal value).
+inline constexpr size_t kDhtRecentWrites = 4;
+inline constexpr size_t kDhtMaxRecordedAnswer = 20;
 
 // What a node holds for a key.
 struct DhtEntry {
@@ -44,6 +57,16 @@ struct DhtEntry {
   uint32_t flags = 0;
   uint64_t expiry_ns = 0;  // on the holder's clock; 0: never
   std::string value;
+  // The last writes applied (oldest first, at most kDhtRecentWrites):
+  // their requests, the versions they made, and for kIncr/kDecr/kTake the
+  // value they answered.
+  struct Applied {
+    uint64_t request = 0;
+    uint64_t version = 0;
+    std::string answer;
+    bool operator==(const Applied&) const = default;
+  };
+  std::vector<Applied> applied;
   bool operator==(const DhtEntry&) const = default;
   // Not deleted and not expired at now_ns.
   bool live(uint64_t now_ns) const { return !tombstone && (expiry_ns == 0 || now_ns < expiry_ns); }
@@ -94,6 +117,9 @@ struct DhtWrite {
   uint64_t delta = 0;    // kIncr/kDecr/kTake/kWait
   uint64_t initial = 0;  // kIncr/kDecr with create
   uint32_t wait_ms = 0;  // kTake/kWait: how long the primary may hold the request (0: answer at once)
+  // The client's name for this write, the same when it is sent again after
+  // its primary died: (node << 40) | count; 0: none (applied every time).
+  uint64_t request = 0;
   std::string key;
   std::string value;  // kSet/kAdd/kReplace/kCas/kAppend/kPrepend
 };
@@ -121,8 +147,10 @@ class DhtItems {
   // stores the result at the next version. Returns the stored entry (a
   // tombstone for kDelete; for kWait the live entry, nothing stored).
   // Errors as DhtWrite says, and kBusy for a wait not satisfied yet;
-  // nothing is stored then.
+  // nothing is stored then. A write whose request the key's record holds
+  // is not applied again: the answer is the one it had (deduplicated()).
   Result<DhtEntry> Write(const DhtWrite& write, uint64_t now_ns);
+  uint64_t deduplicated() const { return deduplicated_; }
   // Write of mode kDelete without a cas check.
   Result<DhtEntry> Delete(std::string_view key, uint64_t now_ns);
   // memcached's flush_all on this holder: every item (expired too) becomes a
@@ -161,6 +189,7 @@ class DhtItems {
   size_t bytes_ = 0;
   size_t stored_ = 0;
   size_t limit_ = 0;
+  uint64_t deduplicated_ = 0;
 };
 
 // Wire format of the Dht's Rpc bodies (little-endian, after Rpc's request
@@ -169,10 +198,13 @@ class DhtItems {
 // past `length`.
 //   write:     u8 mode, u8 options (1: check_cas, 2: create), u32 flags,
 //              u32 ttl_s, u64 cas, u64 delta, u64 initial, u32 wait_ms,
-//              u16 key length, key, value
+//              u64 request, u16 key length, key, value
 //   key:       the key's bytes (get, delete)
 //   replicate: u64 version, u8 tombstone, u32 flags, u64 ms left to live
-//              (0: never), u16 key length, key, value
+//              (0: never), u8 applied count (<= kDhtRecentWrites),
+//              u16 key length, key, per applied write (u64 request,
+//              u64 version, u8 answer length <= kDhtMaxRecordedAnswer,
+//              answer), value
 //   item:      u64 version (cas), u32 flags, value (a get's reply)
 namespace dht_wire {
 std::vector<uint8_t> EncodeWrite(const DhtWrite& write);
