@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "fox/boot_args.h"
+#include "fox/ebb/dht.h"
 #include "fox/ebb/messenger.h"
 #include "fox/ebb/rpc.h"
 #include "fox/net/am.h"
@@ -45,10 +46,20 @@ int Main(int, char**, Function<void()> body) {
   auto runtime = detail::Runtime::Get();
   runtime->SetPlaces(all);
   (void)detail::TeamService::Get()->waiting();  // Team's receiver, before the transport
+  ebb::Dht* dht = &*ebb::Dht::Get();            // the resilient store's (store.h), every place a member
   if (auto r = am::Start(*config); !r.ok()) {
     std::printf("apgas: place %u: cannot start the transport: %s\n", config->self, ErrorName(r.error()));
     return 1;
   }
+  std::vector<NodeId> members;
+  for (Place p : all) members.push_back(p.id);
+  if (auto r = dht->Start(ebb::RingConfig{}, members); !r.ok()) {
+    std::printf("apgas: place %u: cannot start the Dht: %s\n", config->self, ErrorName(r.error()));
+    return 1;
+  }
+  // Happens-before invariance for the store: a dead place's writes are
+  // applied or refused everywhere before a finish that governs it returns.
+  runtime->AddDeathHook([dht](uint32_t dead) { dht->Quiesce(dead); });
   if (config->self != 0) {
     if (!runtime->Join()) return 1;
     bool ended = runtime->Serve();

@@ -314,11 +314,42 @@ void Runtime::OnDeath(uint32_t place) {
   for (uint32_t q : ask) (void)SendTo(q, kFlush, request);
 }
 
+void Runtime::AddDeathHook(Function<void(uint32_t)> hook) {
+  auto h = std::make_shared<Function<void(uint32_t)>>(std::move(hook));
+  SpinGuard g(lock_);
+  death_hooks_.push_back(std::move(h));
+}
+
+void Runtime::RunDeathHooks(uint32_t dead) {
+  if (dead == here().id) return;
+  std::vector<std::shared_ptr<Function<void(uint32_t)>>> hooks;
+  bool first;
+  {
+    SpinGuard g(lock_);
+    first = hooks_done_.try_emplace(dead, false).second;
+    if (first) hooks = death_hooks_;
+  }
+  if (first) {
+    for (auto& h : hooks) (*h)(dead);
+    SpinGuard g(lock_);
+    hooks_done_[dead] = true;
+    return;
+  }
+  for (;;) {  // another flush for it runs them: wait (this event only)
+    {
+      SpinGuard g(lock_);
+      if (hooks_done_[dead]) return;
+    }
+    timer::Sleep(1'000'000);
+  }
+}
+
 void Runtime::OnFlush(NodeId from, const uint8_t* data, size_t length) {
   if (length != 4) return;
   uint32_t dead;
   std::memcpy(&dead, data, 4);
   if (dead != here().id) am::DeclareDead(dead);  // nothing more from it
+  RunDeathHooks(dead);
   Resolve resolve;
   std::vector<uint8_t> answer;
   {

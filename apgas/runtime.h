@@ -151,6 +151,13 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   };
   Stats stats() const;
 
+  // What must be settled at this place when a place dies, before this place
+  // answers any finish's flush for it (so before a finish governing the
+  // dead place's activities returns): the Dht's Quiesce, the resilient
+  // store's transaction logs. Run once per dead place, in the order added;
+  // flushes for it meanwhile wait. A hook may block; it must not throw.
+  void AddDeathHook(Function<void(uint32_t dead)> hook);
+
  private:
   struct Local {
     int64_t live = 0;
@@ -223,6 +230,9 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   Promise<bool> over_;  // Serve's result
   std::atomic<bool> over_set_{false};
   std::atomic<uint32_t> next_core_{0};
+  std::vector<std::shared_ptr<Function<void(uint32_t)>>> death_hooks_ GUARDED_BY(lock_);
+  std::map<uint32_t, bool> hooks_done_ GUARDED_BY(lock_);  // per dead place: run (false: running)
+  void RunDeathHooks(uint32_t dead);
 };
 
 }  // namespace fox::apgas::detail

@@ -387,6 +387,17 @@ void Dht::ServeWrite(NodeId from, uint64_t id, const uint8_t* body, size_t lengt
     }
     return Answer(from, id, write.error());
   }
+  // A dead caller's write (it waited in the mailbox while the transport
+  // declared it dead) is never applied: Quiesce.
+  if (am::State(from) == am::PeerState::kDead) return Answer(from, id, Error::kNotFound);
+  struct InProgress {  // counted until answered (replication included)
+    Dht* dht;
+    NodeId from;
+    InProgress(Dht* d, NodeId f) : dht(d), from(f) { ++dht->in_progress_[from]; }
+    ~InProgress() {
+      if (--dht->in_progress_[from] == 0) dht->in_progress_.erase(from);
+    }
+  } in_progress(this, from);
   uint64_t hash = HashOf(write->key);
   auto ring = Ring();
   if (!ring || !Primary(*ring, hash)) {
@@ -470,6 +481,7 @@ bool Dht::Replicate(const std::string& key, uint64_t key_hash) {
 }
 
 void Dht::ServeReplicate(NodeId from, uint64_t id, const uint8_t* body, size_t length) {
+  if (am::State(from) == am::PeerState::kDead) return Answer(from, id, Error::kNotFound);  // its write never counts
   auto state = dht_wire::DecodeReplicate(body, length, clock::NowNs());
   bool applied = false;
   if (state.ok()) {
@@ -607,6 +619,16 @@ void Dht::Sweep() {
 }
 
 // ---- failures
+
+void Dht::Quiesce(NodeId origin) {
+  auto done = std::make_shared<Promise<void>>();
+  auto future = done->GetFuture();
+  event::SpawnRemote(core_, [this, origin, done] {
+    while (in_progress_.count(origin) != 0) timer::Sleep(1'000'000);  // its writes block on replicas meanwhile
+    done->SetValue();
+  });
+  future.Block();
+}
 
 void Dht::OnDeath(NodeId node) {
   auto before = Ring();

@@ -34,6 +34,28 @@ add_test(NAME hosted.apgas_team_kill COMMAND ${apgas_hosted} --nodes 4 --timeout
   $<TARGET_FILE:apgas_node> team_kill,2)
 set_tests_properties(hosted.apgas_team_kill PROPERTIES LABELS hosted TIMEOUT 180)
 
+# ResilientStore (apgas/include/fox/apgas/store.h) on the job's Dht: the API,
+# then a place killed at a moment it does not choose while it writes (Set2
+# and Set in a loop): every Set2 whole, the keys a prefix, nothing appearing
+# after the finish returned (happens-before invariance).
+add_test(NAME hosted.apgas_store COMMAND ${apgas_hosted} --nodes 4 --timeout 120
+  --expect "0:apgas: store: 4 places' keys read back, Set2 across places 1 and 2, delete, refusals: PASS"
+  --expect "0:apgas_node: done"
+  $<TARGET_FILE:apgas_node> store)
+set_tests_properties(hosted.apgas_store PROPERTIES LABELS hosted TIMEOUT 180)
+add_test(NAME hosted.apgas_store_recover COMMAND ${apgas_hosted} --nodes 3 --timeout 120 --killed 2
+  --expect "0:apgas: store: place 2 died inside a Set2 \\(log and first key written\\): first key there, second there \\(rolled forward\\) when the finish returned"
+  --expect "0:apgas_node: done"
+  $<TARGET_FILE:apgas_node> store_recover,2)
+set_tests_properties(hosted.apgas_store_recover PROPERTIES LABELS hosted TIMEOUT 180)
+foreach(ms 200 500)
+  add_test(NAME hosted.apgas_store_kill_${ms} COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 2
+    --expect "0:apgas: store: place 2 died writing after ${ms} ms: [1-9][0-9]* rounds written, 0 half Set2s, 0 keys past the first gap, [0-9]+ rounds 1.5 s later, DeadPlaceException alone"
+    --expect "0:apgas_node: done"
+    $<TARGET_FILE:apgas_node> store_kill,2,${ms})
+  set_tests_properties(hosted.apgas_store_kill_${ms} PROPERTIES LABELS hosted TIMEOUT 180)
+endforeach()
+
 # A place dies at a moment it does not choose, inside fan-out-fan-out rounds.
 foreach(ms 150 400)
   add_test(NAME hosted.apgas_random_kill_${ms} COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 3
@@ -49,6 +71,9 @@ fox_cluster_test(apgas_basic NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- basic
          "0:apgas: team of 3 places: barrier, allreduce, broadcast, agree: 3 of 3 right")
 fox_cluster_test(apgas_random_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- random_kill,2,250" TIMEOUT 120 KILLED 2
   EXPECT "0:apgas: random kill of place 2 after 250 ms: [0-9]+ whole rounds, then a round with [0-9]+ of 9 leaves back, 0 after its finish returned, 0 other exceptions")
+fox_cluster_test(apgas_store_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- store store_kill,2,1500" TIMEOUT 180 KILLED 2
+  EXPECT "0:apgas: store: 3 places' keys read back, Set2 across places 1 and 2, delete, refusals: PASS"
+         "0:apgas: store: place 2 died writing after 1500 ms: [1-9][0-9]* rounds written, 0 half Set2s, 0 keys past the first gap, [0-9]+ rounds 1.5 s later, DeadPlaceException alone")
 fox_cluster_test(apgas_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- kill,1" TIMEOUT 120 KILLED 1
   EXPECT "0:apgas: place 1 died inside a fan-out: DeadPlaceException named it, 0 other exceptions, 2 of 2 activities back"
          "0:apgas: at\\(dead place 1\\) threw DeadPlaceException")

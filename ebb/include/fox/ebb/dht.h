@@ -152,6 +152,16 @@ class Dht : public SharedEbb<Dht> {
   };
   Result<Census> Count();
 
+  // Happens-before invariance for a node that died (APGAS's flush runs
+  // this for a dead place before its finishes may return): writes from a
+  // node the transport holds dead are refused here (kNotFound, nothing
+  // applied), and this returns once no write from `origin` is being applied
+  // here any more. So once every live node has run it after declaring
+  // `origin` dead, each of `origin`'s writes is acknowledged by its replicas
+  // or was never applied anywhere that counts. Blocks the calling event;
+  // any core.
+  void Quiesce(NodeId origin);
+
   // The key's owners in this node's ring, primary first (empty before Start).
   std::vector<NodeId> OwnersOf(const std::string& key) const;
   uint64_t epoch() const;
@@ -223,6 +233,7 @@ class Dht : public SharedEbb<Dht> {
   std::unordered_map<std::string, std::deque<Waiter>> waiters_;  // home core only
   bool sweeping_ = false;                                        // home core only
   std::atomic<uint64_t> next_request_{1};                        // DhtWrite::request's count
+  std::unordered_map<NodeId, uint32_t> in_progress_;             // home core only: writes being served, by caller
   mutable SpinLock lock_;
   std::shared_ptr<const DhtRing> ring_ GUARDED_BY(lock_);
   Stats stats_ GUARDED_BY(lock_);

@@ -1,0 +1,103 @@
+// ResilientStore: data that outlives the place that wrote it (Resilient
+// X10's resilient store; issues 12 and 13), kept in the job's Dht
+// (ebb/include/fox/ebb/dht.h): every key on two places, rebuilt on the
+// survivors after a death, every write acknowledged by both before it
+// returns and applied exactly once.
+//
+//   auto store = ResilientStore::Make("checkpoint");  // the same name at every place: one store
+//   store.Set("x", value);                // this place's x (any value that may cross places)
+//   store.Get<T>("x");                     // std::optional<T>: this place's x
+//   store.GetRemote<T>(p, "x");            // place p's x, also once p is dead
+//   store.Set2("x", v, p, "y", w);         // this place's x and p's y: both or neither
+//   store.Delete("x");
+//
+// Each place has its own keys (as X10's store: a place writes its own,
+// reads anyone's); the Dht key is "apgas.store/NAME/PLACE/KEY", at most
+// ebb::kDhtMaxKey bytes (longer: std::invalid_argument).
+//
+// Set2 is atomic across a death: it writes a transaction log first (both
+// keys and values), then the two keys, then removes the log. When a place
+// dies, each live place completes that place's logs (rolls them forward)
+// before it answers any finish's flush for the death (Runtime's death
+// hooks), after the Dht refused or finished every write of the dead place
+// (Dht::Quiesce).
+//
+// Happens-before invariance: an update made by an activity of a place that
+// dies either happened before the finish that governs the activity returns
+// or never happens: the finish returns only after every live place declared
+// the place dead (its later messages are dropped), its Dht writes in
+// progress ended (acknowledged, or refused without effect) and its Set2
+// logs were completed.
+//
+// Errors: a Dht call that fails (no answer in time, the ring without
+// members) throws std::runtime_error naming the key; a value that does not
+// decode as T throws cereal::Exception. Event context inside an activity;
+// calls block the calling activity.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fox/apgas/apgas.h"
+#include "fox/apgas/serialization.h"
+
+namespace fox::apgas {
+
+class ResilientStore {
+ public:
+  // The store called `name` (the same at every place). Any place, any time.
+  static ResilientStore Make(const std::string& name);
+
+  template <class T>
+  void Set(const std::string& key, const T& value) {
+    SetBytes(here(), key, Bytes(value));
+  }
+  template <class T>
+  std::optional<T> Get(const std::string& key) {
+    return GetRemote<T>(here(), key);
+  }
+  template <class T>
+  std::optional<T> GetRemote(Place place, const std::string& key) {
+    auto bytes = GetBytes(place, key);
+    if (!bytes) return std::nullopt;
+    return detail::Unpack<T>(*bytes);
+  }
+  template <class T, class U>
+  void Set2(const std::string& key, const T& value, Place place, const std::string& key2, const U& value2) {
+    Set2Bytes(key, Bytes(value), place, key2, Bytes(value2));
+  }
+  void Delete(const std::string& key);
+  // Fault injection for tests: only the first `steps` steps of Set2 (1: log
+  // opened, 2: log written, 3: the first key written, 4: the second), as a
+  // place that dies in the middle leaves them.
+  template <class T, class U>
+  void Set2Partial(int steps, const std::string& key, const T& value, Place place, const std::string& key2,
+                   const U& value2) {
+    Set2Bytes(key, Bytes(value), place, key2, Bytes(value2), steps);
+  }
+
+  const std::string& name() const { return name_; }
+
+  // Completes the Set2 logs of a dead place (its death hook; idempotent).
+  // Returns how many it completed.
+  static size_t Recover(const std::string& name, uint32_t dead);
+
+ private:
+  explicit ResilientStore(std::string name) : name_(std::move(name)) {}
+  template <class T>
+  static std::vector<uint8_t> Bytes(const T& value) {
+    std::vector<uint8_t> bytes;
+    OutArchive out(bytes);
+    detail::Save(out, value);
+    return bytes;
+  }
+  void SetBytes(Place place, const std::string& key, std::vector<uint8_t> bytes);
+  std::optional<std::vector<uint8_t>> GetBytes(Place place, const std::string& key);
+  void Set2Bytes(const std::string& key, std::vector<uint8_t> value, Place place, const std::string& key2,
+                 std::vector<uint8_t> value2, int steps = 5);
+
+  std::string name_;
+};
+
+}  // namespace fox::apgas

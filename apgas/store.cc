@@ -1,0 +1,169 @@
+// ResilientStore (store.h) on the job's Dht.
+#include "fox/apgas/store.h"
+
+#include <cstdio>
+#include <set>
+#include <stdexcept>
+
+#include "fox/ebb/dht.h"
+#include "fox/spinlock.h"
+#include "runtime.h"
+
+namespace fox::apgas {
+namespace {
+
+const std::string kPrefix = "apgas.store/";
+
+std::string Checked(std::string key) {
+  if (key.size() > ebb::kDhtMaxKey) {
+    throw std::invalid_argument("apgas: a resilient store key is at most " + std::to_string(ebb::kDhtMaxKey) +
+                                " bytes with its prefix: " + key.substr(0, 64) + "...");
+  }
+  return key;
+}
+std::string KeyOf(const std::string& store, uint32_t place, const std::string& key) {
+  if (key.empty()) throw std::invalid_argument("apgas: an empty resilient store key");
+  return Checked(kPrefix + store + "/" + std::to_string(place) + "/" + key);
+}
+// Set2's transaction logs of a place: a counter of the logs it opened, and
+// the logs by number (removed once both writes are done).
+std::string LogCounter(const std::string& store, uint32_t place) {
+  return Checked(kPrefix + store + "/logs/" + std::to_string(place));
+}
+std::string LogKey(const std::string& store, uint32_t place, uint64_t n) {
+  return Checked(kPrefix + store + "/log/" + std::to_string(place) + "/" + std::to_string(n));
+}
+
+[[noreturn]] void Fail(const std::string& store, const char* what, const std::string& key, Error error) {
+  throw std::runtime_error("apgas: resilient store " + store + ": " + what + " " + key + ": " + ErrorName(error));
+}
+
+ebb::Dht* Dht() { return &*ebb::Dht::Get(); }
+
+void Put(const std::string& store, const std::string& key, const std::string& value) {
+  if (value.size() > ebb::kDhtMaxValue) {
+    throw std::invalid_argument("apgas: resilient store " + store + ": a value of " + std::to_string(value.size()) +
+                                " bytes (at most " + std::to_string(ebb::kDhtMaxValue) + ")");
+  }
+  auto r = Dht()->Set(key, value);
+  if (!r.ok()) Fail(store, "set", key, r.error());
+}
+
+void Remove(const std::string& store, const std::string& key) {
+  auto r = Dht()->Delete(key);
+  if (!r.ok() && r.error() != Error::kNotFound) Fail(store, "delete", key, r.error());
+}
+
+std::optional<std::string> Fetch(const std::string& store, const std::string& key) {
+  auto r = Dht()->Get(key);
+  if (r.ok()) return std::move(r->value);
+  if (r.error() == Error::kNotFound) return std::nullopt;
+  Fail(store, "get", key, r.error());
+}
+
+// One Set2: the two Dht keys and their values.
+struct Log {
+  std::string key, value, key2, value2;
+  template <class A>
+  void serialize(A& ar) {
+    ar(key, value, key2, value2);
+  }
+};
+
+// The stores this place knows, for the death hook.
+SpinLock g_lock;
+std::set<std::string> g_stores GUARDED_BY(g_lock);
+bool g_hooked GUARDED_BY(g_lock) = false;
+
+}  // namespace
+
+ResilientStore ResilientStore::Make(const std::string& name) {
+  if (name.empty() || name.find('/') != std::string::npos) {
+    throw std::invalid_argument("apgas: a resilient store's name is not empty and has no '/': " + name);
+  }
+  bool hook;
+  {
+    SpinGuard g(g_lock);
+    g_stores.insert(name);
+    hook = !g_hooked;
+    g_hooked = true;
+  }
+  if (hook) {
+    detail::Runtime::Get()->AddDeathHook([](uint32_t dead) {
+      std::vector<std::string> stores;
+      {
+        SpinGuard g(g_lock);
+        stores.assign(g_stores.begin(), g_stores.end());
+      }
+      for (const std::string& s : stores) {
+        try {
+          (void)Recover(s, dead);
+        } catch (const std::exception& e) {  // a hook must not throw: say so, the finish goes on
+          std::printf("apgas: resilient store %s: the logs of dead place %u: %s\n", s.c_str(), dead, e.what());
+        }
+      }
+    });
+  }
+  // Places that died before this place knew the store: their logs too.
+  for (Place p : places()) {
+    if (isDead(p)) (void)Recover(name, p.id);
+  }
+  return ResilientStore(name);
+}
+
+void ResilientStore::SetBytes(Place place, const std::string& key, std::vector<uint8_t> bytes) {
+  Put(name_, KeyOf(name_, place.id, key), std::string(bytes.begin(), bytes.end()));
+}
+
+std::optional<std::vector<uint8_t>> ResilientStore::GetBytes(Place place, const std::string& key) {
+  auto value = Fetch(name_, KeyOf(name_, place.id, key));
+  if (!value) return std::nullopt;
+  return std::vector<uint8_t>(value->begin(), value->end());
+}
+
+void ResilientStore::Delete(const std::string& key) { Remove(name_, KeyOf(name_, here().id, key)); }
+
+void ResilientStore::Set2Bytes(const std::string& key, std::vector<uint8_t> value, Place place,
+                               const std::string& key2, std::vector<uint8_t> value2, int steps) {
+  Log log{KeyOf(name_, here().id, key), std::string(value.begin(), value.end()), KeyOf(name_, place.id, key2),
+          std::string(value2.begin(), value2.end())};
+  uint32_t self = here().id;
+  auto n = Dht()->Add(LogCounter(name_, self), 1);
+  if (!n.ok()) Fail(name_, "open a log at", LogCounter(name_, self), n.error());
+  if (steps < 2) return;
+  std::string log_key = LogKey(name_, self, *n);
+  std::vector<uint8_t> bytes;
+  {
+    OutArchive out(bytes);
+    out(log);
+  }
+  Put(name_, log_key, std::string(bytes.begin(), bytes.end()));
+  if (steps < 3) return;
+  Put(name_, log.key, log.value);
+  if (steps < 4) return;
+  Put(name_, log.key2, log.value2);
+  if (steps < 5) return;
+  Remove(name_, log_key);
+}
+
+size_t ResilientStore::Recover(const std::string& name, uint32_t dead) {
+  auto count = Fetch(name, LogCounter(name, dead));
+  uint64_t opened = 0;
+  if (!count || !ebb::DhtParseCounter(*count, &opened)) return 0;
+  size_t completed = 0;
+  for (uint64_t n = 1; n <= opened; ++n) {
+    std::string log_key = LogKey(name, dead, n);
+    auto bytes = Fetch(name, log_key);
+    if (!bytes) continue;  // done (removed), or never written
+    Log log;
+    InArchive in(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size());
+    in(log);
+    Put(name, log.key, log.value);
+    Put(name, log.key2, log.value2);
+    Remove(name, log_key);
+    ++completed;
+  }
+  return completed;
+}
+
+}  // namespace fox::apgas
