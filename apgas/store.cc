@@ -2,6 +2,7 @@
 #include "fox/apgas/store.h"
 
 #include <cstdio>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -33,6 +34,12 @@ std::string LogCounter(const std::string& store, uint32_t place) {
 std::string LogKey(const std::string& store, uint32_t place, uint64_t n) {
   return Checked(kPrefix + store + "/log/" + std::to_string(place) + "/" + std::to_string(n));
 }
+// A number at or below every log the place still has open, written every
+// kLowEvery logs: recovery scans from there, not from 1.
+std::string LogLow(const std::string& store, uint32_t place) {
+  return Checked(kPrefix + store + "/logs_low/" + std::to_string(place));
+}
+constexpr uint64_t kLowEvery = 64;
 
 [[noreturn]] void Fail(const std::string& store, const char* what, const std::string& key, Error error) {
   throw std::runtime_error("apgas: resilient store " + store + ": " + what + " " + key + ": " + ErrorName(error));
@@ -70,9 +77,11 @@ struct Log {
   }
 };
 
-// The stores this place knows, for the death hook.
+// The stores this place knows, for the death hook, and per store the logs
+// this place has open.
 SpinLock g_lock;
 std::set<std::string> g_stores GUARDED_BY(g_lock);
+std::map<std::string, std::set<uint64_t>> g_open GUARDED_BY(g_lock);
 bool g_hooked GUARDED_BY(g_lock) = false;
 
 }  // namespace
@@ -130,6 +139,22 @@ void ResilientStore::Set2Bytes(const std::string& key, std::vector<uint8_t> valu
   uint32_t self = here().id;
   auto n = Dht()->Add(LogCounter(name_, self), 1);
   if (!n.ok()) Fail(name_, "open a log at", LogCounter(name_, self), n.error());
+  uint64_t low = 0;
+  {
+    SpinGuard g(g_lock);
+    auto& open = g_open[name_];
+    open.insert(*n);
+    if (*n % kLowEvery == 0) low = *open.begin();
+  }
+  if (low != 0) Put(name_, LogLow(name_, self), std::to_string(low));
+  struct Close {  // however this ends (a failed call throws)
+    const std::string& name;
+    uint64_t n;
+    ~Close() {
+      SpinGuard g(g_lock);
+      g_open[name].erase(n);
+    }
+  } close{name_, *n};
   if (steps < 2) return;
   std::string log_key = LogKey(name_, self, *n);
   std::vector<uint8_t> bytes;
@@ -150,8 +175,10 @@ size_t ResilientStore::Recover(const std::string& name, uint32_t dead) {
   auto count = Fetch(name, LogCounter(name, dead));
   uint64_t opened = 0;
   if (!count || !ebb::DhtParseCounter(*count, &opened)) return 0;
+  uint64_t low = 1;
+  if (auto mark = Fetch(name, LogLow(name, dead)); !mark || !ebb::DhtParseCounter(*mark, &low) || low == 0) low = 1;
   size_t completed = 0;
-  for (uint64_t n = 1; n <= opened; ++n) {
+  for (uint64_t n = low; n <= opened; ++n) {
     std::string log_key = LogKey(name, dead, n);
     auto bytes = Fetch(name, log_key);
     if (!bytes) continue;  // done (removed), or never written

@@ -16,7 +16,10 @@
 // ebb::kDhtMaxKey bytes (longer: std::invalid_argument).
 //
 // Set2 is atomic across a death: it writes a transaction log first (both
-// keys and values), then the two keys, then removes the log. When a place
+// keys and values), then the two keys, then removes the log (its key stays
+// as the Dht's tombstone: the Dht does not collect them yet). Every 64
+// logs a place also writes a number at or below every log it has open, so
+// that recovery reads the logs from there on only. When a place
 // dies, each live place completes that place's logs (rolls them forward)
 // before it answers any finish's flush for the death (Runtime's death
 // hooks), after the Dht refused or finished every write of the dead place
