@@ -291,20 +291,22 @@ void TeamKill(uint32_t victim) {
   CHECK(right == places.size() - 1);
 }
 
+// This place dies (std::_Exit) `ms` from now, whatever it is doing.
+void DieIn(uint64_t ms) {
+  fox::timer::Start(ms * 1'000'000, [] {
+    std::printf("apgas_node: place %u dies now\n", fox::apgas::here().id);
+    std::fflush(stdout);
+    std::_Exit(9);
+  });
+}
+
 void RandomKill(uint32_t victim, uint64_t ms) {
   auto places = fox::apgas::places();
   size_t n = places.size();
   fox::apgas::finish([&] {
     fox::apgas::asyncAt(
         Place{victim},
-        [](uint64_t delay) {
-          fox::timer::Start(delay * 1'000'000, [] {
-            std::printf("apgas_node: place %u dies now\n", fox::apgas::here().id);
-            std::fflush(stdout);
-            std::_Exit(9);
-          });
-        },
-        ms);
+        [](uint64_t delay) { DieIn(delay); }, ms);
   });
   int round = 0;
   for (; round < 2000; ++round) {
@@ -537,11 +539,7 @@ void StoreKill(uint32_t victim, uint64_t ms) {
       fox::apgas::asyncAt(
           Place{victim},
           [](uint64_t delay) {
-            fox::timer::Start(delay * 1'000'000, [] {
-              std::printf("apgas_node: place %u dies now, writing\n", fox::apgas::here().id);
-              std::fflush(stdout);
-              std::_Exit(9);
-            });
+            DieIn(delay);
             auto s = fox::apgas::ResilientStore::Make("kill");
             for (uint64_t i = 0;; ++i) {
               std::string n = std::to_string(i);

@@ -41,6 +41,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "fox/clock.h"
 #include "fox/ebb/dht.h"
@@ -184,6 +185,21 @@ bool WaitUntil(uint64_t ms, auto done) {
     SleepMs(10);
   }
   return true;
+}
+
+// Once every peer is alive: the Dht with replication r. Returns the peers.
+std::vector<NodeId> StartDht(Dht* dht, uint32_t r) {
+  auto peers = fox::am::Peers();
+  CHECK(WaitUntil(30'000, [&] {
+    for (NodeId n : peers) {
+      if (fox::am::State(n) != fox::am::PeerState::kAlive) return false;
+    }
+    return true;
+  }));
+  fox::ebb::RingConfig ring;
+  ring.replication = r;
+  CHECK(dht->Start(ring).ok());
+  return peers;
 }
 
 void Client(Dht* dht, NodeId victim, uint64_t keys) {
@@ -485,16 +501,7 @@ int main(int argc, char** argv) {
     };
     CHECK(fox::ebb::Messenger::Get()->Listen(kControl, control).ok());
     if (auto r = fox::am::Start(*config); !r.ok()) return 1;
-    auto peers = fox::am::Peers();
-    CHECK(WaitUntil(30'000, [&] {
-      for (NodeId n : peers) {
-        if (fox::am::State(n) != fox::am::PeerState::kAlive) return false;
-      }
-      return true;
-    }));
-    fox::ebb::RingConfig ring;
-    ring.replication = 2;
-    CHECK(dht->Start(ring).ok());
+    (void)StartDht(dht, 2);
     int status = Zombie(dht, keys);
     std::printf("dht_node: done\n");
     std::fflush(stdout);
@@ -551,16 +558,7 @@ int main(int argc, char** argv) {
     std::printf("dht_node: cannot start the transport: %s\n", fox::ErrorName(started.error()));
     return 1;
   }
-  auto peers = fox::am::Peers();
-  CHECK(WaitUntil(30'000, [&] {
-    for (NodeId n : peers) {
-      if (fox::am::State(n) != fox::am::PeerState::kAlive) return false;
-    }
-    return true;
-  }));
-  fox::ebb::RingConfig ring;
-  ring.replication = r;
-  CHECK(dht->Start(ring).ok());
+  auto peers = StartDht(dht, r);
   std::printf("dht_node: node %u ready, %zu peers\n", fox::am::Self(), peers.size());
   std::fflush(stdout);
   if (fox::am::Self() == client) {
