@@ -11,11 +11,9 @@
 // pump's InterruptTrigger, which is allocation-free and interrupt-safe.
 #include "fox/net/am.h"
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
-#include <thread>
 
 #include "am_driver.h"
 #include "am_mailbox.h"
@@ -23,6 +21,7 @@
 #include "fox/clock.h"
 #include "fox/exit.h"
 #include "fox/log.h"
+#include "fox/timer.h"
 
 namespace fox::am {
 namespace internal {
@@ -326,7 +325,7 @@ bool Linger(uint64_t max_ms) {
       if (g.endpoint->Settled()) return true;
     }
     if (clock::NowNs() >= until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the pump retransmits meanwhile
+    timer::Sleep(5'000'000);  // this event only: the pump retransmits and acknowledges meanwhile
   }
 }
 

@@ -531,7 +531,7 @@ bool AmEndpoint::Settled() const {
   if (deferred_count_ != 0) return false;
   for (const Peer* p : slots_) {
     if (p == nullptr || p->state == PeerState::kDead) continue;
-    if (p->builder_matters || p->notice_owed != kNoNotice) return false;
+    if (p->builder_matters || p->notice_owed != kNoNotice || p->channel.ack_pending()) return false;
     uint32_t unacked = p->channel.next_send_seq() - p->channel.in_flight();  // the oldest not acknowledged
     if (p->settle_set && int32_t(p->settle_seq - unacked) > 0) return false;
   }

@@ -158,9 +158,10 @@ class AmEndpoint {
   // Messages waiting in the deferred buffer (all peers).
   size_t deferred_messages() const { return deferred_count_; }
   // Nothing of ours waits for a live peer: no message in an aggregation
-  // buffer or deferred, no death notice owed, every frame that carried more
-  // than membership messages acknowledged (pings to a peer that ended
-  // before us are never answered, and need not be).
+  // buffer or deferred, no death notice owed, no ack owed (a peer waits on
+  // it), every frame that carried more than membership messages
+  // acknowledged (pings to a peer that ended before us are never answered,
+  // and need not be).
   bool Settled() const;
 
   // Hands every non-empty aggregation buffer to its channel now and
