@@ -32,6 +32,10 @@
 //   store_recover,K  place K dies inside a Set2, its log and first key
 //              written (ResilientStore::Set2Partial): when the finish
 //              returns, the second key is there too (rolled forward)
+//   spares     (4 places) PlaceManager with one spare: place 2 dies, the
+//              spare takes its index and restores its slice from the
+//              ResilientStore (non-shrinking recovery); a manager that may
+//              not shrink throws; place 1 dies: the group shrinks
 //   kill,K     place K dies (std::_Exit) inside a fan-out: the finish throws
 //              a DeadPlaceException naming K (and nothing else), every other
 //              place's activities have run when it returns, and at(K) throws
@@ -46,6 +50,7 @@
 
 #include "fox/apgas/apgas.h"
 #include "fox/apgas/global.h"
+#include "fox/apgas/place_manager.h"
 #include "fox/apgas/store.h"
 #include "fox/apgas/team.h"
 #include "fox/clock.h"
@@ -507,6 +512,87 @@ Written ReadVictim(fox::apgas::ResilientStore& store, uint32_t victim) {
   return w;
 }
 
+// Place `victim` ends itself inside a finish; true if the finish named it.
+bool KillPlace(uint32_t victim) {
+  try {
+    fox::apgas::finish([&] {
+      fox::apgas::asyncAt(Place{victim}, [] {
+        std::printf("apgas_node: place %u dies now\n", fox::apgas::here().id);
+        std::fflush(stdout);
+        std::_Exit(9);
+      });
+    });
+  } catch (const fox::apgas::MultipleExceptions& m) {
+    return m.HasDeadPlace(Place{victim});
+  }
+  return false;
+}
+
+void Spares() {
+  using fox::apgas::PlaceGroup;
+  using fox::apgas::PlaceManager;
+  CHECK(fox::apgas::places().size() == 4);
+  PlaceManager pm(1);
+  PlaceManager strict(0, false);
+  PlaceGroup active = pm.activePlaces();
+  CHECK(active.size() == 3 && active[2] == Place{2} && pm.spares().size() == 1 && pm.spares()[0] == Place{3});
+  auto store = fox::apgas::ResilientStore::Make("pm");
+  // Each active place keeps its slice (its index * 100) in the store.
+  fox::apgas::finish([&] {
+    for (size_t i = 0; i < active.size(); ++i) {
+      fox::apgas::asyncAt(active[i], [](uint64_t index) {
+        fox::apgas::ResilientStore::Make("pm").Set("slice", index * 100);
+      }, uint64_t(i));
+    }
+  });
+  CHECK(KillPlace(2));
+  auto change = pm.rebuildActivePlaces();
+  active = pm.activePlaces();
+  CHECK(change.removed.size() == 1 && change.removed[0] == Place{2} && change.added.size() == 1 &&
+        change.added[0] == Place{3} && change.replaced.size() == 1 && active.size() == 3 && active[2] == Place{3} &&
+        pm.spares().empty());
+  // Non-shrinking recovery: the spare restores the slice of the place it replaces.
+  fox::apgas::finish([&] {
+    for (auto [dead, spare] : change.replaced) {
+      fox::apgas::asyncAt(spare, [](Place from) {
+        auto s = fox::apgas::ResilientStore::Make("pm");
+        auto slice = s.GetRemote<uint64_t>(from, "slice");
+        if (slice) s.Set("slice", *slice);
+      }, dead);
+    }
+  });
+  size_t right = 0;
+  for (size_t i = 0; i < active.size(); ++i) {
+    auto slice = store.GetRemote<uint64_t>(active[i], "slice");
+    right += slice && *slice == i * 100;
+  }
+  CHECK(right == active.size());
+  bool strict_threw = false;
+  try {
+    (void)strict.rebuildActivePlaces();
+  } catch (const fox::apgas::DeadPlaceException& e) {
+    strict_threw = e.place() == Place{2};
+  }
+  CHECK(strict_threw && strict.activePlaces().size() == 4);  // unchanged
+  CHECK(KillPlace(1));
+  auto shrink = pm.rebuildActivePlaces();
+  active = pm.activePlaces();
+  CHECK(shrink.removed.size() == 1 && shrink.removed[0] == Place{1} && shrink.added.empty() && active.size() == 2 &&
+        active[0] == Place{0} && active[1] == Place{3});
+  bool too_many = false;
+  try {
+    PlaceManager none(2);  // 2 live places: 2 spares would leave none active
+  } catch (const std::invalid_argument&) {
+    too_many = true;
+  }
+  CHECK(too_many);
+  std::printf(
+      "apgas: place manager: place 2 died, spare 3 took index 2 and restored its slice from the store, %zu of 3 "
+      "slices right, a manager that may not shrink threw DeadPlaceException(2), place 1 died and the group shrank "
+      "to 0 3: PASS\n",
+      right);
+}
+
 void StoreRecover(uint32_t victim) {
   auto store = fox::apgas::ResilientStore::Make("recover");
   bool died = false;
@@ -584,6 +670,8 @@ int main(int argc, char** argv) {
         RandomKill(victim, *end == ',' ? std::strtoull(end + 1, nullptr, 10) : 300);
       } else if (step.rfind("orphans,", 0) == 0) {
         Orphans(uint32_t(std::strtoul(step.c_str() + 8, nullptr, 10)));
+      } else if (step == "spares") {
+        Spares();
       } else if (step == "store") {
         Store();
       } else if (step.rfind("store_recover,", 0) == 0) {

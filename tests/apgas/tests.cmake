@@ -43,6 +43,13 @@ add_test(NAME hosted.apgas_store COMMAND ${apgas_hosted} --nodes 4 --timeout 120
   --expect "0:apgas_node: done"
   $<TARGET_FILE:apgas_node> store)
 set_tests_properties(hosted.apgas_store PROPERTIES LABELS hosted TIMEOUT 180)
+# PlaceManager: a spare replaces a dead place at its index and restores its
+# state from the ResilientStore; without spares the group shrinks.
+add_test(NAME hosted.apgas_spares COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 1 --killed 2
+  --expect "0:apgas: place manager: place 2 died, spare 3 took index 2 and restored its slice from the store, 3 of 3 slices right, a manager that may not shrink threw DeadPlaceException\\(2\\), place 1 died and the group shrank to 0 3: PASS"
+  --expect "0:apgas_node: done"
+  $<TARGET_FILE:apgas_node> spares)
+set_tests_properties(hosted.apgas_spares PROPERTIES LABELS hosted TIMEOUT 180)
 add_test(NAME hosted.apgas_store_recover COMMAND ${apgas_hosted} --nodes 3 --timeout 120 --killed 2
   --expect "0:apgas: store: place 2 died inside a Set2 \\(log and first key written\\): first key there, second there \\(rolled forward\\) when the finish returned"
   --expect "0:apgas_node: done"
