@@ -132,8 +132,8 @@ std::optional<std::vector<uint8_t>> ResilientStore::GetBytes(Place place, const 
 
 void ResilientStore::Delete(const std::string& key) { Remove(name_, KeyOf(name_, here().id, key)); }
 
-void ResilientStore::Set2Bytes(const std::string& key, std::vector<uint8_t> value, Place place,
-                               const std::string& key2, std::vector<uint8_t> value2, int steps) {
+void ResilientStore::Set2Bytes(const std::string& key, std::vector<uint8_t> value, Place place, const std::string& key2,
+                               std::vector<uint8_t> value2, int steps) {
   Log log{KeyOf(name_, here().id, key), std::string(value.begin(), value.end()), KeyOf(name_, place.id, key2),
           std::string(value2.begin(), value2.end())};
   uint32_t self = here().id;

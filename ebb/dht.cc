@@ -213,8 +213,8 @@ Result<Dht::Item> Dht::Write(const DhtWrite& write) {
   // dead one's replicas hold it (exactly once: dht_items.h).
   DhtWrite named = write;
   if (named.request == 0) {
-    named.request = (uint64_t(am::Self()) << 40) | (next_request_.fetch_add(1, std::memory_order_relaxed) &
-                                                    ((uint64_t(1) << 40) - 1));
+    named.request = (uint64_t(am::Self()) << 40) |
+                    (next_request_.fetch_add(1, std::memory_order_relaxed) & ((uint64_t(1) << 40) - 1));
   }
   auto reply = Call(HashOf(write.key), kWrite, dht_wire::EncodeWrite(named), rpc_timeout_ms);
   if (!reply.ok()) return reply.error();

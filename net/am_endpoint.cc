@@ -50,7 +50,7 @@ struct AmEndpoint::Peer {
   bool settle_set = false;
   uint32_t settle_seq = 0;
   uint64_t fence_sent_ns = 0;  // held dead: when it was last told so
-  uint64_t stuck_pass = 0;             // DrainDeferred pass that found it full
+  uint64_t stuck_pass = 0;     // DrainDeferred pass that found it full
 
   Peer(NodeId peer, uint64_t addr, const FrameAddress& fa)
       : id(peer), address(addr), builder(buffer, sizeof buffer, fa) {}

@@ -176,8 +176,8 @@ void FinishCalibration() {
   LOG_INFO("tsc: %llu.%03llu MHz from %s (+-%llu ppm)%s", (unsigned long long)(g_hz / 1000000),
            (unsigned long long)(g_hz / 1000 % 1000), g_source, (unsigned long long)g_error_ppm,
            invariant ? ", invariant" : ", not invariant");
-  if (g_error_ppm > kMaxErrorPpm) LOG_WARN("tsc: calibration uncertain (%llu ppm): timeouts will be off by as much",
-                                          (unsigned long long)g_error_ppm);
+  if (g_error_ppm > kMaxErrorPpm)
+    LOG_WARN("tsc: calibration uncertain (%llu ppm): timeouts will be off by as much", (unsigned long long)g_error_ppm);
 }
 
 uint64_t FrequencyHz() { return g_hz; }

@@ -310,8 +310,7 @@ void RandomKill(uint32_t victim, uint64_t ms) {
   size_t n = places.size();
   fox::apgas::finish([&] {
     fox::apgas::asyncAt(
-        Place{victim},
-        [](uint64_t delay) { DieIn(delay); }, ms);
+        Place{victim}, [](uint64_t delay) { DieIn(delay); }, ms);
   });
   int round = 0;
   for (; round < 2000; ++round) {
@@ -482,8 +481,7 @@ void Store() {
     bad_name = true;
   }
   CHECK(long_key && bad_name);
-  std::printf("apgas: store: %d places' keys read back, Set2 across places 1 and 2, delete, refusals: PASS\n",
-              right);
+  std::printf("apgas: store: %d places' keys read back, Set2 across places 1 and 2, delete, refusals: PASS\n", right);
 }
 
 // What place `victim` wrote before it died: the length of the prefix of
@@ -540,9 +538,9 @@ void Spares() {
   // Each active place keeps its slice (its index * 100) in the store.
   fox::apgas::finish([&] {
     for (size_t i = 0; i < active.size(); ++i) {
-      fox::apgas::asyncAt(active[i], [](uint64_t index) {
-        fox::apgas::ResilientStore::Make("pm").Set("slice", index * 100);
-      }, uint64_t(i));
+      fox::apgas::asyncAt(
+          active[i], [](uint64_t index) { fox::apgas::ResilientStore::Make("pm").Set("slice", index * 100); },
+          uint64_t(i));
     }
   });
   CHECK(KillPlace(2));
@@ -554,11 +552,14 @@ void Spares() {
   // Non-shrinking recovery: the spare restores the slice of the place it replaces.
   fox::apgas::finish([&] {
     for (auto [dead, spare] : change.replaced) {
-      fox::apgas::asyncAt(spare, [](Place from) {
-        auto s = fox::apgas::ResilientStore::Make("pm");
-        auto slice = s.GetRemote<uint64_t>(from, "slice");
-        if (slice) s.Set("slice", *slice);
-      }, dead);
+      fox::apgas::asyncAt(
+          spare,
+          [](Place from) {
+            auto s = fox::apgas::ResilientStore::Make("pm");
+            auto slice = s.GetRemote<uint64_t>(from, "slice");
+            if (slice) s.Set("slice", *slice);
+          },
+          dead);
     }
   });
   size_t right = 0;
@@ -611,9 +612,10 @@ void StoreRecover(uint32_t victim) {
   }
   auto p = store.GetRemote<uint64_t>(Place{victim}, "p");
   auto q = store.Get<std::string>("q");
-  std::printf("apgas: store: place %u died inside a Set2 (log and first key written): first key %s, second %s when "
-              "the finish returned\n",
-              victim, p ? "there" : "MISSING", q ? "there (rolled forward)" : "MISSING");
+  std::printf(
+      "apgas: store: place %u died inside a Set2 (log and first key written): first key %s, second %s when "
+      "the finish returned\n",
+      victim, p ? "there" : "MISSING", q ? "there (rolled forward)" : "MISSING");
   CHECK(died && p && *p == 1 && q && *q == "two");
 }
 

@@ -628,7 +628,8 @@ TEST(AmEndpoint, ANodeTheJobHoldsDeadIsToldSoWhenItSpeaks) {
     c.RunUntil(c.now() + 10 * kMs);
   }
   EXPECT_TRUE(c.ep(2).fenced());
-  EXPECT_TRUE(c.ep(2).fenced_by() == 1u || c.ep(2).fenced_by() == 2u) << c.ep(2).fenced_by();  // its probes go to node 2 too
+  EXPECT_TRUE(c.ep(2).fenced_by() == 1u || c.ep(2).fenced_by() == 2u)
+      << c.ep(2).fenced_by();                         // its probes go to node 2 too
   EXPECT_TRUE(c.ep(2).membership().declared_dead());  // it judges nobody any more
   EXPECT_EQ(c.ep(0).counters().fences_sent, 1u);
   EXPECT_EQ(reported, 1);

@@ -39,9 +39,9 @@ class PlaceManager {
   const std::vector<Place>& spares() const { return spares_; }  // live ones not in use yet
 
   struct Change {
-    std::vector<Place> added;                          // spares that joined the active group
-    std::vector<Place> removed;                        // dead places taken out
-    std::vector<std::pair<Place, Place>> replaced;     // (dead, its replacement), at the dead one's index
+    std::vector<Place> added;                       // spares that joined the active group
+    std::vector<Place> removed;                     // dead places taken out
+    std::vector<std::pair<Place, Place>> replaced;  // (dead, its replacement), at the dead one's index
   };
   // Takes the dead places out of the active group, replacing each with a
   // live spare at its index while there are any; dead spares are dropped.

@@ -148,7 +148,7 @@ class Channel {
   bool closed() const { return state_ == State::kClosed; }
   // Nothing unacknowledged and no ack owed.
   bool idle() const { return in_flight() == 0 && !ack_pending_; }
-  bool ack_pending() const { return ack_pending_; }  // an ack owed to the peer, not sent yet
+  bool ack_pending() const { return ack_pending_; }           // an ack owed to the peer, not sent yet
   uint32_t in_flight() const { return snd_nxt_ - snd_una_; }  // queued or unacknowledged
   uint32_t window() const;                                    // frames allowed in flight now
   uint32_t next_send_seq() const { return snd_nxt_; }
