@@ -11,7 +11,9 @@
 //   team_kill,K  place K dies between barriers: the survivors' next barrier
 //              throws DeadPlaceException naming K (no hang), and agree then
 //              gives every survivor the same answer
-//   random_kill,K,MS  place K dies MS ms into repeated fan-out-fan-out rounds
+//   random_kill,K,MS[,tree]  place K dies MS ms into repeated fan-out-fan-out
+//              rounds (tree: rounds of a binary tree of activities 5 levels
+//              deep over the places, 32 leaves)
 //              (each leaf sleeps 2 ms and sends one back to place 0): every
 //              round before completes whole; the round that sees the death
 //              throws only DeadPlaceException(K), and nothing of it arrives
@@ -305,9 +307,27 @@ void DieIn(uint64_t ms) {
   });
 }
 
-void RandomKill(uint32_t victim, uint64_t ms) {
+// A binary tree of activities: node `index` at depth `depth` runs at
+// places[index % n]; its two children one level down; a leaf sleeps 2 ms
+// and sends one back to place 0.
+constexpr uint32_t kTreeDepth = 5;
+void TreeNode(uint32_t depth, uint64_t index, std::vector<Place> all) {
+  if (depth == kTreeDepth) {
+    SleepMs(2);
+    fox::apgas::asyncAt(Place{0}, [] { Arrive(); });
+    return;
+  }
+  for (uint64_t child = 2 * index + 1; child <= 2 * index + 2; ++child) {
+    fox::apgas::asyncAt(
+        all[child % all.size()], [](uint32_t d, uint64_t i, std::vector<Place> a) { TreeNode(d, i, std::move(a)); },
+        depth + 1, child, all);
+  }
+}
+
+void RandomKill(uint32_t victim, uint64_t ms, bool tree) {
   auto places = fox::apgas::places();
   size_t n = places.size();
+  size_t leaves = tree ? size_t(1) << kTreeDepth : n * n;
   fox::apgas::finish([&] {
     fox::apgas::asyncAt(
         Place{victim}, [](uint64_t delay) { DieIn(delay); }, ms);
@@ -319,6 +339,10 @@ void RandomKill(uint32_t victim, uint64_t ms) {
     size_t others = 0;
     try {
       fox::apgas::finish([&] {
+        if (tree) {
+          TreeNode(0, 0, places);
+          return;
+        }
         for (Place p : places) {
           fox::apgas::asyncAt(
               p,
@@ -339,15 +363,16 @@ void RandomKill(uint32_t victim, uint64_t ms) {
     }
     uint64_t at_return = g_arrived.load();
     if (!died) {
-      CHECK(others == 0 && at_return == n * n);  // a whole round
+      CHECK(others == 0 && at_return == leaves);  // a whole round
       continue;
     }
     SleepMs(1500);  // anything still running of that round would arrive meanwhile
     uint64_t later = g_arrived.load() - at_return;
     std::printf(
-        "apgas: random kill of place %u after %llu ms: %d whole rounds, then a round with %llu of %zu "
+        "apgas: random kill of place %u after %llu ms%s: %d whole rounds, then a round with %llu of %zu "
         "leaves back, %llu after its finish returned, %zu other exceptions\n",
-        victim, (unsigned long long)ms, round, (unsigned long long)at_return, n * n, (unsigned long long)later, others);
+        victim, (unsigned long long)ms, tree ? " in tree rounds" : "", round, (unsigned long long)at_return, leaves,
+        (unsigned long long)later, others);
     CHECK(later == 0 && others == 0);
     return;
   }
@@ -669,7 +694,9 @@ int main(int argc, char** argv) {
       } else if (step.rfind("random_kill,", 0) == 0) {
         char* end = nullptr;
         uint32_t victim = uint32_t(std::strtoul(step.c_str() + 12, &end, 10));
-        RandomKill(victim, *end == ',' ? std::strtoull(end + 1, nullptr, 10) : 300);
+        uint64_t ms = 300;
+        if (*end == ',') ms = std::strtoull(end + 1, &end, 10);
+        RandomKill(victim, ms, std::string(end) == ",tree");
       } else if (step.rfind("orphans,", 0) == 0) {
         Orphans(uint32_t(std::strtoul(step.c_str() + 8, nullptr, 10)));
       } else if (step == "spares") {

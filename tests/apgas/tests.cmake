@@ -70,6 +70,11 @@ foreach(ms 150 400)
     $<TARGET_FILE:apgas_node> random_kill,3,${ms})
   set_tests_properties(hosted.apgas_random_kill_${ms} PROPERTIES LABELS hosted TIMEOUT 180)
 endforeach()
+# The same inside tree rounds (a binary tree of activities 5 levels deep).
+add_test(NAME hosted.apgas_random_kill_tree COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 3
+  --expect "0:apgas: random kill of place 3 after 300 ms in tree rounds: [0-9]+ whole rounds, then a round with [0-9]+ of 32 leaves back, 0 after its finish returned, 0 other exceptions"
+  $<TARGET_FILE:apgas_node> random_kill,3,300,tree)
+set_tests_properties(hosted.apgas_random_kill_tree PROPERTIES LABELS hosted TIMEOUT 180)
 
 fox_cluster_test(apgas_basic NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- basic global team" TIMEOUT 120
   EXPECT "0:apgas: fan-out to 3 places, 3 messages back before the finish returned"
