@@ -27,11 +27,6 @@ const DhtEntry* DhtItems::Held(std::string_view key) const {
   return it == map_.end() ? nullptr : &it->second;
 }
 
-uint64_t DhtItems::NextVersion(std::string_view key) const {
-  auto it = map_.find(std::string(key));
-  return it == map_.end() ? 1 : it->second.version + 1;
-}
-
 namespace {
 // The modes whose answer (a counter's value) the record keeps; the others
 // answer the version, or (kTouch) the item as it is.
@@ -79,7 +74,8 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
       write.mode > DhtWrite::kLastMode) {
     return Error::kInvalidArgument;
   }
-  if (const DhtEntry* held = write.request != 0 ? Held(write.key) : nullptr) {
+  const DhtEntry* held = Held(write.key);  // one lookup: Store below is the only change
+  if (held != nullptr && write.request != 0) {
     for (const DhtEntry::Applied& a : held->applied) {
       if (a.request != write.request) continue;
       ++deduplicated_;  // sent again after its primary died: applied already
@@ -92,7 +88,7 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
       return answer;
     }
   }
-  const DhtEntry* live = Find(write.key, now_ns);
+  const DhtEntry* live = held != nullptr && held->live(now_ns) ? held : nullptr;
   if (write.mode == Mode::kWait || write.mode == Mode::kTake) {
     if (!live) return Error::kBusy;
     uint64_t n = 0;
@@ -114,7 +110,7 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
     return live ? Error::kAlreadyExists : Error::kNotFound;
   }
   DhtEntry entry;
-  entry.version = NextVersion(write.key);
+  entry.version = held ? held->version + 1 : 1;
   if (entry.version > kDhtMaxVersion) return Error::kOutOfRange;
   switch (write.mode) {
     case Mode::kSet:
@@ -168,13 +164,12 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
       break;
     case Mode::kDelete: entry.tombstone = true; break;
   }
-  if (const DhtEntry* held = Held(write.key)) entry.applied = held->applied;
+  if (held) entry.applied = held->applied;
   if (write.request != 0) {
     if (entry.applied.size() >= kDhtRecentWrites) entry.applied.erase(entry.applied.begin());
     entry.applied.push_back({write.request, entry.version, RecordsAnswer(write.mode) ? entry.value : std::string()});
   }
   if (limit_ != 0 && !entry.tombstone) {
-    const DhtEntry* held = Held(write.key);
     size_t after = bytes_ - (held ? held->value.size() : 0) + (held ? 0 : write.key.size()) + entry.value.size();
     if (after > limit_ && after > bytes_) return Error::kNoMemory;
   }

@@ -409,8 +409,7 @@ uint64_t AmEndpoint::Poll(uint64_t now_ns, TransmitFn transmit, StateFn on_state
   }
   KillNoticed(on_state);  // gossip may have said dead during Tick
   TellStates(on_state);
-  if (!fenced_ && membership_.declared_dead()) Fence(kAnyPeer);  // gossip about this node
-  if (fenced_ && !fence_told_) {
+  if (fenced() && !fence_told_) {  // told by a peer, or by gossip (fenced_by_ stays kAnyPeer)
     fence_told_ = true;
     on_state(config_.self, PeerState::kDead);
   }
@@ -510,8 +509,7 @@ AmEndpoint::DeadCause AmEndpoint::DeadHow(NodeId id) const {
 }
 
 void AmEndpoint::Fence(NodeId by) {
-  if (fenced_) return;
-  fenced_ = true;
+  if (fenced()) return;
   fenced_by_ = by;
   membership_.MarkDead(config_.self);  // fail-stop: stop judging the others
 }

@@ -196,11 +196,7 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out):
                         elif msg.get("event") == "dead":
                             running.discard(msg["node"])
                             dead.add(msg["node"])
-                            print("fox run: node %d died: telling the job" % msg["node"], file=sys.stderr)
-                            try:
-                                os.write(notice_w, b"dead %d\n" % msg["node"])
-                            except OSError:
-                                pass
+                            tell_dead(notice_w, msg["node"], "node %d died" % msg["node"])
                         if b"\n" not in conn.buf:
                             break
                         msg = conn.receive(0)
@@ -309,11 +305,7 @@ def run_hosted(app, places, app_args, timeout, out=sys.stdout):
                 if i == 0:
                     place0_done_at = time.monotonic()
                 elif place0_done_at is None and (p.returncode < 0 or p.returncode >= 125):
-                    print("fox run: place %d died (%s): telling the job" % (i, describe(p.returncode)), file=sys.stderr)
-                    try:
-                        os.write(notice_w, b"dead %d\n" % i)
-                    except OSError:
-                        pass
+                    tell_dead(notice_w, i, "place %d died (%s)" % (i, describe(p.returncode)))
             if interrupted["now"]:
                 print("fox run: interrupted: stopping the places", file=sys.stderr)
                 status_override = 130
@@ -353,6 +345,16 @@ def run_hosted(app, places, app_args, timeout, out=sys.stdout):
             if i != 0 and ended[i] != 0:
                 return exit_status(ended[i])
     return status
+
+
+def tell_dead(notice_w, node, why):
+    """Says so, and tells place 0 through its FOX_NOTICE_FD pipe (net/am_notices_hosted.cc), which
+    tells the job (am::NotifyDead). Place 0 gone: nothing to tell."""
+    print("fox run: %s: telling the job" % why, file=sys.stderr)
+    try:
+        os.write(notice_w, b"dead %d\n" % node)
+    except OSError:
+        pass
 
 
 def exit_status(returncode):

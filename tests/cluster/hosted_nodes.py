@@ -37,30 +37,22 @@ def main():
     a = ap.parse_args()
     if not a.program or not 1 <= a.nodes <= 64:
         ap.error("need a program and 1..64 nodes")
-    expects = []
-    for e in a.expect:
-        i, colon, regex = e.partition(":")
-        if not colon or not i.isdigit() or int(i) >= a.nodes:
-            ap.error("bad --expect %r" % e)
-        expects.append((int(i), re.compile(regex, re.M)))
-    rejects = []
-    for e in a.reject:
-        i, colon, regex = e.partition(":")
-        if not colon or not i.isdigit() or int(i) >= a.nodes:
-            ap.error("bad --reject %r" % e)
-        rejects.append((int(i), re.compile(regex, re.M)))
-    statuses = {}
-    for e in a.expect_exit:
-        i, colon, status = e.partition(":")
-        if not colon or not i.isdigit() or int(i) >= a.nodes or not status.lstrip("-").isdigit():
-            ap.error("bad --expect-exit %r" % e)
-        statuses[int(i)] = int(status)
+    def per_node(values, flag, valid=lambda v: True):
+        """`I:VALUE` arguments as (I, VALUE) pairs; a bad one is a usage error."""
+        pairs = []
+        for e in values:
+            i, colon, value = e.partition(":")
+            if not colon or not i.isdigit() or int(i) >= a.nodes or not valid(value):
+                ap.error("bad %s %r" % (flag, e))
+            pairs.append((int(i), value))
+        return pairs
+
+    expects = [(i, re.compile(r, re.M)) for i, r in per_node(a.expect, "--expect")]
+    rejects = [(i, re.compile(r, re.M)) for i, r in per_node(a.reject, "--reject")]
+    statuses = {i: int(v) for i, v in per_node(a.expect_exit, "--expect-exit", lambda v: v.lstrip("-").isdigit())}
     extra = [""] * a.nodes
-    for e in a.node_args:
-        i, colon, words = e.partition(":")
-        if not colon or not i.isdigit() or int(i) >= a.nodes:
-            ap.error("bad --node-args %r" % e)
-        extra[int(i)] += " " + words
+    for i, words in per_node(a.node_args, "--node-args"):
+        extra[i] += " " + words
     base = free_port_range(a.nodes)
     ports = list(range(base, base + a.nodes))
     peers = "fox.peers=" + ",".join("%d@127.0.0.1:%d" % (i, p) for i, p in enumerate(ports))

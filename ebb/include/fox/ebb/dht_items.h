@@ -182,7 +182,6 @@ class DhtItems {
   size_t stored() const { return stored_; }    // not tombstones (expired ones too, until written)
 
  private:
-  uint64_t NextVersion(std::string_view key) const;
   // Stores `entry` for `key`, keeping bytes_.
   void Store(std::string_view key, DhtEntry entry);
   std::unordered_map<std::string, DhtEntry> map_;

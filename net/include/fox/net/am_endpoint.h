@@ -203,14 +203,14 @@ class AmEndpoint {
   DeadCause DeadHow(NodeId peer) const;
   // A death or a change of state the next Poll must make or tell (the
   // driver runs it soon).
-  bool notices_pending() const { return notices_pending_ || states_pending_ || (fenced_ && !fence_told_); }
+  bool notices_pending() const { return notices_pending_ || states_pending_ || (fenced() && !fence_told_); }
   // Fail-stop for the node itself: the job declared it dead (a peer's
   // notice or fence frame, or gossip). A node that still sends to peers
   // that hold it dead gets a fence frame back (at most one per 500 ms per
   // peer), believed from a live peer or from the authority. The next Poll
   // then reports (self, kDead) once: the driver must stop the node, which
   // the others count out and whose data they rebuild elsewhere.
-  bool fenced() const { return fenced_; }
+  bool fenced() const { return membership_.declared_dead(); }
   NodeId fenced_by() const { return fenced_by_; }  // kAnyPeer: gossip
 
   PeerState State(NodeId peer) const;
@@ -253,7 +253,6 @@ class AmEndpoint {
   size_t peers_with_deferred_ = 0;
   uint64_t drain_pass_ = 0;
   bool notices_pending_ = false;  // a peer was noticed dead; Poll kills it
-  bool fenced_ = false;
   bool fence_told_ = false;
   NodeId fenced_by_ = kAnyPeer;
   Membership membership_;
