@@ -16,12 +16,55 @@ uint64_t CountOf(const std::map<uint32_t, uint64_t>& m, uint32_t key) {
 
 }  // namespace
 
-FinishKey Runtime::NewFinish() {
+const char* FinishModeName(FinishMode mode) { return mode == FinishMode::kPlace0 ? "place0" : "none"; }
+
+bool ParseFinishMode(const char* text, FinishMode* mode) {
+  if (std::strcmp(text, "none") == 0) {
+    *mode = FinishMode::kNone;
+  } else if (std::strcmp(text, "place0") == 0) {
+    *mode = FinishMode::kPlace0;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+void Runtime::Resolve::Run() {
+  for (auto& p : promises) p.SetValue();
+  for (auto& [to, bytes] : messages) (void)SendTo(to, kDone, bytes);  // fails only if it died
+}
+
+FinishKey Runtime::NewFinish(const FinishKey* parent) {
   SpinGuard g(lock_);
   FinishKey f{here().id, next_finish_++};
-  Home& h = home_[f.id];
-  h.waiter = h.done.GetFuture();
-  local_[f].live = 1;  // the body
+  Waiter& w = waiting_[f.id];
+  w.future = w.done.GetFuture();
+  Local& l = local_[f];
+  l.live = 1;  // the body
+  if (mode_ == FinishMode::kPlace0 && parent != nullptr) {
+    l.chain.push_back(*parent);
+    auto p = local_.find(*parent);  // there: the activity that opens f is one of it
+    if (p != local_.end()) l.chain.insert(l.chain.end(), p->second.chain.begin(), p->second.chain.end());
+  }
+  return f;
+}
+
+std::vector<uint8_t> Runtime::Header(FinishKey f) {
+  std::vector<uint8_t> bytes;
+  OutArchive out(bytes);
+  out(f);
+  if (mode_ == FinishMode::kPlace0) {
+    SpinGuard g(lock_);
+    auto l = local_.find(f);
+    out(l == local_.end() ? Chain{} : l->second.chain);
+  }
+  return bytes;
+}
+
+FinishKey Runtime::ReadHeader(InArchive& in, Chain* chain) const {
+  FinishKey f;
+  in(f);
+  if (mode_ == FinishMode::kPlace0) in(*chain);
   return f;
 }
 
@@ -30,29 +73,37 @@ void Runtime::Spawned(FinishKey f) {
   ++local_[f].live;
 }
 
+void Runtime::AddDeadLocked(FinishKey f, Local& l, uint32_t dead) {
+  if (StatePlace(f) == here().id) {
+    State* s = StateLocked(f, &l.chain);
+    if (s != nullptr && s->dead_counted.insert(dead).second) {
+      s->errors.push_back({1, dead, "fox::apgas::DeadPlaceException", "place " + std::to_string(dead) + " is dead"});
+    }
+    return;
+  }
+  l.errors.push_back({1, dead, "fox::apgas::DeadPlaceException", "place " + std::to_string(dead) + " is dead"});
+}
+
 bool Runtime::Sent(FinishKey f, Place to, bool record) {
   SpinGuard g(lock_);
   Local& l = local_[f];
   if (dead_.count(to.id) != 0) {
-    if (!record) return false;
-    if (f.home == here().id) {
-      auto h = home_.find(f.id);
-      if (h != home_.end() && h->second.dead_counted.insert(to.id).second) {
-        h->second.errors.push_back(std::make_exception_ptr(DeadPlaceException(to)));
-      }
-    } else {
-      l.errors.push_back({1, to.id, "fox::apgas::DeadPlaceException", "place " + std::to_string(to.id) + " is dead"});
-    }
+    if (record) AddDeadLocked(f, l, to.id);
     return false;
   }
   ++l.sent[to.id];
   ++stats_.spawned_remote;
+  if (f.home == here().id) {
+    auto w = waiting_.find(f.id);
+    if (w != waiting_.end()) w->second.escaped = true;
+  }
   return true;
 }
 
-void Runtime::Received(FinishKey f, uint32_t from) {
+void Runtime::Received(FinishKey f, uint32_t from, Chain chain) {
   SpinGuard g(lock_);
   Local& l = local_[f];
+  if (l.chain.empty()) l.chain = std::move(chain);
   ++l.recv[from];
   ++l.live;
   ++stats_.received;
@@ -61,36 +112,41 @@ void Runtime::Received(FinishKey f, uint32_t from) {
 void Runtime::Done(FinishKey f, std::exception_ptr error) {
   Resolve resolve;
   std::vector<uint8_t> message;
+  uint32_t to = StatePlace(f);
   {
     SpinGuard g(lock_);
     auto it = local_.find(f);
     if (it == local_.end()) return;  // cannot happen: the activity counted itself
     Local& l = it->second;
+    auto w = f.home == here().id ? waiting_.find(f.id) : waiting_.end();
     if (error) {
-      if (f.home == here().id) {
-        l.raised.push_back(error);
+      if (w != waiting_.end()) {
+        w->second.errors.push_back(error);  // kept as thrown
       } else {
         for (auto& e : Describe(error, here())) l.errors.push_back(std::move(e));
       }
     }
     if (--l.live > 0) return;
-    Report report{std::move(l.sent), std::move(l.recv), std::move(l.errors)};
-    std::vector<std::exception_ptr> raised = std::move(l.raised);
+    Report report{std::move(l.sent), std::move(l.recv), std::move(l.errors), std::move(l.chain)};
     local_.erase(it);  // nothing of f left here: forget it
-    ++stats_.reports_sent;
-    if (f.home == here().id) {
-      auto h = home_.find(f.id);
-      if (h != home_.end()) {
-        for (auto& e : raised) h->second.errors.push_back(std::move(e));
+    if (to != here().id && w != waiting_.end() && !w->second.escaped) {
+      // Local-counter optimisation: nothing of f ever left home.
+      if (!w->second.resolved) {
+        w->second.resolved = true;
+        resolve.promises.push_back(std::move(w->second.done));
       }
-      ApplyReportLocked(f.home, f, std::move(report), &resolve);
+      ++stats_.local_finishes;
+    } else if (to == here().id) {
+      ++stats_.reports_sent;
+      ApplyReportLocked(here().id, f, std::move(report), &resolve);
     } else {
+      ++stats_.reports_sent;
       OutArchive out(message);
-      out(++sequence_[f.home], f, report);
+      out(++sequence_[to], f, report);
     }
   }
-  for (auto& p : resolve) p.SetValue();
-  if (!message.empty()) (void)SendTo(f.home, kReport, message);  // fails only if the home died
+  resolve.Run();
+  if (!message.empty()) (void)SendTo(to, kReport, message);  // fails only if it died
 }
 
 void Runtime::OnOrdered(uint32_t from, uint16_t handler, const uint8_t* data, size_t length) {
@@ -119,7 +175,7 @@ void Runtime::OnOrdered(uint32_t from, uint16_t handler, const uint8_t* data, si
       o.held.erase(it);
     }
   }
-  for (auto& p : resolve) p.SetValue();
+  resolve.Run();
 }
 
 void Runtime::ApplyLocked(uint32_t from, uint16_t handler, const uint8_t* data, size_t length, Resolve* resolve) {
@@ -134,7 +190,7 @@ void Runtime::ApplyLocked(uint32_t from, uint16_t handler, const uint8_t* data, 
       ApplyReportLocked(from, f, std::move(report), resolve);
     } else {
       uint32_t dead;
-      std::vector<std::pair<uint64_t, uint64_t>> counts;
+      std::vector<Unreported> counts;
       in(dead, counts);
       ApplyFlushedLocked(from, dead, counts, resolve);
     }
@@ -143,58 +199,100 @@ void Runtime::ApplyLocked(uint32_t from, uint16_t handler, const uint8_t* data, 
   }
 }
 
+Runtime::State* Runtime::StateLocked(FinishKey f, const Chain* chain) {
+  auto it = state_.find(f);
+  if (it != state_.end()) return &it->second;
+  if (f.home == here().id) {
+    auto w = waiting_.find(f.id);
+    if (w == waiting_.end() || w->second.resolved) return nullptr;  // late: it ended
+  }
+  State& s = state_[f];
+  if (chain != nullptr) s.chain = *chain;
+  if (dead_.count(f.home) != 0) AdoptLocked(f, s);
+  return &s;
+}
+
+void Runtime::AdoptLocked(FinishKey f, State& s) {
+  if (mode_ != FinishMode::kPlace0 || s.adopter || s.finished) return;
+  for (size_t i = 0; i < s.chain.size(); ++i) {
+    FinishKey a = s.chain[i];
+    if (dead_.count(a.home) != 0) continue;
+    Chain rest(s.chain.begin() + ptrdiff_t(i) + 1, s.chain.end());
+    State* adopter = StateLocked(a, &rest);
+    if (adopter == nullptr) return;  // it ended: nothing of f can be left (see runtime.h)
+    if (adopter->chain.empty()) adopter->chain = std::move(rest);
+    s.adopter = a;
+    adopter->adoptees.insert(f);
+    ++stats_.adopted;
+    return;
+  }
+}
+
 void Runtime::ApplyReportLocked(uint32_t from, FinishKey f, Report report, Resolve* resolve) {
-  if (f.home != here().id) {
+  if (StatePlace(f) != here().id) {
     ++stats_.malformed;
     return;
   }
-  auto it = home_.find(f.id);
-  if (it == home_.end() || it->second.finished) return;  // late: it ended (a place that died meanwhile)
-  Home& h = it->second;
-  Counts& c = h.total[from];
+  State* s = StateLocked(f, &report.chain);
+  if (s == nullptr || s->finished) return;  // late: it ended (a place that died meanwhile)
+  if (from == f.home) s->home_reported = true;
+  Counts& c = s->total[from];
   for (auto& [q, n] : report.sent) c.sent[q] += n;
   for (auto& [q, n] : report.recv) c.recv[q] += n;
   for (auto& e : report.errors) {
-    if (e.dead != 0 && !h.dead_counted.insert(e.place).second) continue;
-    h.errors.push_back(Rebuild(e));
+    if (e.dead != 0 && !s->dead_counted.insert(e.place).second) continue;
+    s->errors.push_back(std::move(e));
   }
-  for (uint32_t d : dead_) NoteDeathLocked(f, h, d);  // sent to a place that has died since
-  CheckLocked(f, h, resolve);
+  for (uint32_t d : dead_) NoteDeathLocked(f, *s, d);  // sent to a place that has died since
+  CheckLocked(f, *s, resolve);
+  SweepLocked();
 }
 
-std::vector<std::pair<uint64_t, uint64_t>> Runtime::UnreportedFromLocked(uint32_t home, uint32_t dead) {
-  std::vector<std::pair<uint64_t, uint64_t>> counts;
+std::vector<Unreported> Runtime::UnreportedFromLocked(uint32_t asker, uint32_t dead) {
+  std::vector<Unreported> counts;
   for (auto& [f, l] : local_) {
-    uint64_t n = f.home == home ? CountOf(l.recv, dead) : 0;
-    if (n != 0) counts.emplace_back(f.id, n);
+    uint64_t n = StatePlace(f) == asker ? CountOf(l.recv, dead) : 0;
+    if (n != 0) counts.push_back({f, n, l.chain});
   }
   return counts;
 }
 
-void Runtime::ApplyFlushedLocked(uint32_t from, uint32_t dead, const std::vector<std::pair<uint64_t, uint64_t>>& counts,
+void Runtime::ApplyFlushedLocked(uint32_t from, uint32_t dead, const std::vector<Unreported>& counts,
                                  Resolve* resolve) {
   // Every report `from` sent before its answer is in: these sums are final.
-  for (auto& [id, unreported] : counts) {
-    auto h = home_.find(id);
-    if (h == home_.end()) continue;
-    h->second.from_dead[dead][from] = CountOf(h->second.total[from].recv, dead) + unreported;
+  for (const Unreported& u : counts) {
+    if (StatePlace(u.finish) != here().id) continue;
+    State* s = StateLocked(u.finish, &u.chain);
+    if (s == nullptr) continue;
+    s->from_dead[dead][from] = CountOf(s->total[from].recv, dead) + u.count;
   }
   flush_pending_[dead].erase(from);
   CheckAllLocked(resolve);
 }
 
 void Runtime::CheckAllLocked(Resolve* resolve) {
-  for (auto& [id, h] : home_) CheckLocked(FinishKey{here().id, id}, h, resolve);
+  for (auto& [f, s] : state_) CheckLocked(f, s, resolve);
+  SweepLocked();
 }
 
-void Runtime::CheckLocked(FinishKey f, Home& h, Resolve* resolve) {
-  if (h.finished || local_.count(f) != 0) return;  // the body or other activities of f still run here
+void Runtime::SweepLocked() {
+  std::erase_if(state_, [](const auto& entry) { return entry.second.finished; });
+}
+
+void Runtime::CheckLocked(FinishKey f, State& s, Resolve* resolve) {
+  if (s.finished) return;
+  if (f.home == here().id) {
+    if (local_.count(f) != 0) return;  // the body or other activities of f still run here
+  } else if (!s.home_reported && dead_.count(f.home) == 0) {
+    return;  // the body still runs at its home
+  }
+  if (!s.adoptees.empty()) return;
   auto total = [&](uint32_t place, bool sent, uint32_t peer) -> uint64_t {
-    auto it = h.total.find(place);
-    if (it == h.total.end()) return 0;
+    auto it = s.total.find(place);
+    if (it == s.total.end()) return 0;
     return CountOf(sent ? it->second.sent : it->second.recv, peer);
   };
-  for (auto& [p, c] : h.total) {
+  for (auto& [p, c] : s.total) {
     if (dead_.count(p) != 0) continue;
     for (auto& [q, n] : c.sent) {
       if (dead_.count(q) == 0 && total(q, false, p) != n) return;  // lost with q if it died
@@ -208,46 +306,100 @@ void Runtime::CheckLocked(FinishKey f, Home& h, Resolve* resolve) {
   for (uint32_t d : dead_) {
     auto pending = flush_pending_.find(d);
     if (pending != flush_pending_.end() && !pending->second.empty()) return;
-    auto final = h.from_dead.find(d);
-    if (final == h.from_dead.end()) continue;
+    auto final = s.from_dead.find(d);
+    if (final == s.from_dead.end()) continue;
     for (auto& [p, n] : final->second) {
       if (dead_.count(p) == 0 && total(p, false, d) != n) return;
     }
   }
-  h.finished = true;
-  resolve->push_back(std::move(h.done));
+  s.finished = true;
+  FinishedLocked(f, s, resolve);
 }
 
-void Runtime::NoteDeathLocked(FinishKey f, Home& h, uint32_t d) {
-  if (h.finished || h.dead_counted.count(d) != 0) return;
+void Runtime::FinishedLocked(FinishKey f, State& s, Resolve* resolve) {
+  if (s.adopter) {
+    auto a = state_.find(*s.adopter);
+    if (a == state_.end()) return;
+    State& adopter = a->second;
+    for (auto& e : s.errors) {
+      if (e.dead != 0 && !adopter.dead_counted.insert(e.place).second) continue;
+      adopter.errors.push_back(std::move(e));
+    }
+    adopter.adoptees.erase(f);
+    CheckLocked(*s.adopter, adopter, resolve);
+    return;
+  }
+  if (f.home == here().id) {
+    auto w = waiting_.find(f.id);
+    if (w == waiting_.end() || w->second.resolved) return;
+    for (auto& e : s.errors) w->second.errors.push_back(Rebuild(e));
+    w->second.resolved = true;
+    resolve->promises.push_back(std::move(w->second.done));
+    return;
+  }
+  if (dead_.count(f.home) != 0) return;
+  std::vector<uint8_t> bytes;
+  OutArchive out(bytes);
+  out(f.id, s.errors);
+  resolve->messages.emplace_back(f.home, std::move(bytes));
+}
+
+void Runtime::OnDone(NodeId from, const uint8_t* data, size_t length) {
+  uint64_t id = 0;
+  std::vector<ExceptionInfo> errors;
+  Resolve resolve;
+  {
+    SpinGuard g(lock_);
+    try {
+      InArchive in(data, length);
+      in(id, errors);
+    } catch (const std::exception&) {
+      ++stats_.malformed;
+      return;
+    }
+    auto w = waiting_.find(id);
+    if (from != StatePlace(FinishKey{here().id, id}) || w == waiting_.end() || w->second.resolved) {
+      ++stats_.malformed;
+      return;
+    }
+    for (auto& e : errors) w->second.errors.push_back(Rebuild(e));
+    w->second.resolved = true;
+    resolve.promises.push_back(std::move(w->second.done));
+  }
+  resolve.Run();
+}
+
+void Runtime::NoteDeathLocked(FinishKey f, State& s, uint32_t d) {
+  if (s.finished || s.dead_counted.count(d) != 0) return;
   auto received = [&](uint32_t from) -> uint64_t {
-    auto it = h.total.find(d);
-    return it == h.total.end() ? 0 : CountOf(it->second.recv, from);
+    auto it = s.total.find(d);
+    return it == s.total.end() ? 0 : CountOf(it->second.recv, from);
   };
-  auto mine = local_.find(f);  // the home's own sends, not reported yet
+  // The home's own sends, not reported yet (when the state is at home).
+  auto mine = f.home == here().id ? local_.find(f) : local_.end();
   uint64_t unreported = mine == local_.end() ? 0 : CountOf(mine->second.sent, d);
-  bool lost = unreported > received(f.home) && h.total.count(f.home) == 0;
-  for (auto& [p, c] : h.total) {
+  bool lost = unreported > received(f.home) && s.total.count(f.home) == 0;
+  for (auto& [p, c] : s.total) {
     if (CountOf(c.sent, d) + (p == f.home ? unreported : 0) > received(p)) lost = true;
   }
   if (!lost) return;
-  h.dead_counted.insert(d);
-  h.errors.push_back(std::make_exception_ptr(DeadPlaceException(Place{d})));
+  s.dead_counted.insert(d);
+  s.errors.push_back({1, d, "fox::apgas::DeadPlaceException", "place " + std::to_string(d) + " is dead"});
 }
 
 void Runtime::Wait(FinishKey f) {
   Future<void> done;
   {
     SpinGuard g(lock_);
-    done = std::move(home_[f.id].waiter);
+    done = std::move(waiting_[f.id].future);
   }
   done.Block();
   std::vector<std::exception_ptr> errors;
   {
     SpinGuard g(lock_);
-    auto it = home_.find(f.id);
+    auto it = waiting_.find(f.id);
     errors = std::move(it->second.errors);
-    home_.erase(it);
+    waiting_.erase(it);
   }
   if (!errors.empty()) throw MultipleExceptions(std::move(errors));
 }
@@ -255,7 +407,7 @@ void Runtime::Wait(FinishKey f) {
 void FinishBlock(Function<void()> body) {
   Activity* parent = Current();
   auto rt = Runtime::Get();
-  FinishKey f = rt->NewFinish();
+  FinishKey f = rt->NewFinish(parent != nullptr ? &parent->finish : nullptr);
   Activity mine{f};
   event::Local() = &mine;
   std::exception_ptr error;

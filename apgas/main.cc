@@ -32,6 +32,11 @@ int Main(int, char**, Function<void()> body) {
     std::printf("apgas: the job has no place 0 (fox.node=0 in fox.peers)\n");
     return 2;
   }
+  detail::FinishMode mode = detail::FinishMode::kNone;
+  if (const char* text = BootArg("fox.finish"); text != nullptr && !detail::ParseFinishMode(text, &mode)) {
+    std::printf("apgas: bad fox.finish=%s: none or place0\n", text);
+    return 2;
+  }
 #ifdef FOX_NATIVE
   auto net_config = net::ConfigFromBootArgs();
   if (!net_config.ok()) return 2;
@@ -45,6 +50,7 @@ int Main(int, char**, Function<void()> body) {
   (void)ebb::Messenger::Get()->Self();
   auto runtime = detail::Runtime::Get();
   runtime->SetPlaces(all);
+  runtime->SetMode(mode);
   (void)detail::TeamService::Get()->waiting();  // Team's receiver, before the transport
   ebb::Dht* dht = &*ebb::Dht::Get();            // the resilient store's (store.h), every place a member
   if (auto r = am::Start(*config); !r.ok()) {
@@ -70,6 +76,7 @@ int Main(int, char**, Function<void()> body) {
     runtime->Shutdown();
     return 1;
   }
+  std::printf("apgas: %zu places, finish mode %s\n", all.size(), detail::FinishModeName(mode));
   int status = 0;
   try {
     detail::FinishBlock(std::move(body));

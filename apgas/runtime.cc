@@ -30,13 +30,6 @@ std::string Demangle(const char* name) {
   return out;
 }
 
-std::vector<uint8_t> Header(FinishKey f) {
-  std::vector<uint8_t> bytes;
-  OutArchive out(bytes);
-  out(f);
-  return bytes;
-}
-
 ebb::EbbRef<ebb::Messenger> Messenger() { return ebb::Messenger::Get(); }
 
 }  // namespace
@@ -157,6 +150,7 @@ void Runtime::OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size
     case kFlushed: return OnOrdered(from, handler, data, length);
     case kJoin: return OnJoin(from, data, length);
     case kFlush: return OnFlush(from, data, length);
+    case kDone: return OnDone(from, data, length);
     case kShutdown: {
       auto request = ebb::Rpc::ParseRequest(data, length);
       if (!request) return;
@@ -173,17 +167,18 @@ void Runtime::OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size
 
 void Runtime::OnSpawn(NodeId from, const uint8_t* data, size_t length) {
   FinishKey f;
+  Chain chain;
   size_t header = 0;
   try {
     InArchive in(data, length);
-    in(f);
+    f = ReadHeader(in, &chain);
     header = length - in.remaining();
   } catch (const std::exception&) {
     SpinGuard g(lock_);
     ++stats_.malformed;
     return;
   }
-  Received(f, from);
+  Received(f, from, std::move(chain));
   std::vector<uint8_t> closure(data + header, data + length);
   Launch(f, [closure = std::move(closure)] { RunClosure(closure, nullptr); });
 }
@@ -192,16 +187,17 @@ void Runtime::OnAt(NodeId from, const uint8_t* data, size_t length) {
   auto request = ebb::Rpc::ParseRequest(data, length);
   if (!request) return;
   FinishKey f;
+  Chain chain;
   size_t header = 0;
   try {
     InArchive in(request->body, request->length);
-    in(f);
+    f = ReadHeader(in, &chain);
     header = request->length - in.remaining();
   } catch (const std::exception&) {
     (void)ebb::Rpc::Fail(from, request->id, Error::kCorrupt);
     return;
   }
-  Received(f, from);
+  Received(f, from, std::move(chain));
   std::vector<uint8_t> closure(request->body + header, request->body + request->length);
   uint64_t rpc = request->id;
   // The body's exception goes back to the caller, not to the finish.
@@ -222,17 +218,22 @@ void Runtime::OnAt(NodeId from, const uint8_t* data, size_t length) {
 
 void Runtime::OnJoin(NodeId from, const uint8_t* data, size_t length) {
   auto request = ebb::Rpc::ParseRequest(data, length);
-  if (!request || request->length != 8) return;
+  if (!request || request->length != 9) return;
   uint64_t digest;
   std::memcpy(&digest, request->body, 8);
-  uint8_t welcome = digest == ClosureDigest() ? 1 : 0;
+  uint8_t mode = request->body[8];
+  bool same_closures = digest == ClosureDigest();
+  uint8_t welcome = same_closures && mode == uint8_t(mode_) ? 1 : 0;
   bool everyone = false;
   {
     SpinGuard g(lock_);
     if (welcome) {
       joined_.insert(from);
-    } else if (refusal_.empty()) {
+    } else if (refusal_.empty() && !same_closures) {
       refusal_ = "place " + std::to_string(from) + " has other closures than place 0 (built from other sources?)";
+    } else if (refusal_.empty()) {
+      refusal_ = "place " + std::to_string(from) + " runs another finish mode than place 0's " +
+                 FinishModeName(mode_) + " (fox.finish must be the same at every place)";
     }
     size_t expected = places_.size() - 1;
     everyone = !refusal_.empty() || joined_.size() >= expected;
@@ -266,14 +267,20 @@ bool Runtime::AwaitJoins(uint64_t timeout_ms) {
 }
 
 bool Runtime::Join() {
+  uint8_t request[9];
   uint64_t digest = ClosureDigest();
-  auto r = ebb::Rpc::Get()->Call(0, ebb::kApgasRuntimeId, kJoin, &digest, sizeof digest, 120'000).Block();
+  std::memcpy(request, &digest, 8);
+  request[8] = uint8_t(mode_);
+  auto r = ebb::Rpc::Get()->Call(0, ebb::kApgasRuntimeId, kJoin, request, sizeof request, 120'000).Block();
   if (!r.ok()) {
     std::printf("apgas: place %u could not join place 0: %s\n", here().id, ErrorName(r.error()));
     return false;
   }
   if (r->size() != 1 || (*r)[0] != 1) {
-    std::printf("apgas: place %u refused by place 0: its closures differ (built from other sources?)\n", here().id);
+    std::printf(
+        "apgas: place %u refused by place 0: its closures or its finish mode (%s) differ (built from other "
+        "sources? fox.finish?)\n",
+        here().id, FinishModeName(mode_));
     return false;
   }
   return true;
@@ -296,15 +303,22 @@ void Runtime::OnDeath(uint32_t place) {
   {
     SpinGuard g(lock_);
     if (!dead_.insert(place).second) return;
-    for (Place p : places_) {
-      if (dead_.count(p.id) == 0) ask.push_back(p.id);
+    // The places that hold finish states ask for flushes: every place
+    // (none), place 0 (place0).
+    if (mode_ == FinishMode::kNone || here().id == 0) {
+      for (Place p : places_) {
+        if (dead_.count(p.id) == 0) ask.push_back(p.id);
+      }
+      flush_pending_[place] = std::set<uint32_t>(ask.begin(), ask.end());
     }
-    flush_pending_[place] = std::set<uint32_t>(ask.begin(), ask.end());
     for (auto& [d, waiting] : flush_pending_) waiting.erase(place);  // it answers nothing any more
-    for (auto& [id, h] : home_) NoteDeathLocked(FinishKey{here().id, id}, h, place);
+    for (auto& [f, s] : state_) {
+      NoteDeathLocked(f, s, place);
+      if (f.home == place) AdoptLocked(f, s);
+    }
     CheckAllLocked(&resolve);
   }
-  for (auto& p : resolve) p.SetValue();
+  resolve.Run();
   if (place == 0 && here().id != 0 && !over_set_.exchange(true)) over_.SetValue(false);
   // Every live place (this one too, through its own mailbox, so that what
   // the dead place sent here before is counted first) answers with its
@@ -362,7 +376,7 @@ void Runtime::OnFlush(NodeId from, const uint8_t* data, size_t length) {
       out(++sequence_[from], dead, counts);
     }
   }
-  for (auto& p : resolve) p.SetValue();
+  resolve.Run();
   if (!answer.empty()) (void)SendTo(from, kFlushed, answer);
 }
 
@@ -385,7 +399,7 @@ void SpawnRemote(Place place, std::vector<uint8_t> closure) {
     return;
   }
   if (!Runtime::Get()->Sent(a->finish, place)) return;  // dead: the finish has its DeadPlaceException
-  std::vector<uint8_t> message = Header(a->finish);
+  std::vector<uint8_t> message = Runtime::Get()->Header(a->finish);
   message.insert(message.end(), closure.begin(), closure.end());
   if (!SendTo(place.id, kSpawn, message).ok()) {
     // It died meanwhile: its death makes the count match and names it.
@@ -397,7 +411,7 @@ std::vector<uint8_t> AtRemote(Place place, std::vector<uint8_t> closure) {
   if (a == nullptr) throw std::logic_error("apgas::at outside an activity");
   FinishKey f = a->finish;
   if (!Runtime::Get()->Sent(f, place, false)) throw DeadPlaceException(place);
-  std::vector<uint8_t> message = Header(f);
+  std::vector<uint8_t> message = Runtime::Get()->Header(f);
   message.insert(message.end(), closure.begin(), closure.end());
   auto r = ebb::Rpc::Get()->Call(place.id, ebb::kApgasRuntimeId, kAt, message.data(), message.size(), 0).Block();
   event::Local() = a;  // (restored by the loop too: this event's own)

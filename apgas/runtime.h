@@ -22,15 +22,20 @@
 // overtook another: small and large messages take different paths).
 //
 // Messages (handler ids of kApgasRuntimeId; bodies written with OutArchive):
-//   kSpawn    FinishKey, closure          an activity (large if it must)
-//   kAt       Rpc request: FinishKey, closure; reply u8 status (0 value,
-//             1 exceptions), then the value or vector<ExceptionInfo>
-//   kReport   u64 seq, FinishKey, Report  to F's home
-//   kJoin     Rpc request: u64 closure digest; reply u8 (1 welcome, 0 refused)
+//   kSpawn    FinishKey, [chain,] closure   an activity (large if it must);
+//             chain (vector<FinishKey>) in mode place0 only
+//   kAt       Rpc request: FinishKey, [chain,] closure; reply u8 status (0
+//             value, 1 exceptions), then the value or vector<ExceptionInfo>
+//   kReport   u64 seq, FinishKey, Report  to F's state place
+//   kJoin     Rpc request: u64 closure digest, u8 finish mode; reply u8 (1
+//             welcome, 0 refused)
 //   kShutdown Rpc request: empty; the job is over
-//   kFlush    u32 dead place d            from a home to every live place
-//   kFlushed  u64 seq, u32 d, vector<pair<u64, u64>>: for each finish homed
-//             at the asker, the activities received from d not reported yet
+//   kFlush    u32 dead place d            from a state place to every live place
+//   kFlushed  u64 seq, u32 d, vector<Unreported>: for each finish whose
+//             state is at the asker, the activities received from d not
+//             reported yet
+//   kDone     u64 finish id, vector<ExceptionInfo>: place 0 to F's home
+//             (mode place0): F terminated
 //
 // Orphans of a dead place. When d dies, activities it sent may be on their
 // way: delivered and acknowledged (in a receive mailbox) but not counted
@@ -42,8 +47,29 @@
 // the home the answer lands after exactly the reports sent before it: their
 // sums plus the unreported counts are final, and the finish waits until each
 // place's reports add up to them (happens-before invariance for orphans).
-// Activities of a finish whose *home* died are not adopted yet (their
-// parent finish may return before they end).
+//
+// Finish modes (a job's `fox.finish`, the same at every place: a join
+// with another is refused):
+//  - none: the state of F (the reports' sums) is at F's home, as above.
+//    Activities of a finish whose home died are not adopted: its parent
+//    finish may return before they end.
+//  - place0: the state of every finish is at place 0, which outlives the
+//    job. Reports, flushes and flush answers go to place 0 (the same
+//    counting); when F terminates there, place 0 sends kDone (F's
+//    exceptions) to F's home. Local-counter optimisation: a finish whose
+//    activities never left its home terminates there, without a message.
+//    Adoption: every activity carries its finish's ancestors (chain: parent
+//    first, the root last), and every report and flush answer passes them
+//    on, so place 0 knows the ancestors of every finish it holds state for.
+//    When F's home dies, F is adopted by its nearest ancestor A whose home
+//    lives: A terminates only after F (whose counts still settle at place 0,
+//    its dead home's pairs excepted as for any dead place) and takes F's
+//    exceptions. Why place 0 learns of every finish with live activities
+//    before any finish may return: a live activity of F was started by a
+//    receive not reported yet; follow the sends back: a send reported to
+//    place 0 (F known), or an unreported receive from the dead home in some
+//    place's flush answer (F known, with its chain), and every finish waits
+//    for all flush answers.
 #pragma once
 
 #include <atomic>
@@ -51,6 +77,7 @@
 #include <exception>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -65,7 +92,12 @@
 
 namespace fox::apgas::detail {
 
-enum Handler : uint16_t { kSpawn = 1, kAt, kReport, kJoin = 5, kShutdown, kFlush, kFlushed };
+enum Handler : uint16_t { kSpawn = 1, kAt, kReport, kJoin = 5, kShutdown, kFlush, kFlushed, kDone };
+
+enum class FinishMode : uint8_t { kNone = 0, kPlace0 = 1 };
+const char* FinishModeName(FinishMode mode);
+// "none", "place0"; false for anything else.
+bool ParseFinishMode(const char* text, FinishMode* mode);
 
 struct FinishKey {
   uint32_t home = 0;
@@ -98,12 +130,27 @@ void RunClosure(const std::vector<uint8_t>& closure, std::vector<uint8_t>* resul
 Result<void> SendTo(uint32_t place, uint16_t handler, const std::vector<uint8_t>& bytes);
 std::exception_ptr Rebuild(const ExceptionInfo& info);
 
+using Chain = std::vector<FinishKey>;  // a finish's ancestors, parent first
+
 struct Report {
   std::map<uint32_t, uint64_t> sent, recv;  // since the place's last report
   std::vector<ExceptionInfo> errors;
+  Chain chain;  // mode place0
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(sent, recv, errors);
+    ar(sent, recv, errors, chain);
+  }
+};
+
+// In a flush answer: activities of `finish` received from the dead place
+// and not reported yet.
+struct Unreported {
+  FinishKey finish;
+  uint64_t count = 0;
+  Chain chain;  // mode place0
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(finish, count, chain);
   }
 };
 
@@ -135,7 +182,16 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   void Shutdown();
 
   // ---- finish ----
-  FinishKey NewFinish();      // at home; its body counts as one live activity
+  // Before the transport starts; the same at every place (joins check).
+  void SetMode(FinishMode mode) { mode_ = mode; }
+  FinishMode mode() const { return mode_; }
+  // At home; its body counts as one live activity. `parent`: the finish of
+  // the activity that opens it (none for the root).
+  FinishKey NewFinish(const FinishKey* parent);
+  // What a message carrying an activity of f starts with (f, and in mode
+  // place0 its chain); ReadHeader reads it back (throws if malformed).
+  std::vector<uint8_t> Header(FinishKey f);
+  FinishKey ReadHeader(InArchive& in, Chain* chain) const;
   void Spawned(FinishKey f);  // one more local activity of f
   // A remote one (false: `to` is dead, and then, if `record`, the finish
   // gets its DeadPlaceException; `at` throws it to its caller instead).
@@ -148,6 +204,8 @@ class Runtime : public ebb::SharedEbb<Runtime> {
 
   struct Stats {
     uint64_t spawned_remote = 0, received = 0, reports_sent = 0, reports_received = 0, malformed = 0;
+    uint64_t local_finishes = 0;  // mode place0: ended at home, place 0 never told
+    uint64_t adopted = 0;         // finishes adopted here after their home died
   };
   Stats stats() const;
 
@@ -162,27 +220,44 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   struct Local {
     int64_t live = 0;
     std::map<uint32_t, uint64_t> sent, recv;  // not reported yet
-    std::vector<ExceptionInfo> errors;        // for a remote home
-    std::vector<std::exception_ptr> raised;   // at home: kept as thrown
+    std::vector<ExceptionInfo> errors;        // for the state place (not at home)
+    Chain chain;                              // mode place0
   };
   struct Counts {
     std::map<uint32_t, uint64_t> sent, recv;
   };
-  // What one place sent to this home, applied in its sequence.
+  // What one place sent to this state place, applied in its sequence.
   struct Ordered {
     uint64_t applied = 0;
     std::map<uint64_t, std::pair<uint16_t, std::vector<uint8_t>>> held;
   };
-  struct Home {
+  // A finish's state, at its state place (made by the first report).
+  struct State {
     std::map<uint32_t, Counts> total;  // every place's reports, summed
-    std::vector<std::exception_ptr> errors;
+    std::vector<ExceptionInfo> errors;
     std::set<uint32_t> dead_counted;
     // Per dead place d: how many activities each live place received from
     // d, final (kFlush answers).
     std::map<uint32_t, std::map<uint32_t, uint64_t>> from_dead;
-    Promise<void> done;
-    Future<void> waiter;  // done's, taken by Wait
+    bool home_reported = false;  // the body ended (a state place other than home)
+    Chain chain;
+    std::optional<FinishKey> adopter;  // its home died: who waits for it
+    std::set<FinishKey> adoptees;      // finishes it waits for
     bool finished = false;
+  };
+  // At home: what Wait waits for.
+  struct Waiter {
+    Promise<void> done;
+    Future<void> future;                     // done's, taken by Wait
+    std::vector<std::exception_ptr> errors;  // raised here kept as thrown
+    bool escaped = false;                    // an activity left home (mode place0)
+    bool resolved = false;
+  };
+  // Work for after the lock: finishes to fulfil, messages (kDone) to send.
+  struct Resolve {
+    std::vector<Promise<void>> promises;
+    std::vector<std::pair<uint32_t, std::vector<uint8_t>>> messages;
+    void Run();
   };
 
   void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
@@ -190,24 +265,35 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   void OnAt(NodeId from, const uint8_t* data, size_t length);
   // A report or flush answer from `from` (its sequence number first).
   void OnOrdered(uint32_t from, uint16_t handler, const uint8_t* data, size_t length);
-  using Resolve = std::vector<Promise<void>>;  // finishes to fulfil once the lock is let go
   void ApplyLocked(uint32_t from, uint16_t handler, const uint8_t* data, size_t length, Resolve* resolve)
       REQUIRES(lock_);
   void ApplyReportLocked(uint32_t from, FinishKey f, Report report, Resolve* resolve) REQUIRES(lock_);
-  void ApplyFlushedLocked(uint32_t from, uint32_t dead, const std::vector<std::pair<uint64_t, uint64_t>>& counts,
-                          Resolve* resolve) REQUIRES(lock_);
-  std::vector<std::pair<uint64_t, uint64_t>> UnreportedFromLocked(uint32_t home, uint32_t dead) REQUIRES(lock_);
+  void ApplyFlushedLocked(uint32_t from, uint32_t dead, const std::vector<Unreported>& counts, Resolve* resolve)
+      REQUIRES(lock_);
+  std::vector<Unreported> UnreportedFromLocked(uint32_t asker, uint32_t dead) REQUIRES(lock_);
+  void OnDone(NodeId from, const uint8_t* data, size_t length);
+  uint32_t StatePlace(FinishKey f) const { return mode_ == FinishMode::kPlace0 ? 0 : f.home; }
+  // The state of f here (made if missing, with `chain`, and adopted if its
+  // home is dead); nullptr for a finish homed here that has ended (late).
+  State* StateLocked(FinishKey f, const Chain* chain) REQUIRES(lock_);
+  // f's home is dead (mode place0): its nearest ancestor with a live home
+  // waits for it.
+  void AdoptLocked(FinishKey f, State& s) REQUIRES(lock_);
+  void AddDeadLocked(FinishKey f, Local& l, uint32_t dead) REQUIRES(lock_);
+  // f terminated: its waiter, its adopter or a kDone to its home.
+  void FinishedLocked(FinishKey f, State& s, Resolve* resolve) REQUIRES(lock_);
+  void SweepLocked() REQUIRES(lock_);
   void OnJoin(NodeId from, const uint8_t* data, size_t length);
   void OnDeath(uint32_t place);
   void OnFlush(NodeId from, const uint8_t* data, size_t length);
   void CheckAllLocked(Resolve* resolve) REQUIRES(lock_);
-  void Received(FinishKey f, uint32_t from);
-  // At home, lock held: whether f has terminated; if so, resolves it.
-  void CheckLocked(FinishKey f, Home& h, std::vector<Promise<void>>* resolve) REQUIRES(lock_);
+  void Received(FinishKey f, uint32_t from, Chain chain);
+  // At f's state place: whether f has terminated; if so, resolves it.
+  void CheckLocked(FinishKey f, State& s, Resolve* resolve) REQUIRES(lock_);
   // At home: whether dead place `d` may have taken activities of f with it
   // (more sent to it than it reported received); if so, f gets (once) a
   // DeadPlaceException naming it.
-  void NoteDeathLocked(FinishKey f, Home& h, uint32_t d) REQUIRES(lock_);
+  void NoteDeathLocked(FinishKey f, State& s, uint32_t d) REQUIRES(lock_);
   int NextCore();
 
   int core_;
@@ -220,7 +306,9 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   std::map<uint32_t, uint64_t> sequence_ GUARDED_BY(lock_);  // last number sent to each home
   std::map<uint32_t, Ordered> ordered_ GUARDED_BY(lock_);    // from each place, as a home
   std::map<FinishKey, Local> local_ GUARDED_BY(lock_);
-  std::map<uint64_t, Home> home_ GUARDED_BY(lock_);
+  std::map<FinishKey, State> state_ GUARDED_BY(lock_);
+  std::map<uint64_t, Waiter> waiting_ GUARDED_BY(lock_);  // finishes homed here
+  FinishMode mode_ = FinishMode::kNone;
   uint64_t next_finish_ GUARDED_BY(lock_) = 1;
   std::set<uint32_t> joined_ GUARDED_BY(lock_);
   std::string refusal_ GUARDED_BY(lock_);

@@ -23,6 +23,10 @@
 //              detector takes, then sends one back to place 0) must all have
 //              ended when the finish returns (happens-before invariance):
 //              nothing arrives after it
+//   home_kill,K  place K opens a finish and a nested one, sends activities
+//              of both to every other place (each sleeps 3 s, then sends one
+//              back to place 0) and dies: with fox.finish=place0 the root
+//              finish adopts them and returns after they all ended
 //   store      ResilientStore: every place sets its own keys, place 0 reads
 //              them all (GetRemote), Set2 across two places, Delete, absent
 //              keys, bad names and keys refused
@@ -462,6 +466,56 @@ void Orphans(uint32_t victim) {
   CHECK(later == at_return && dead_named);
 }
 
+// Place `victim` opens a finish (and, inside one of its activities, a
+// nested one), sends activities of both to every other place and dies while
+// they run: its finishes' activities are adopted by the root finish (mode
+// place0), which returns only after they all ended.
+void HomeKill(uint32_t victim) {
+  auto places = fox::apgas::places();
+  g_arrived = 0;
+  bool dead_named = false;
+  size_t others = 0;
+  try {
+    fox::apgas::finish([&] {
+      fox::apgas::asyncAt(
+          Place{victim},
+          [](std::vector<Place> all) {
+            auto orphans = [all] {
+              for (Place q : all) {
+                if (q == fox::apgas::here()) continue;
+                fox::apgas::asyncAt(q, [] {
+                  SleepMs(3000);
+                  fox::apgas::asyncAt(Place{0}, [] { Arrive(); });
+                });
+              }
+            };
+            fox::apgas::finish([&] {
+              orphans();
+              fox::apgas::async([&] { fox::apgas::finish(orphans); });
+              SleepMs(50);  // let them leave
+              std::printf("apgas_node: place %u dies now, inside two finishes whose activities run elsewhere\n",
+                          fox::apgas::here().id);
+              std::fflush(stdout);
+              std::_Exit(9);
+            });
+          },
+          places);
+    });
+  } catch (const fox::apgas::MultipleExceptions& m) {
+    dead_named = m.HasDeadPlace(Place{victim});
+    others = m.exceptions().size() - (dead_named ? 1 : 0);
+  }
+  uint64_t at_return = g_arrived.load();
+  SleepMs(1500);  // an activity still running would send its activity back meanwhile
+  uint64_t later = g_arrived.load();
+  std::printf(
+      "apgas: finishes homed at dead place %u: %llu of %zu of their activities ended before the root finish "
+      "returned, %llu after; DeadPlaceException %s, %zu other exceptions\n",
+      victim, (unsigned long long)at_return, 2 * (places.size() - 1), (unsigned long long)(later - at_return),
+      dead_named ? "named it" : "MISSING", others);
+  CHECK(later == at_return && dead_named && others == 0);
+}
+
 void Store() {
   auto places = fox::apgas::places();
   auto store = fox::apgas::ResilientStore::Make("test");
@@ -699,6 +753,8 @@ int main(int argc, char** argv) {
         RandomKill(victim, ms, std::string(end) == ",tree");
       } else if (step.rfind("orphans,", 0) == 0) {
         Orphans(uint32_t(std::strtoul(step.c_str() + 8, nullptr, 10)));
+      } else if (step.rfind("home_kill,", 0) == 0) {
+        HomeKill(uint32_t(std::strtoul(step.c_str() + 10, nullptr, 10)));
       } else if (step == "spares") {
         Spares();
       } else if (step == "store") {

@@ -2,79 +2,90 @@
 # Hosted: places are Linux processes on 127.0.0.1 (no root, no QEMU).
 # Native: places are QEMU nodes joined by the hub on 127.0.0.1 (no root).
 set(apgas_hosted ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py)
+# A hosted test in both finish modes (fox.finish, apgas/runtime.h):
+# hosted.NAME (none) and hosted.NAME_place0.
+function(apgas_hosted_test name)
+  foreach(mode none place0)
+    set(test hosted.${name})
+    if(NOT mode STREQUAL none)
+      set(test hosted.${name}_${mode})
+    endif()
+    add_test(NAME ${test} COMMAND ${apgas_hosted} --args fox.finish=${mode} ${ARGN})
+    set_tests_properties(${test} PROPERTIES LABELS hosted TIMEOUT 180)
+  endforeach()
+endfunction()
 
-add_test(NAME hosted.apgas_basic COMMAND ${apgas_hosted} --nodes 4 --timeout 120
+apgas_hosted_test(apgas_basic --nodes 4 --timeout 120
   --expect "0:apgas: fan-out to 4 places, 4 messages back before the finish returned"
   --expect "0:apgas: fan-out fan-out: 16 activities back at place 0"
   --expect "0:apgas: finish gathered 4 exceptions" --expect "0:apgas: basic: PASS"
   --expect "0:apgas: global: 4 remote updates through a GlobalRef, 4 PlaceLocal objects: PASS"
   --expect "0:apgas: team of 4 places: barrier, allreduce, broadcast, agree: 4 of 4 right"
   $<TARGET_FILE:apgas_node> basic global team)
-set_tests_properties(hosted.apgas_basic PROPERTIES LABELS hosted TIMEOUT 180)
 
 # A place dies (exits) inside a fan-out: the finish names it, and only it,
 # once the detector declares it dead; everything else ran.
-add_test(NAME hosted.apgas_kill COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 2
+apgas_hosted_test(apgas_kill --nodes 4 --timeout 120 --killed 2
   --expect "0:apgas: place 2 died inside a fan-out: DeadPlaceException named it, 0 other exceptions, 3 of 3 activities back"
   --expect "0:apgas: at\\(dead place 2\\) threw DeadPlaceException" --expect "0:apgas_node: done"
   $<TARGET_FILE:apgas_node> basic kill,2)
-set_tests_properties(hosted.apgas_kill PROPERTIES LABELS hosted TIMEOUT 180)
 
 # Orphans of a place that dies: every activity it sent before dying ends
 # before the finish returns (happens-before invariance).
-add_test(NAME hosted.apgas_orphans COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 3
-  --expect "0:apgas: orphans of dead place 3: [0-9]+ of 3 ended before the finish returned, 0 after; DeadPlaceException named it"
+apgas_hosted_test(apgas_orphans --nodes 4 --timeout 120 --killed 3
+  --expect "0:apgas: orphans of dead place 3: [0-9]+ of 3 ended before the finish returned, 0 after. DeadPlaceException named it"
   $<TARGET_FILE:apgas_node> orphans,3)
-set_tests_properties(hosted.apgas_orphans PROPERTIES LABELS hosted TIMEOUT 180)
+
+# The home of two finishes (one nested in the other) dies while their
+# activities run elsewhere: the root finish adopts them (mode place0) and
+# returns only after they all ended. Mode none does not adopt (runtime.h).
+add_test(NAME hosted.apgas_home_kill_place0 COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 2
+  --args fox.finish=place0
+  --expect "0:apgas: finishes homed at dead place 2: 6 of 6 of their activities ended before the root finish returned, 0 after. DeadPlaceException named it, 0 other exceptions"
+  $<TARGET_FILE:apgas_node> home_kill,2)
+set_tests_properties(hosted.apgas_home_kill_place0 PROPERTIES LABELS hosted TIMEOUT 180)
 
 # A Team member dies: the survivors' collectives throw instead of hanging,
 # and agree gives them all the same answer.
-add_test(NAME hosted.apgas_team_kill COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 2
+apgas_hosted_test(apgas_team_kill --nodes 4 --timeout 120 --killed 2
   --expect "0:apgas: team member 2 died: 3 of 3 survivors saw DeadPlaceException and agreed alike"
   $<TARGET_FILE:apgas_node> team_kill,2)
-set_tests_properties(hosted.apgas_team_kill PROPERTIES LABELS hosted TIMEOUT 180)
 
 # ResilientStore (apgas/include/fox/apgas/store.h) on the job's Dht: the API,
 # then a place killed at a moment it does not choose while it writes (Set2
 # and Set in a loop): every Set2 whole, the keys a prefix, nothing appearing
 # after the finish returned (happens-before invariance).
-add_test(NAME hosted.apgas_store COMMAND ${apgas_hosted} --nodes 4 --timeout 120
+apgas_hosted_test(apgas_store --nodes 4 --timeout 120
   --expect "0:apgas: store: 4 places' keys read back, Set2 across places 1 and 2, delete, refusals: PASS"
   --expect "0:apgas_node: done"
   $<TARGET_FILE:apgas_node> store)
-set_tests_properties(hosted.apgas_store PROPERTIES LABELS hosted TIMEOUT 180)
 # PlaceManager: a spare replaces a dead place at its index and restores its
 # state from the ResilientStore; without spares the group shrinks.
-add_test(NAME hosted.apgas_spares COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 1 --killed 2
+apgas_hosted_test(apgas_spares --nodes 4 --timeout 120 --killed 1 --killed 2
   --expect "0:apgas: place manager: place 2 died, spare 3 took index 2 and restored its slice from the store, 3 of 3 slices right, a manager that may not shrink threw DeadPlaceException\\(2\\), place 1 died and the group shrank to 0 3: PASS"
   --expect "0:apgas_node: done"
   $<TARGET_FILE:apgas_node> spares)
-set_tests_properties(hosted.apgas_spares PROPERTIES LABELS hosted TIMEOUT 180)
-add_test(NAME hosted.apgas_store_recover COMMAND ${apgas_hosted} --nodes 3 --timeout 120 --killed 2
+apgas_hosted_test(apgas_store_recover --nodes 3 --timeout 120 --killed 2
   --expect "0:apgas: store: place 2 died inside a Set2 \\(log and first key written\\): first key there, second there \\(rolled forward\\) when the finish returned"
   --expect "0:apgas_node: done"
   $<TARGET_FILE:apgas_node> store_recover,2)
-set_tests_properties(hosted.apgas_store_recover PROPERTIES LABELS hosted TIMEOUT 180)
 foreach(ms 200 500)
-  add_test(NAME hosted.apgas_store_kill_${ms} COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 2
+  apgas_hosted_test(apgas_store_kill_${ms} --nodes 4 --timeout 120 --killed 2
     --expect "0:apgas: store: place 2 died writing after ${ms} ms: [1-9][0-9]* rounds written, 0 half Set2s, 0 keys past the first gap, [0-9]+ rounds 1.5 s later, DeadPlaceException alone"
     --expect "0:apgas_node: done"
     $<TARGET_FILE:apgas_node> store_kill,2,${ms})
-  set_tests_properties(hosted.apgas_store_kill_${ms} PROPERTIES LABELS hosted TIMEOUT 180)
 endforeach()
 
 # A place dies at a moment it does not choose, inside fan-out-fan-out rounds.
 foreach(ms 150 400)
-  add_test(NAME hosted.apgas_random_kill_${ms} COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 3
+  apgas_hosted_test(apgas_random_kill_${ms} --nodes 4 --timeout 120 --killed 3
     --expect "0:apgas: random kill of place 3 after ${ms} ms: [0-9]+ whole rounds, then a round with [0-9]+ of 16 leaves back, 0 after its finish returned, 0 other exceptions"
     $<TARGET_FILE:apgas_node> random_kill,3,${ms})
-  set_tests_properties(hosted.apgas_random_kill_${ms} PROPERTIES LABELS hosted TIMEOUT 180)
 endforeach()
 # The same inside tree rounds (a binary tree of activities 5 levels deep).
-add_test(NAME hosted.apgas_random_kill_tree COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 3
+apgas_hosted_test(apgas_random_kill_tree --nodes 4 --timeout 120 --killed 3
   --expect "0:apgas: random kill of place 3 after 300 ms in tree rounds: [0-9]+ whole rounds, then a round with [0-9]+ of 32 leaves back, 0 after its finish returned, 0 other exceptions"
   $<TARGET_FILE:apgas_node> random_kill,3,300,tree)
-set_tests_properties(hosted.apgas_random_kill_tree PROPERTIES LABELS hosted TIMEOUT 180)
 
 fox_cluster_test(apgas_basic NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- basic global team" TIMEOUT 120
   EXPECT "0:apgas: fan-out to 3 places, 3 messages back before the finish returned"
@@ -86,6 +97,8 @@ fox_cluster_test(apgas_random_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "--
 fox_cluster_test(apgas_store_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- store store_kill,2,1500" TIMEOUT 180 KILLED 2
   EXPECT "0:apgas: store: 3 places' keys read back, Set2 across places 1 and 2, delete, refusals: PASS"
          "0:apgas: store: place 2 died writing after 1500 ms: [1-9][0-9]* rounds written, 0 half Set2s, 0 keys past the first gap, [0-9]+ rounds 1.5 s later, DeadPlaceException alone")
+fox_cluster_test(apgas_home_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "fox.finish=place0 -- home_kill,1" TIMEOUT 150 KILLED 1
+  EXPECT "0:apgas: finishes homed at dead place 1: 4 of 4 of their activities ended before the root finish returned, 0 after. DeadPlaceException named it, 0 other exceptions")
 fox_cluster_test(apgas_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- kill,1" TIMEOUT 120 KILLED 1
   EXPECT "0:apgas: place 1 died inside a fan-out: DeadPlaceException named it, 0 other exceptions, 2 of 2 activities back"
          "0:apgas: at\\(dead place 1\\) threw DeadPlaceException")

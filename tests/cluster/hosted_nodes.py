@@ -29,6 +29,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--expect", action="append", default=[], help="I:REGEX on node I's output")
     ap.add_argument("--node-args", action="append", default=[], help="I:ARGS added to node I's FOX_ARGS")
+    ap.add_argument("--args", action="append", default=[], help="ARGS added to every node's FOX_ARGS")
     ap.add_argument("--killed", type=int, action="append", default=[],
                     help="node I is expected to die: its exit status is not checked")
     ap.add_argument("--reject", action="append", default=[], help="I:REGEX that must not be in node I's output")
@@ -50,7 +51,7 @@ def main():
     expects = [(i, re.compile(r, re.M)) for i, r in per_node(a.expect, "--expect")]
     rejects = [(i, re.compile(r, re.M)) for i, r in per_node(a.reject, "--reject")]
     statuses = {i: int(v) for i, v in per_node(a.expect_exit, "--expect-exit", lambda v: v.lstrip("-").isdigit())}
-    extra = [""] * a.nodes
+    extra = ["".join(" " + words for words in a.args)] * a.nodes
     for i, words in per_node(a.node_args, "--node-args"):
         extra[i] += " " + words
     base = free_port_range(a.nodes)
