@@ -7,6 +7,8 @@
 //   fanout_local   finish { at every place p: N local asyncs }
 //   fanout_fanout  finish { at every place p: asyncAt(q, {}) for every place q }
 //   tree           finish { a binary tree of asyncAt over the places }
+//   nested         finish { at every place p: finish { asyncAt(next place) } }:
+//                  finishes homed away from place 0 (what mode place0 pays for)
 // Prints, per pattern, "bench: PATTERN PLACES places: T us per round, A
 // activities per second, M messages per remote activity" (M: AM messages
 // every place's transport sent during the timed rounds, less what counting
@@ -105,5 +107,18 @@ int main(int argc, char** argv) {
       });
     });
     Time("tree", rounds, n, r, [n] { fox::apgas::finish([n] { Tree(0, n); }); });
+    Time("nested", rounds, 2 * n, r + n, [&] {
+      fox::apgas::finish([&] {
+        for (Place p : places) {
+          fox::apgas::asyncAt(
+              p,
+              [](uint32_t count) {
+                uint32_t next = (fox::apgas::here().id + 1) % count;
+                fox::apgas::finish([next] { fox::apgas::asyncAt(Place{next}, [] {}); });
+              },
+              n);
+        }
+      });
+    });
   });
 }
