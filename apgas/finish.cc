@@ -1,4 +1,5 @@
 // Finish by counting (runtime.h explains the protocol and why it is safe).
+#include <algorithm>
 #include <cstring>
 
 #include "fox/ebb/messenger.h"
@@ -16,13 +17,21 @@ uint64_t CountOf(const std::map<uint32_t, uint64_t>& m, uint32_t key) {
 
 }  // namespace
 
-const char* FinishModeName(FinishMode mode) { return mode == FinishMode::kPlace0 ? "place0" : "none"; }
+const char* FinishModeName(FinishMode mode) {
+  switch (mode) {
+    case FinishMode::kPlace0: return "place0";
+    case FinishMode::kOptimistic: return "optimistic";
+    default: return "none";
+  }
+}
 
 bool ParseFinishMode(const char* text, FinishMode* mode) {
   if (std::strcmp(text, "none") == 0) {
     *mode = FinishMode::kNone;
   } else if (std::strcmp(text, "place0") == 0) {
     *mode = FinishMode::kPlace0;
+  } else if (std::strcmp(text, "optimistic") == 0) {
+    *mode = FinishMode::kOptimistic;
   } else {
     return false;
   }
@@ -31,7 +40,7 @@ bool ParseFinishMode(const char* text, FinishMode* mode) {
 
 void Runtime::Resolve::Run() {
   for (auto& p : promises) p.SetValue();
-  for (auto& [to, bytes] : messages) (void)SendTo(to, kDone, bytes);  // fails only if it died
+  for (auto& m : messages) (void)SendTo(m.to, m.handler, m.bytes);  // fails only if it died
 }
 
 FinishKey Runtime::NewFinish(const FinishKey* parent) {
@@ -41,7 +50,7 @@ FinishKey Runtime::NewFinish(const FinishKey* parent) {
   w.future = w.done.GetFuture();
   Local& l = local_[f];
   l.live = 1;  // the body
-  if (mode_ == FinishMode::kPlace0 && parent != nullptr) {
+  if (mode_ != FinishMode::kNone && parent != nullptr) {
     l.chain.push_back(*parent);
     auto p = local_.find(*parent);  // there: the activity that opens f is one of it
     if (p != local_.end()) l.chain.insert(l.chain.end(), p->second.chain.begin(), p->second.chain.end());
@@ -53,7 +62,7 @@ std::vector<uint8_t> Runtime::Header(FinishKey f) {
   std::vector<uint8_t> bytes;
   OutArchive out(bytes);
   out(f);
-  if (mode_ == FinishMode::kPlace0) {
+  if (mode_ != FinishMode::kNone) {
     SpinGuard g(lock_);
     auto l = local_.find(f);
     out(l == local_.end() ? Chain{} : l->second.chain);
@@ -64,7 +73,7 @@ std::vector<uint8_t> Runtime::Header(FinishKey f) {
 FinishKey Runtime::ReadHeader(InArchive& in, Chain* chain) const {
   FinishKey f;
   in(f);
-  if (mode_ == FinishMode::kPlace0) in(*chain);
+  if (mode_ != FinishMode::kNone) in(*chain);
   return f;
 }
 
@@ -74,7 +83,7 @@ void Runtime::Spawned(FinishKey f) {
 }
 
 void Runtime::AddDeadLocked(FinishKey f, Local& l, uint32_t dead) {
-  if (StatePlace(f) == here().id) {
+  if (StatePlaceLocked(f) == here().id) {
     State* s = StateLocked(f, &l.chain);
     if (s != nullptr && s->dead_counted.insert(dead).second) {
       s->errors.push_back({1, dead, "fox::apgas::DeadPlaceException", "place " + std::to_string(dead) + " is dead"});
@@ -112,9 +121,10 @@ void Runtime::Received(FinishKey f, uint32_t from, Chain chain) {
 void Runtime::Done(FinishKey f, std::exception_ptr error) {
   Resolve resolve;
   std::vector<uint8_t> message;
-  uint32_t to = StatePlace(f);
+  uint32_t to;
   {
     SpinGuard g(lock_);
+    to = StatePlaceLocked(f);
     auto it = local_.find(f);
     if (it == local_.end()) return;  // cannot happen: the activity counted itself
     Local& l = it->second;
@@ -141,6 +151,14 @@ void Runtime::Done(FinishKey f, std::exception_ptr error) {
       ApplyReportLocked(here().id, f, std::move(report), &resolve);
     } else {
       ++stats_.reports_sent;
+      if (mode_ == FinishMode::kOptimistic && to == f.home && f.home != 0) {  // this place's row
+        Row& row = rows_[f];
+        row.finish = f;
+        for (auto& [q, n] : report.sent) row.sent[q] += n;
+        for (auto& [q, n] : report.recv) row.recv[q] += n;
+        row.errors.insert(row.errors.end(), report.errors.begin(), report.errors.end());
+        if (row.chain.empty()) row.chain = report.chain;
+      }
       OutArchive out(message);
       out(++sequence_[to], f, report);
     }
@@ -188,11 +206,26 @@ void Runtime::ApplyLocked(uint32_t from, uint16_t handler, const uint8_t* data, 
       Report report;
       in(f, report);
       ApplyReportLocked(from, f, std::move(report), resolve);
-    } else {
+    } else if (handler == kFlushed) {
       uint32_t dead;
       std::vector<Unreported> counts;
-      in(dead, counts);
+      std::vector<Row> rows;
+      in(dead, counts, rows);
+      if (!rows.empty() && (mode_ != FinishMode::kOptimistic || here().id != 0)) throw std::runtime_error("rows");
+      for (Row& row : rows) ApplyRowLocked(from, std::move(row));
       ApplyFlushedLocked(from, dead, counts, resolve);
+    } else if (handler == kAdoptions) {
+      uint32_t dead;
+      std::vector<std::pair<FinishKey, FinishKey>> pairs;
+      in(dead, pairs);
+      if (from != 0 || mode_ != FinishMode::kOptimistic) throw std::runtime_error("adoptions");
+      ApplyAdoptionsLocked(dead, pairs, resolve);
+    } else if (handler == kAdopteeDone) {
+      FinishKey adopter, f;
+      std::vector<ExceptionInfo> errors;
+      in(adopter, f, errors);
+      if (from != 0 || mode_ != FinishMode::kOptimistic) throw std::runtime_error("adoptee");
+      ApplyAdopteeDoneLocked(adopter, f, std::move(errors), resolve);
     }
   } catch (const std::exception&) {
     ++stats_.malformed;
@@ -208,16 +241,23 @@ Runtime::State* Runtime::StateLocked(FinishKey f, const Chain* chain) {
   }
   State& s = state_[f];
   if (chain != nullptr) s.chain = *chain;
-  if (dead_.count(f.home) != 0) AdoptLocked(f, s);
+  if (mode_ == FinishMode::kPlace0 && dead_.count(f.home) != 0) AdoptLocked(f, s, nullptr);
   return &s;
 }
 
-void Runtime::AdoptLocked(FinishKey f, State& s) {
-  if (mode_ != FinishMode::kPlace0 || s.adopter || s.finished) return;
+void Runtime::AdoptLocked(FinishKey f, State& s, Adoptions* remote) {
+  if (mode_ == FinishMode::kNone || s.adopter || s.finished) return;
   for (size_t i = 0; i < s.chain.size(); ++i) {
     FinishKey a = s.chain[i];
     if (dead_.count(a.home) != 0) continue;
     Chain rest(s.chain.begin() + ptrdiff_t(i) + 1, s.chain.end());
+    if (StatePlaceLocked(a) != here().id) {  // its home keeps its state (optimistic): tell it
+      if (remote == nullptr) return;
+      s.adopter = a;
+      (*remote)[a.home].emplace_back(a, f);
+      ++stats_.adopted;
+      return;
+    }
     State* adopter = StateLocked(a, &rest);
     if (adopter == nullptr) return;  // it ended: nothing of f can be left (see runtime.h)
     if (adopter->chain.empty()) adopter->chain = std::move(rest);
@@ -229,7 +269,10 @@ void Runtime::AdoptLocked(FinishKey f, State& s) {
 }
 
 void Runtime::ApplyReportLocked(uint32_t from, FinishKey f, Report report, Resolve* resolve) {
-  if (StatePlace(f) != here().id) {
+  // (Place 0 takes reports of any finish in mode optimistic: the reporter
+  // may know its home dead before place 0 does.)
+  bool fallback = mode_ == FinishMode::kOptimistic && here().id == 0;
+  if (StatePlaceLocked(f) != here().id && f.home != here().id && !fallback) {
     ++stats_.malformed;
     return;
   }
@@ -251,7 +294,7 @@ void Runtime::ApplyReportLocked(uint32_t from, FinishKey f, Report report, Resol
 std::vector<Unreported> Runtime::UnreportedFromLocked(uint32_t asker, uint32_t dead) {
   std::vector<Unreported> counts;
   for (auto& [f, l] : local_) {
-    uint64_t n = StatePlace(f) == asker ? CountOf(l.recv, dead) : 0;
+    uint64_t n = StatePlaceLocked(f) == asker ? CountOf(l.recv, dead) : 0;
     if (n != 0) counts.push_back({f, n, l.chain});
   }
   return counts;
@@ -261,13 +304,119 @@ void Runtime::ApplyFlushedLocked(uint32_t from, uint32_t dead, const std::vector
                                  Resolve* resolve) {
   // Every report `from` sent before its answer is in: these sums are final.
   for (const Unreported& u : counts) {
-    if (StatePlace(u.finish) != here().id) continue;
+    if (StatePlaceLocked(u.finish) != here().id) continue;
     State* s = StateLocked(u.finish, &u.chain);
     if (s == nullptr) continue;
     s->from_dead[dead][from] = CountOf(s->total[from].recv, dead) + u.count;
   }
   flush_pending_[dead].erase(from);
+  FlushesDoneLocked(resolve);
   CheckAllLocked(resolve);
+}
+
+void Runtime::FlushesDoneLocked(Resolve* resolve) {
+  if (mode_ != FinishMode::kOptimistic || here().id != 0) return;
+  std::vector<uint32_t> done;
+  for (auto& [d, pending] : flush_pending_) {
+    if (pending.empty() && adoptions_done_.insert(d).second) done.push_back(d);
+  }
+  for (uint32_t d : done) AdoptionsLocked(d, resolve);
+}
+
+std::vector<Row> Runtime::RowsForLocked(uint32_t dead) {
+  std::vector<Row> rows;
+  std::set<FinishKey> homed;
+  for (auto& [f, row] : rows_) {
+    if (f.home == dead) homed.insert(f);
+  }
+  for (auto& [f, l] : local_) {
+    if (f.home == dead) homed.insert(f);
+  }
+  for (FinishKey f : homed) {
+    Row row;
+    auto r = rows_.find(f);
+    if (r != rows_.end()) {
+      row = std::move(r->second);
+      rows_.erase(r);
+    }
+    row.finish = f;
+    auto l = local_.find(f);
+    if (l != local_.end()) {
+      for (uint32_t d : gone_) {
+        uint64_t n = CountOf(l->second.recv, d);
+        if (n != 0) row.unreported[d] = n;
+      }
+      if (row.chain.empty()) row.chain = l->second.chain;
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+void Runtime::ApplyRowLocked(uint32_t from, Row row) {
+  State* s = StateLocked(row.finish, &row.chain);
+  if (s == nullptr || s->finished) return;
+  Counts& c = s->total[from];
+  for (auto& [q, n] : row.sent) c.sent[q] += n;
+  for (auto& [q, n] : row.recv) c.recv[q] += n;
+  for (auto& e : row.errors) {
+    if (e.dead != 0 && !s->dead_counted.insert(e.place).second) continue;
+    s->errors.push_back(std::move(e));
+  }
+  // Received from places `from` holds dead: final.
+  for (auto& [d, n] : row.unreported) s->from_dead[d][from] = CountOf(c.recv, d) + n;
+}
+
+void Runtime::AdoptionsLocked(uint32_t dead, Resolve* resolve) {
+  // Adopters that died: what they adopted waits for them here now.
+  std::vector<std::pair<FinishKey, FinishKey>> relink;  // (adopter, adoptee)
+  for (auto& [g, s] : state_) {
+    if (s.adopter && s.adopter->home == dead && !s.finished) relink.emplace_back(*s.adopter, g);
+  }
+  for (auto& [a, g] : relink) {
+    const Chain& chain = state_[g].chain;
+    auto at = std::find(chain.begin(), chain.end(), a);
+    Chain rest(at == chain.end() ? chain.end() : at + 1, chain.end());
+    if (State* adopter = StateLocked(a, &rest)) adopter->adoptees.insert(g);
+  }
+  Adoptions remote;
+  for (auto& [f, s] : state_) {
+    if (f.home == dead) {
+      for (uint32_t d : dead_) NoteDeathLocked(f, s, d);
+      AdoptLocked(f, s, &remote);
+    }
+  }
+  for (Place p : places_) {
+    if (p.id == here().id || dead_.count(p.id) != 0) continue;
+    std::vector<uint8_t> bytes;
+    OutArchive out(bytes);
+    out(++sequence_[p.id], dead, remote[p.id]);
+    resolve->messages.push_back({p.id, kAdoptions, std::move(bytes)});
+  }
+}
+
+void Runtime::ApplyAdoptionsLocked(uint32_t dead, const std::vector<std::pair<FinishKey, FinishKey>>& pairs,
+                                   Resolve* resolve) {
+  for (auto& [a, f] : pairs) {
+    if (a.home != here().id) continue;
+    if (State* s = StateLocked(a, nullptr)) s->adoptees.insert(f);
+  }
+  adoptions_pending_.erase(dead);
+  CheckAllLocked(resolve);
+}
+
+void Runtime::ApplyAdopteeDoneLocked(FinishKey adopter, FinishKey f, std::vector<ExceptionInfo> errors,
+                                     Resolve* resolve) {
+  auto it = state_.find(adopter);
+  if (it == state_.end() || it->second.finished) return;
+  State& a = it->second;
+  for (auto& e : errors) {
+    if (e.dead != 0 && !a.dead_counted.insert(e.place).second) continue;
+    a.errors.push_back(std::move(e));
+  }
+  a.adoptees.erase(f);
+  CheckLocked(adopter, a, resolve);
+  SweepLocked();
 }
 
 void Runtime::CheckAllLocked(Resolve* resolve) {
@@ -286,7 +435,7 @@ void Runtime::CheckLocked(FinishKey f, State& s, Resolve* resolve) {
   } else if (!s.home_reported && dead_.count(f.home) == 0) {
     return;  // the body still runs at its home
   }
-  if (!s.adoptees.empty()) return;
+  if (!s.adoptees.empty() || !adoptions_pending_.empty()) return;
   auto total = [&](uint32_t place, bool sent, uint32_t peer) -> uint64_t {
     auto it = s.total.find(place);
     if (it == s.total.end()) return 0;
@@ -317,6 +466,14 @@ void Runtime::CheckLocked(FinishKey f, State& s, Resolve* resolve) {
 }
 
 void Runtime::FinishedLocked(FinishKey f, State& s, Resolve* resolve) {
+  if (s.adopter && StatePlaceLocked(*s.adopter) != here().id) {  // at its home (optimistic)
+    if (dead_.count(s.adopter->home) != 0) return;  // it will be rebuilt here, without f
+    std::vector<uint8_t> bytes;
+    OutArchive out(bytes);
+    out(++sequence_[s.adopter->home], *s.adopter, f, s.errors);
+    resolve->messages.push_back({s.adopter->home, kAdopteeDone, std::move(bytes)});
+    return;
+  }
   if (s.adopter) {
     auto a = state_.find(*s.adopter);
     if (a == state_.end()) return;
@@ -335,13 +492,20 @@ void Runtime::FinishedLocked(FinishKey f, State& s, Resolve* resolve) {
     for (auto& e : s.errors) w->second.errors.push_back(Rebuild(e));
     w->second.resolved = true;
     resolve->promises.push_back(std::move(w->second.done));
+    if (mode_ == FinishMode::kOptimistic && f.home != 0) {  // the reporters forget their rows
+      std::vector<uint8_t> id(8);
+      std::memcpy(id.data(), &f.id, 8);
+      for (auto& [p, c] : s.total) {
+        if (p != here().id && dead_.count(p) == 0) resolve->messages.push_back({p, kRelease, id});
+      }
+    }
     return;
   }
-  if (dead_.count(f.home) != 0) return;
+  if (dead_.count(f.home) != 0 || mode_ != FinishMode::kPlace0) return;
   std::vector<uint8_t> bytes;
   OutArchive out(bytes);
   out(f.id, s.errors);
-  resolve->messages.emplace_back(f.home, std::move(bytes));
+  resolve->messages.push_back({f.home, kDone, std::move(bytes)});
 }
 
 void Runtime::OnDone(NodeId from, const uint8_t* data, size_t length) {
@@ -358,7 +522,7 @@ void Runtime::OnDone(NodeId from, const uint8_t* data, size_t length) {
       return;
     }
     auto w = waiting_.find(id);
-    if (from != StatePlace(FinishKey{here().id, id}) || w == waiting_.end() || w->second.resolved) {
+    if (mode_ != FinishMode::kPlace0 || from != 0 || w == waiting_.end() || w->second.resolved) {
       ++stats_.malformed;
       return;
     }

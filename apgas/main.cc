@@ -34,7 +34,7 @@ int Main(int, char**, Function<void()> body) {
   }
   detail::FinishMode mode = detail::FinishMode::kNone;
   if (const char* text = BootArg("fox.finish"); text != nullptr && !detail::ParseFinishMode(text, &mode)) {
-    std::printf("apgas: bad fox.finish=%s: none or place0\n", text);
+    std::printf("apgas: bad fox.finish=%s: none, place0 or optimistic\n", text);
     return 2;
   }
 #ifdef FOX_NATIVE

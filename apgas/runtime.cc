@@ -147,7 +147,20 @@ void Runtime::OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size
     case kSpawn: return OnSpawn(from, data, length);
     case kAt: return OnAt(from, data, length);
     case kReport:
-    case kFlushed: return OnOrdered(from, handler, data, length);
+    case kFlushed:
+    case kAdoptions:
+    case kAdopteeDone: return OnOrdered(from, handler, data, length);
+    case kRelease: {
+      uint64_t id = 0;
+      SpinGuard g(lock_);
+      if (length != 8) {
+        ++stats_.malformed;
+        return;
+      }
+      std::memcpy(&id, data, 8);
+      rows_.erase(FinishKey{from, id});
+      return;
+    }
     case kJoin: return OnJoin(from, data, length);
     case kFlush: return OnFlush(from, data, length);
     case kDone: return OnDone(from, data, length);
@@ -303,9 +316,11 @@ void Runtime::OnDeath(uint32_t place) {
   {
     SpinGuard g(lock_);
     if (!dead_.insert(place).second) return;
+    gone_.insert(place);
+    if (mode_ == FinishMode::kOptimistic && here().id != 0) adoptions_pending_.insert(place);
     // The places that hold finish states ask for flushes: every place
-    // (none), place 0 (place0).
-    if (mode_ == FinishMode::kNone || here().id == 0) {
+    // (none, optimistic), place 0 (place0).
+    if (mode_ != FinishMode::kPlace0 || here().id == 0) {
       for (Place p : places_) {
         if (dead_.count(p.id) == 0) ask.push_back(p.id);
       }
@@ -314,8 +329,9 @@ void Runtime::OnDeath(uint32_t place) {
     for (auto& [d, waiting] : flush_pending_) waiting.erase(place);  // it answers nothing any more
     for (auto& [f, s] : state_) {
       NoteDeathLocked(f, s, place);
-      if (f.home == place) AdoptLocked(f, s);
+      if (f.home == place && mode_ == FinishMode::kPlace0) AdoptLocked(f, s, nullptr);
     }
+    FlushesDoneLocked(&resolve);
     CheckAllLocked(&resolve);
   }
   resolve.Run();
@@ -368,12 +384,16 @@ void Runtime::OnFlush(NodeId from, const uint8_t* data, size_t length) {
   std::vector<uint8_t> answer;
   {
     SpinGuard g(lock_);
+    gone_.insert(dead);  // from now on what is homed there reports to place 0 (optimistic)
     auto counts = UnreportedFromLocked(from, dead);
+    std::vector<Row> rows;
+    if (mode_ == FinishMode::kOptimistic && from == 0) rows = RowsForLocked(dead);
     if (from == here().id) {
+      for (Row& row : rows) ApplyRowLocked(from, std::move(row));
       ApplyFlushedLocked(from, dead, counts, &resolve);
     } else {
       OutArchive out(answer);
-      out(++sequence_[from], dead, counts);
+      out(++sequence_[from], dead, counts, rows);
     }
   }
   resolve.Run();

@@ -36,6 +36,14 @@
 //             reported yet
 //   kDone     u64 finish id, vector<ExceptionInfo>: place 0 to F's home
 //             (mode place0): F terminated
+//   mode optimistic:
+//   kFlushed  also vector<Row> (to place 0: the rows of finishes homed at d)
+//   kAdoptions   u64 seq, u32 d, vector<pair<FinishKey A, FinishKey F>>:
+//             place 0 to A's home once it rebuilt the finishes homed at d:
+//             A waits for F (every place waits for this message per death)
+//   kAdopteeDone u64 seq, FinishKey A, FinishKey F, vector<ExceptionInfo>
+//   kRelease  u64 finish id: F's home to a place that reported to it: F
+//             ended, forget its row
 //
 // Orphans of a dead place. When d dies, activities it sent may be on their
 // way: delivered and acknowledged (in a receive mailbox) but not counted
@@ -70,6 +78,20 @@
 //    place 0 (F known), or an unreported receive from the dead home in some
 //    place's flush answer (F known, with its chain), and every finish waits
 //    for all flush answers.
+//  - optimistic: the state of F is at its home (the master), as in none,
+//    and distributed as its backup: every place that reports to the home
+//    keeps its row (what it reported, in all) until the home, when F ends,
+//    releases it (kRelease: with the report, 2 termination messages per
+//    remote activity; finishes homed at place 0 need no rows). When the
+//    home dies, place 0's flush asks every live place for its rows of the
+//    finishes homed there (sequenced after its reports to place 0, and from
+//    then on it reports them to place 0): place 0 rebuilds their states
+//    exactly (rows of live places; the dead ones' pairs excepted, their
+//    unreported receives final) and finds their adopters as in place0; an
+//    adopter homed elsewhere learns it (kAdoptions, which every place
+//    awaits per death before any of its finishes may end) and when its
+//    adoptee ended (kAdopteeDone). Survives the death of any places but 0,
+//    the finishes' homes included.
 #pragma once
 
 #include <atomic>
@@ -92,16 +114,29 @@
 
 namespace fox::apgas::detail {
 
-enum Handler : uint16_t { kSpawn = 1, kAt, kReport, kJoin = 5, kShutdown, kFlush, kFlushed, kDone };
+enum Handler : uint16_t {
+  kSpawn = 1,
+  kAt,
+  kReport,
+  kJoin = 5,
+  kShutdown,
+  kFlush,
+  kFlushed,
+  kDone,
+  kAdoptions,
+  kAdopteeDone,
+  kRelease
+};
 
-enum class FinishMode : uint8_t { kNone = 0, kPlace0 = 1 };
+enum class FinishMode : uint8_t { kNone = 0, kPlace0 = 1, kOptimistic = 2 };
 const char* FinishModeName(FinishMode mode);
-// "none", "place0"; false for anything else.
+// "none", "place0", "optimistic"; false for anything else.
 bool ParseFinishMode(const char* text, FinishMode* mode);
 
 struct FinishKey {
   uint32_t home = 0;
   uint64_t id = 0;
+  friend bool operator==(const FinishKey& a, const FinishKey& b) { return a.home == b.home && a.id == b.id; }
   friend bool operator<(const FinishKey& a, const FinishKey& b) {
     return a.home != b.home ? a.home < b.home : a.id < b.id;
   }
@@ -139,6 +174,21 @@ struct Report {
   template <class Archive>
   void serialize(Archive& ar) {
     ar(sent, recv, errors, chain);
+  }
+};
+
+// Mode optimistic: what a place reported to the home of a finish (its row
+// of the finish's state), kept until the home releases it; sent to place 0
+// when the home dies, with the unreported receives from dead places.
+struct Row {
+  FinishKey finish;
+  std::map<uint32_t, uint64_t> sent, recv;  // reported to the home, in all
+  std::vector<ExceptionInfo> errors;        // reported to the home
+  std::map<uint32_t, uint64_t> unreported;  // received from dead places, not reported
+  Chain chain;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(finish, sent, recv, errors, unreported, chain);
   }
 };
 
@@ -241,7 +291,7 @@ class Runtime : public ebb::SharedEbb<Runtime> {
     std::map<uint32_t, std::map<uint32_t, uint64_t>> from_dead;
     bool home_reported = false;  // the body ended (a state place other than home)
     Chain chain;
-    std::optional<FinishKey> adopter;  // its home died: who waits for it
+    std::optional<FinishKey> adopter;  // its home died: who waits for it (maybe at another place)
     std::set<FinishKey> adoptees;      // finishes it waits for
     bool finished = false;
   };
@@ -253,10 +303,15 @@ class Runtime : public ebb::SharedEbb<Runtime> {
     bool escaped = false;                    // an activity left home (mode place0)
     bool resolved = false;
   };
-  // Work for after the lock: finishes to fulfil, messages (kDone) to send.
+  // Work for after the lock: finishes to fulfil, messages to send.
+  struct Outgoing {
+    uint32_t to;
+    uint16_t handler;
+    std::vector<uint8_t> bytes;
+  };
   struct Resolve {
     std::vector<Promise<void>> promises;
-    std::vector<std::pair<uint32_t, std::vector<uint8_t>>> messages;
+    std::vector<Outgoing> messages;
     void Run();
   };
 
@@ -271,14 +326,37 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   void ApplyFlushedLocked(uint32_t from, uint32_t dead, const std::vector<Unreported>& counts, Resolve* resolve)
       REQUIRES(lock_);
   std::vector<Unreported> UnreportedFromLocked(uint32_t asker, uint32_t dead) REQUIRES(lock_);
+  // Mode optimistic, for place 0: the rows of finishes homed at `dead`
+  // (forgotten here: their state is at place 0 from now on).
+  std::vector<Row> RowsForLocked(uint32_t dead) REQUIRES(lock_);
+  void ApplyRowLocked(uint32_t from, Row row) REQUIRES(lock_);
+  // Place 0, mode optimistic, once every flush answer for `dead` is in:
+  // the finishes homed there find their adopters.
+  void AdoptionsLocked(uint32_t dead, Resolve* resolve) REQUIRES(lock_);
+  void ApplyAdoptionsLocked(uint32_t dead, const std::vector<std::pair<FinishKey, FinishKey>>& pairs,
+                            Resolve* resolve) REQUIRES(lock_);
+  void ApplyAdopteeDoneLocked(FinishKey adopter, FinishKey f, std::vector<ExceptionInfo> errors, Resolve* resolve)
+      REQUIRES(lock_);
+  // A message to `to` in this place's sequence to it (OnOrdered applies it).
+  void OrderedLocked(uint32_t to, uint16_t handler, std::vector<uint8_t> body, Resolve* resolve) REQUIRES(lock_);
   void OnDone(NodeId from, const uint8_t* data, size_t length);
-  uint32_t StatePlace(FinishKey f) const { return mode_ == FinishMode::kPlace0 ? 0 : f.home; }
+  // Where f's state is, seen from here: its home (none, optimistic), place
+  // 0 (place0; optimistic once the home is gone).
+  uint32_t StatePlaceLocked(FinishKey f) const REQUIRES(lock_) {
+    if (mode_ == FinishMode::kPlace0) return 0;
+    if (mode_ == FinishMode::kOptimistic && gone_.count(f.home) != 0) return 0;
+    return f.home;
+  }
   // The state of f here (made if missing, with `chain`, and adopted if its
   // home is dead); nullptr for a finish homed here that has ended (late).
   State* StateLocked(FinishKey f, const Chain* chain) REQUIRES(lock_);
   // f's home is dead (mode place0): its nearest ancestor with a live home
   // waits for it.
-  void AdoptLocked(FinishKey f, State& s) REQUIRES(lock_);
+  // Place0: at once. Optimistic (place 0, `remote` given): an adopter whose
+  // state is at its home is added to `remote` (sent as kAdoptions).
+  using Adoptions = std::map<uint32_t, std::vector<std::pair<FinishKey, FinishKey>>>;
+  void AdoptLocked(FinishKey f, State& s, Adoptions* remote) REQUIRES(lock_);
+  void FlushesDoneLocked(Resolve* resolve) REQUIRES(lock_);
   void AddDeadLocked(FinishKey f, Local& l, uint32_t dead) REQUIRES(lock_);
   // f terminated: its waiter, its adopter or a kDone to its home.
   void FinishedLocked(FinishKey f, State& s, Resolve* resolve) REQUIRES(lock_);
@@ -307,6 +385,15 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   std::map<uint32_t, Ordered> ordered_ GUARDED_BY(lock_);    // from each place, as a home
   std::map<FinishKey, Local> local_ GUARDED_BY(lock_);
   std::map<FinishKey, State> state_ GUARDED_BY(lock_);
+  // Mode optimistic: this place's rows of finishes homed elsewhere (not 0).
+  std::map<FinishKey, Row> rows_ GUARDED_BY(lock_);
+  // Places known dead here, by a death or a flush for it (routing: a
+  // finish homed there reports to place 0).
+  std::set<uint32_t> gone_ GUARDED_BY(lock_);
+  // Mode optimistic: deaths whose kAdoptions from place 0 is awaited (not
+  // at place 0), and (at place 0) those whose adoptions were sent.
+  std::set<uint32_t> adoptions_pending_ GUARDED_BY(lock_);
+  std::set<uint32_t> adoptions_done_ GUARDED_BY(lock_);
   std::map<uint64_t, Waiter> waiting_ GUARDED_BY(lock_);  // finishes homed here
   FinishMode mode_ = FinishMode::kNone;
   uint64_t next_finish_ GUARDED_BY(lock_) = 1;

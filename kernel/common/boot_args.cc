@@ -32,7 +32,7 @@ const BootArgSpec kBootArgSpecs[] = {
      "membership: ms a suspected peer has to refute it before it is declared dead (default 1000)"},
     {"fox.join_ms", BootArgKind::kUInt, nullptr, 1'000, 3'600'000,
      "membership: ms a peer never heard from has to join before it is declared dead (default 60000)"},
-    {"fox.finish", BootArgKind::kEnum, "none|place0", 0, 0,
+    {"fox.finish", BootArgKind::kEnum, "none|place0|optimistic", 0, 0,
      "APGAS jobs: the finish mode, the same at every place (default none; apgas/runtime.h)"},
     {"fox.app", BootArgKind::kString, nullptr, 0, 0,
      "the app the pool image (fox.elf, every app) starts: its name (given by the frontend)"},

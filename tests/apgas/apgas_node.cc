@@ -23,10 +23,12 @@
 //              detector takes, then sends one back to place 0) must all have
 //              ended when the finish returns (happens-before invariance):
 //              nothing arrives after it
-//   home_kill,K  place K opens a finish and a nested one, sends activities
-//              of both to every other place (each sleeps 3 s, then sends one
-//              back to place 0) and dies: with fox.finish=place0 the root
-//              finish adopts them and returns after they all ended
+//   home_kill,K[,V]  place K opens a finish and a nested one (inside an
+//              activity of a finish at place V, default 0: the root), sends
+//              activities of both to every other place (each sleeps 3 s,
+//              then sends one back to V) and dies: with fox.finish=place0 or
+//              optimistic V's finish adopts them and returns after they all
+//              ended
 //   store      ResilientStore: every place sets its own keys, place 0 reads
 //              them all (GetRemote), Set2 across two places, Delete, absent
 //              keys, bad names and keys refused
@@ -468,9 +470,11 @@ void Orphans(uint32_t victim) {
 
 // Place `victim` opens a finish (and, inside one of its activities, a
 // nested one), sends activities of both to every other place and dies while
-// they run: its finishes' activities are adopted by the root finish (mode
-// place0), which returns only after they all ended.
-void HomeKill(uint32_t victim) {
+// they run (each sleeps 3 s, then sends one back to this place): they are
+// adopted by this place's finish (modes place0, optimistic), which returns
+// only after they all ended. Returns {ended before it returned, ended
+// after, DeadPlaceException named the victim, other exceptions}.
+std::vector<uint64_t> HomeKillRound(uint32_t victim) {
   auto places = fox::apgas::places();
   g_arrived = 0;
   bool dead_named = false;
@@ -479,14 +483,17 @@ void HomeKill(uint32_t victim) {
     fox::apgas::finish([&] {
       fox::apgas::asyncAt(
           Place{victim},
-          [](std::vector<Place> all) {
-            auto orphans = [all] {
+          [](std::vector<Place> all, Place collector) {
+            auto orphans = [all, collector] {
               for (Place q : all) {
                 if (q == fox::apgas::here()) continue;
-                fox::apgas::asyncAt(q, [] {
-                  SleepMs(3000);
-                  fox::apgas::asyncAt(Place{0}, [] { Arrive(); });
-                });
+                fox::apgas::asyncAt(
+                    q,
+                    [](Place back) {
+                      SleepMs(3000);
+                      fox::apgas::asyncAt(back, [] { Arrive(); });
+                    },
+                    collector);
               }
             };
             fox::apgas::finish([&] {
@@ -499,7 +506,7 @@ void HomeKill(uint32_t victim) {
               std::_Exit(9);
             });
           },
-          places);
+          places, fox::apgas::here());
     });
   } catch (const fox::apgas::MultipleExceptions& m) {
     dead_named = m.HasDeadPlace(Place{victim});
@@ -507,13 +514,23 @@ void HomeKill(uint32_t victim) {
   }
   uint64_t at_return = g_arrived.load();
   SleepMs(1500);  // an activity still running would send its activity back meanwhile
-  uint64_t later = g_arrived.load();
+  return {at_return, g_arrived.load() - at_return, dead_named ? 1u : 0u, others};
+}
+
+// home_kill,K[,V]: HomeKillRound at place V (default 0, the root finish).
+void HomeKill(uint32_t victim, uint32_t via) {
+  auto places = fox::apgas::places();
+  std::vector<uint64_t> r = via == 0 ? HomeKillRound(victim)
+                                     : fox::apgas::at(
+                                           Place{via}, [](uint32_t v) { return HomeKillRound(v); }, victim);
+  CHECK(r.size() == 4);
   std::printf(
-      "apgas: finishes homed at dead place %u: %llu of %zu of their activities ended before the root finish "
-      "returned, %llu after; DeadPlaceException %s, %zu other exceptions\n",
-      victim, (unsigned long long)at_return, 2 * (places.size() - 1), (unsigned long long)(later - at_return),
-      dead_named ? "named it" : "MISSING", others);
-  CHECK(later == at_return && dead_named && others == 0);
+      "apgas: finishes homed at dead place %u: %llu of %zu of their activities ended before %s finish "
+      "returned, %llu after; DeadPlaceException %s, %llu other exceptions\n",
+      victim, (unsigned long long)r[0], 2 * (places.size() - 1),
+      via == 0 ? "the root" : ("place " + std::to_string(via) + "'s").c_str(), (unsigned long long)r[1],
+      r[2] != 0 ? "named it" : "MISSING", (unsigned long long)r[3]);
+  CHECK(r[0] == 2 * (places.size() - 1) && r[1] == 0 && r[2] != 0 && r[3] == 0);
 }
 
 void Store() {
@@ -754,7 +771,9 @@ int main(int argc, char** argv) {
       } else if (step.rfind("orphans,", 0) == 0) {
         Orphans(uint32_t(std::strtoul(step.c_str() + 8, nullptr, 10)));
       } else if (step.rfind("home_kill,", 0) == 0) {
-        HomeKill(uint32_t(std::strtoul(step.c_str() + 10, nullptr, 10)));
+        char* end = nullptr;
+        uint32_t victim = uint32_t(std::strtoul(step.c_str() + 10, &end, 10));
+        HomeKill(victim, *end == ',' ? uint32_t(std::strtoul(end + 1, nullptr, 10)) : 0);
       } else if (step == "spares") {
         Spares();
       } else if (step == "store") {

@@ -2,10 +2,10 @@
 # Hosted: places are Linux processes on 127.0.0.1 (no root, no QEMU).
 # Native: places are QEMU nodes joined by the hub on 127.0.0.1 (no root).
 set(apgas_hosted ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py)
-# A hosted test in both finish modes (fox.finish, apgas/runtime.h):
-# hosted.NAME (none) and hosted.NAME_place0.
+# A hosted test in every finish mode (fox.finish, apgas/runtime.h):
+# hosted.NAME (none), hosted.NAME_place0, hosted.NAME_optimistic.
 function(apgas_hosted_test name)
-  foreach(mode none place0)
+  foreach(mode none place0 optimistic)
     set(test hosted.${name})
     if(NOT mode STREQUAL none)
       set(test hosted.${name}_${mode})
@@ -37,13 +37,20 @@ apgas_hosted_test(apgas_orphans --nodes 4 --timeout 120 --killed 3
   $<TARGET_FILE:apgas_node> orphans,3)
 
 # The home of two finishes (one nested in the other) dies while their
-# activities run elsewhere: the root finish adopts them (mode place0) and
-# returns only after they all ended. Mode none does not adopt (runtime.h).
-add_test(NAME hosted.apgas_home_kill_place0 COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 2
-  --args fox.finish=place0
-  --expect "0:apgas: finishes homed at dead place 2: 6 of 6 of their activities ended before the root finish returned, 0 after. DeadPlaceException named it, 0 other exceptions"
-  $<TARGET_FILE:apgas_node> home_kill,2)
-set_tests_properties(hosted.apgas_home_kill_place0 PROPERTIES LABELS hosted TIMEOUT 180)
+# activities run elsewhere: the enclosing finish (the root at place 0, or one
+# at place 1) adopts them and returns only after they all ended (modes place0
+# and optimistic; mode none does not adopt: runtime.h).
+foreach(mode place0 optimistic)
+  add_test(NAME hosted.apgas_home_kill_${mode} COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 2
+    --args fox.finish=${mode}
+    --expect "0:apgas: finishes homed at dead place 2: 6 of 6 of their activities ended before the root finish returned, 0 after. DeadPlaceException named it, 0 other exceptions"
+    $<TARGET_FILE:apgas_node> home_kill,2)
+  add_test(NAME hosted.apgas_home_kill_via_${mode} COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 2
+    --args fox.finish=${mode}
+    --expect "0:apgas: finishes homed at dead place 2: 6 of 6 of their activities ended before place 1's finish returned, 0 after. DeadPlaceException named it, 0 other exceptions"
+    $<TARGET_FILE:apgas_node> home_kill,2,1)
+  set_tests_properties(hosted.apgas_home_kill_${mode} hosted.apgas_home_kill_via_${mode} PROPERTIES LABELS hosted TIMEOUT 180)
+endforeach()
 
 # A Team member dies: the survivors' collectives throw instead of hanging,
 # and agree gives them all the same answer.
@@ -97,8 +104,8 @@ fox_cluster_test(apgas_random_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "--
 fox_cluster_test(apgas_store_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- store store_kill,2,1500" TIMEOUT 180 KILLED 2
   EXPECT "0:apgas: store: 3 places' keys read back, Set2 across places 1 and 2, delete, refusals: PASS"
          "0:apgas: store: place 2 died writing after 1500 ms: [1-9][0-9]* rounds written, 0 half Set2s, 0 keys past the first gap, [0-9]+ rounds 1.5 s later, DeadPlaceException alone")
-fox_cluster_test(apgas_home_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "fox.finish=place0 -- home_kill,1" TIMEOUT 150 KILLED 1
-  EXPECT "0:apgas: finishes homed at dead place 1: 4 of 4 of their activities ended before the root finish returned, 0 after. DeadPlaceException named it, 0 other exceptions")
+fox_cluster_test(apgas_home_kill NODES 4 IMAGE apgas_node LOCAL PEERS ARGS "fox.finish=optimistic -- home_kill,2,1" TIMEOUT 150 KILLED 2
+  EXPECT "0:apgas: finishes homed at dead place 2: 6 of 6 of their activities ended before place 1's finish returned, 0 after. DeadPlaceException named it, 0 other exceptions")
 fox_cluster_test(apgas_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- kill,1" TIMEOUT 120 KILLED 1
   EXPECT "0:apgas: place 1 died inside a fan-out: DeadPlaceException named it, 0 other exceptions, 2 of 2 activities back"
          "0:apgas: at\\(dead place 1\\) threw DeadPlaceException")
