@@ -10,6 +10,20 @@
 namespace fox::apgas::detail {
 namespace {
 
+// A finish's exceptions as it throws them: nested MultipleExceptions (an
+// inner finish's, rethrown by an activity) flattened, a place's death once.
+void Flatten(const std::exception_ptr& e, std::vector<std::exception_ptr>* out, std::set<uint32_t>* dead) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const MultipleExceptions& m) {
+    for (const auto& inner : m.exceptions()) Flatten(inner, out, dead);
+  } catch (const DeadPlaceException& d) {
+    if (dead->insert(d.place().id).second) out->push_back(e);
+  } catch (...) {
+    out->push_back(e);
+  }
+}
+
 uint64_t CountOf(const std::map<uint32_t, uint64_t>& m, uint32_t key) {
   auto it = m.find(key);
   return it == m.end() ? 0 : it->second;
@@ -565,7 +579,11 @@ void Runtime::Wait(FinishKey f) {
     errors = std::move(it->second.errors);
     waiting_.erase(it);
   }
-  if (!errors.empty()) throw MultipleExceptions(std::move(errors));
+  if (errors.empty()) return;
+  std::vector<std::exception_ptr> flat;
+  std::set<uint32_t> dead;
+  for (const auto& e : errors) Flatten(e, &flat, &dead);
+  throw MultipleExceptions(std::move(flat));
 }
 
 void FinishBlock(Function<void()> body) {

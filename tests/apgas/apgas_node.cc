@@ -11,9 +11,11 @@
 //   team_kill,K  place K dies between barriers: the survivors' next barrier
 //              throws DeadPlaceException naming K (no hang), and agree then
 //              gives every survivor the same answer
-//   random_kill,K,MS[,tree]  place K dies MS ms into repeated fan-out-fan-out
-//              rounds (tree: rounds of a binary tree of activities 5 levels
-//              deep over the places, 32 leaves)
+//   random_kill,K,MS[,tree|nested]  place K dies MS ms into repeated
+//              fan-out-fan-out rounds (tree: rounds of a binary tree of
+//              activities 5 levels deep over the places, 32 leaves; nested:
+//              each place's fan-out inside its own finish, which K's death
+//              leaves to be adopted: modes place0 and optimistic)
 //              (each leaf sleeps 2 ms and sends one back to place 0): every
 //              round before completes whole; the round that sees the death
 //              throws only DeadPlaceException(K), and nothing of it arrives
@@ -330,7 +332,8 @@ void TreeNode(uint32_t depth, uint64_t index, std::vector<Place> all) {
   }
 }
 
-void RandomKill(uint32_t victim, uint64_t ms, bool tree) {
+void RandomKill(uint32_t victim, uint64_t ms, const std::string& shape) {
+  bool tree = shape == "tree", nested = shape == "nested";
   auto places = fox::apgas::places();
   size_t n = places.size();
   size_t leaves = tree ? size_t(1) << kTreeDepth : n * n;
@@ -352,20 +355,28 @@ void RandomKill(uint32_t victim, uint64_t ms, bool tree) {
         for (Place p : places) {
           fox::apgas::asyncAt(
               p,
-              [](std::vector<Place> all) {
-                for (Place q : all) {
-                  fox::apgas::asyncAt(q, [] {
-                    SleepMs(2);
-                    fox::apgas::asyncAt(Place{0}, [] { Arrive(); });
-                  });
+              [](std::vector<Place> all, bool own_finish) {
+                auto fan_out = [&all] {
+                  for (Place q : all) {
+                    fox::apgas::asyncAt(q, [] {
+                      SleepMs(2);
+                      fox::apgas::asyncAt(Place{0}, [] { Arrive(); });
+                    });
+                  }
+                };
+                if (own_finish) {
+                  fox::apgas::finish(fan_out);
+                } else {
+                  fan_out();
                 }
               },
-              places);
+              places, nested);
         }
       });
     } catch (const fox::apgas::MultipleExceptions& m) {
       died = m.HasDeadPlace(Place{victim});
       others = m.exceptions().size() - m.DeadPlaces() + (m.DeadPlaces() - (died ? 1 : 0));
+      if (others != 0) std::printf("apgas: the round threw %s\n", m.what());
     }
     uint64_t at_return = g_arrived.load();
     if (!died) {
@@ -377,7 +388,7 @@ void RandomKill(uint32_t victim, uint64_t ms, bool tree) {
     std::printf(
         "apgas: random kill of place %u after %llu ms%s: %d whole rounds, then a round with %llu of %zu "
         "leaves back, %llu after its finish returned, %zu other exceptions\n",
-        victim, (unsigned long long)ms, tree ? " in tree rounds" : "", round, (unsigned long long)at_return, leaves,
+        victim, (unsigned long long)ms, tree ? " in tree rounds" : nested ? " in nested rounds" : "", round, (unsigned long long)at_return, leaves,
         (unsigned long long)later, others);
     CHECK(later == 0 && others == 0);
     return;
@@ -767,7 +778,7 @@ int main(int argc, char** argv) {
         uint32_t victim = uint32_t(std::strtoul(step.c_str() + 12, &end, 10));
         uint64_t ms = 300;
         if (*end == ',') ms = std::strtoull(end + 1, &end, 10);
-        RandomKill(victim, ms, std::string(end) == ",tree");
+        RandomKill(victim, ms, *end == ',' ? std::string(end + 1) : "fanout");
       } else if (step.rfind("orphans,", 0) == 0) {
         Orphans(uint32_t(std::strtoul(step.c_str() + 8, nullptr, 10)));
       } else if (step.rfind("home_kill,", 0) == 0) {

@@ -40,6 +40,15 @@ apgas_hosted_test(apgas_orphans --nodes 4 --timeout 120 --killed 3
 # activities run elsewhere: the enclosing finish (the root at place 0, or one
 # at place 1) adopts them and returns only after they all ended (modes place0
 # and optimistic; mode none does not adopt: runtime.h).
+# A place dies at a random moment inside rounds where every place's fan-out
+# has its own finish: the dead place's finish is adopted by the round's.
+foreach(mode place0 optimistic)
+  add_test(NAME hosted.apgas_random_kill_nested_${mode} COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 3
+    --args fox.finish=${mode}
+    --expect "0:apgas: random kill of place 3 after 300 ms in nested rounds: [0-9]+ whole rounds, then a round with [0-9]+ of 16 leaves back, 0 after its finish returned, 0 other exceptions"
+    $<TARGET_FILE:apgas_node> random_kill,3,300,nested)
+  set_tests_properties(hosted.apgas_random_kill_nested_${mode} PROPERTIES LABELS hosted TIMEOUT 180)
+endforeach()
 foreach(mode place0 optimistic)
   add_test(NAME hosted.apgas_home_kill_${mode} COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 2
     --args fox.finish=${mode}

@@ -4,7 +4,7 @@ APGAS runtime, and Ray's tasks as the peer a user would pick instead.
 
 For 2, 4 and 8 hosted places (Linux processes of tests/bench/apgas_bench.cc
 on 127.0.0.1, one core each, on this machine's cores) and each finish mode
-(fox.finish: none, place0) prints, per pattern,
+(fox.finish: none, place0, optimistic) prints, per pattern,
   finish.PATTERN_MODE_Np_us       microseconds per round (the finish included)
   finish.PATTERN_MODE_Np_rate     activities per second
   finish.PATTERN_MODE_Np_msgs_per_remote  AM messages per remote activity
@@ -15,8 +15,7 @@ and, with the same number of Ray worker processes in the same run, the
 fan-out pattern (N tasks with a result back, ray.get of all):
   finish.ray_fanout_Np_rate       tasks per second
   finish.fanout_vs_ray_ratio      fox's fan-out rate / Ray's, at 4 places
-Ray comes from PyPI (installed on the first run if missing). Mode
-`optimistic` is not built yet.
+Ray comes from PyPI (installed on the first run if missing).
 """
 import os
 import re
@@ -32,7 +31,7 @@ PROGRAM = os.path.join(ROOT, "build", "host", "tests", "bench", "apgas_bench")
 LINE = re.compile(r"bench: (\w+) (\d+) places: ([0-9.]+) us per round, ([0-9.]+) activities per second, "
                   r"([0-9.]+) messages per remote activity")
 PLACES = (2, 4, 8)
-MODES = ("none", "place0")
+MODES = ("none", "place0", "optimistic")
 
 
 def run_fox(n, rounds, mode="none"):
