@@ -415,7 +415,7 @@ void Runtime::ApplyAdoptionsLocked(uint32_t dead, const std::vector<std::pair<Fi
     if (a.home != here().id) continue;
     if (State* s = StateLocked(a, nullptr)) s->adoptees.insert(f);
   }
-  adoptions_pending_.erase(dead);
+  if (adoptions_pending_.erase(dead) == 0) adoptions_early_.insert(dead);
   CheckAllLocked(resolve);
 }
 
@@ -481,7 +481,7 @@ void Runtime::CheckLocked(FinishKey f, State& s, Resolve* resolve) {
 
 void Runtime::FinishedLocked(FinishKey f, State& s, Resolve* resolve) {
   if (s.adopter && StatePlaceLocked(*s.adopter) != here().id) {  // at its home (optimistic)
-    if (dead_.count(s.adopter->home) != 0) return;  // it will be rebuilt here, without f
+    if (dead_.count(s.adopter->home) != 0) return;               // it will be rebuilt here, without f
     std::vector<uint8_t> bytes;
     OutArchive out(bytes);
     out(++sequence_[s.adopter->home], *s.adopter, f, s.errors);

@@ -245,8 +245,8 @@ void Runtime::OnJoin(NodeId from, const uint8_t* data, size_t length) {
     } else if (refusal_.empty() && !same_closures) {
       refusal_ = "place " + std::to_string(from) + " has other closures than place 0 (built from other sources?)";
     } else if (refusal_.empty()) {
-      refusal_ = "place " + std::to_string(from) + " runs another finish mode than place 0's " +
-                 FinishModeName(mode_) + " (fox.finish must be the same at every place)";
+      refusal_ = "place " + std::to_string(from) + " runs another finish mode than place 0's " + FinishModeName(mode_) +
+                 " (fox.finish must be the same at every place)";
     }
     size_t expected = places_.size() - 1;
     everyone = !refusal_.empty() || joined_.size() >= expected;
@@ -317,7 +317,9 @@ void Runtime::OnDeath(uint32_t place) {
     SpinGuard g(lock_);
     if (!dead_.insert(place).second) return;
     gone_.insert(place);
-    if (mode_ == FinishMode::kOptimistic && here().id != 0) adoptions_pending_.insert(place);
+    if (mode_ == FinishMode::kOptimistic && here().id != 0 && adoptions_early_.count(place) == 0) {
+      adoptions_pending_.insert(place);
+    }
     // The places that hold finish states ask for flushes: every place
     // (none, optimistic), place 0 (place0).
     if (mode_ != FinishMode::kPlace0 || here().id == 0) {

@@ -333,8 +333,8 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   // Place 0, mode optimistic, once every flush answer for `dead` is in:
   // the finishes homed there find their adopters.
   void AdoptionsLocked(uint32_t dead, Resolve* resolve) REQUIRES(lock_);
-  void ApplyAdoptionsLocked(uint32_t dead, const std::vector<std::pair<FinishKey, FinishKey>>& pairs,
-                            Resolve* resolve) REQUIRES(lock_);
+  void ApplyAdoptionsLocked(uint32_t dead, const std::vector<std::pair<FinishKey, FinishKey>>& pairs, Resolve* resolve)
+      REQUIRES(lock_);
   void ApplyAdopteeDoneLocked(FinishKey adopter, FinishKey f, std::vector<ExceptionInfo> errors, Resolve* resolve)
       REQUIRES(lock_);
   // A message to `to` in this place's sequence to it (OnOrdered applies it).
@@ -393,6 +393,7 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   // Mode optimistic: deaths whose kAdoptions from place 0 is awaited (not
   // at place 0), and (at place 0) those whose adoptions were sent.
   std::set<uint32_t> adoptions_pending_ GUARDED_BY(lock_);
+  std::set<uint32_t> adoptions_early_ GUARDED_BY(lock_);  // kAdoptions before this place saw the death
   std::set<uint32_t> adoptions_done_ GUARDED_BY(lock_);
   std::map<uint64_t, Waiter> waiting_ GUARDED_BY(lock_);  // finishes homed here
   FinishMode mode_ = FinishMode::kNone;

@@ -92,6 +92,8 @@ def parser():
     run.add_argument("--nodes", type=positive(200),
                      help="with no cluster up: make one of N nodes for this job and remove it after")
     run.add_argument("--timeout", type=seconds, help="stop the job after T seconds (status 124)")
+    run.add_argument("--finish", choices=("none", "place0", "optimistic"),
+                     help="APGAS apps: the finish mode of every place (fox.finish; default none)")
     run.add_argument("--hosted", action="store_true",
                      help="every place a Linux process on this machine (no QEMU, no cluster); --places N (2)")
     run.epilog = "The job's arguments follow --: fox run ring --nodes 3 -- laps=100"
@@ -289,10 +291,11 @@ def status(args):
 
 def run(args):
     app_args = args.job_args
+    kargs = ["fox.finish=%s" % args.finish] if args.finish else []
     if args.hosted:
         if args.nodes:
             raise argparse.ArgumentTypeError("--hosted runs no nodes: say how many places with --places")
-        return job.run_hosted(args.app, args.places or 2, app_args, args.timeout)
+        return job.run_hosted(args.app, args.places or 2, app_args, args.timeout, kargs=kargs)
     made = False
     if state.supervisor_pid(args.name) is None:
         if not args.nodes:
@@ -307,7 +310,7 @@ def run(args):
         made = True
     places = args.places or (args.nodes + 1 if args.nodes else None)
     try:
-        return job.run(args.name, args.app, places, app_args, args.timeout)
+        return job.run(args.name, args.app, places, app_args, args.timeout, kargs=kargs)
     finally:
         if made:
             cluster_down(args.name, quiet=True)

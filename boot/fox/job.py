@@ -99,7 +99,8 @@ class Tail:
             out.flush()
 
 
-def run(name, app, places, app_args, timeout, out=sys.stdout):
+def run(name, app, places, app_args, timeout, out=sys.stdout, kargs=()):
+    """A job on the pool; `kargs`: boot arguments (fox.KEY=VALUE) for every place."""
     program = nodes.host_program(app)
     if not os.access(program, os.X_OK):
         print("fox run: no hosted program for %s (%s): build it with make" % (app, program), file=sys.stderr)
@@ -107,7 +108,7 @@ def run(name, app, places, app_args, timeout, out=sys.stdout):
     place0_port = nodes.free_udp_port("0.0.0.0")
     conn = state.Connection(name)
     conn.send(op="job", app=app, places=places, args=list(app_args), place0_port=place0_port,
-              build_id=build_id.read(program))
+              build_id=build_id.read(program), kargs=list(kargs))
     interrupted = {"now": False}
 
     def on_sigint(signum, frame):
@@ -115,14 +116,14 @@ def run(name, app, places, app_args, timeout, out=sys.stdout):
 
     old = {s: signal.signal(s, on_sigint) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return _run(conn, program, app, app_args, place0_port, timeout, interrupted, out)
+        return _run(conn, program, app, app_args, place0_port, timeout, interrupted, out, kargs)
     finally:
         for s, h in old.items():
             signal.signal(s, h)
         conn.close()
 
 
-def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out):
+def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out, kargs):
     started = time.monotonic()
     while True:
         try:
@@ -147,7 +148,7 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out):
     peers = ",".join(["0@127.0.0.1:%d" % place0_port] +
                      ["%d@127.0.0.1:%d" % (n["node"], n["bridge_port"]) for n in job_nodes])
     fox_args = "fox.node=0 fox.job=%d fox.key=%s fox.amport=%d fox.peers=%s" % (job, key, place0_port, peers)
-    fox_args = " ".join([fox_args] + msg.get("fd_args", []))  # the nodes' membership timers
+    fox_args = " ".join([fox_args] + msg.get("fd_args", []) + list(kargs))  # the nodes' membership timers
     notice_r, notice_w = os.pipe()
     env = dict(os.environ, FOX_ARGS=fox_args, FOX_NOTICE_FD=str(notice_r))
     place0 = subprocess.Popen(place_command(program, app_args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -242,7 +243,7 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out):
     return status
 
 
-def run_hosted(app, places, app_args, timeout, out=sys.stdout):
+def run_hosted(app, places, app_args, timeout, out=sys.stdout, kargs=()):
     """`fox run --hosted`: every place a Linux process of the app's hosted build (or of the hosted
     program at the path APP, e.g. an APGAS program built elsewhere) on this machine,
     joined on 127.0.0.1 (no QEMU, no cluster, no root): for development, tests and comparisons
@@ -273,8 +274,8 @@ def run_hosted(app, places, app_args, timeout, out=sys.stdout):
     status_override = None
     try:
         for i in range(places):
-            env = dict(os.environ, FOX_ARGS="fox.node=%d fox.job=%d fox.key=%s fox.amport=%d fox.peers=%s %s" %
-                       (i, job, key, ports[i], peers, fd_args))
+            env = dict(os.environ, FOX_ARGS="fox.node=%d fox.job=%d fox.key=%s fox.amport=%d fox.peers=%s %s %s" %
+                       (i, job, key, ports[i], peers, fd_args, " ".join(kargs)))
             pass_fds = ()
             if i == 0:
                 env["FOX_NOTICE_FD"] = str(notice_r)

@@ -35,6 +35,7 @@ per line each way. Requests ({"op": ...}) and their replies:
 import argparse
 import json
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -230,7 +231,16 @@ class Supervisor:
         return out
 
     # ---- jobs ----
+    JOB_KARG = re.compile(r"fox\.[a-z_]+=[!-~]{1,200}")
+    FRONTEND_KARGS = ("fox.app", "fox.node", "fox.ip", "fox.gw", "fox.key", "fox.job", "fox.peers")
+
     def job_request(self, conn, request):
+        kargs = request.get("kargs", [])
+        bad = [k for k in kargs if not isinstance(k, str) or not self.JOB_KARG.fullmatch(k)
+               or k.split("=")[0] in self.FRONTEND_KARGS] if isinstance(kargs, list) else [kargs]
+        if bad:
+            self.tell(conn, event="error", error="bad boot arguments for the job's places: %r" % bad[:4])
+            return
         job = Job(conn, request, None)
         self.queue.append(job)
         if self.job is not None:
@@ -280,7 +290,8 @@ class Supervisor:
             offset = os.path.getsize(console) if os.path.exists(console) else 0
             n.job, n.place, n.app = job.id, place, r["app"]
             n.port.route = ("127.0.0.1", int(r["place0_port"]))
-            self.boot(n, image, nodes.boot_args(k, r["app"], self.key, job.id, peers, r.get("args", []), fd_args),
+            self.boot(n, image, nodes.boot_args(k, r["app"], self.key, job.id, peers, r.get("args", []),
+                                                fd_args + r.get("kargs", [])),
                       "running")
             out.append({"node": k, "place": place, "ip": nodes.node_ip(k), "bridge_port": n.port.bridge_port,
                         "console": console, "offset": offset})

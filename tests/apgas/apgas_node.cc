@@ -388,8 +388,11 @@ void RandomKill(uint32_t victim, uint64_t ms, const std::string& shape) {
     std::printf(
         "apgas: random kill of place %u after %llu ms%s: %d whole rounds, then a round with %llu of %zu "
         "leaves back, %llu after its finish returned, %zu other exceptions\n",
-        victim, (unsigned long long)ms, tree ? " in tree rounds" : nested ? " in nested rounds" : "", round, (unsigned long long)at_return, leaves,
-        (unsigned long long)later, others);
+        victim, (unsigned long long)ms,
+        tree     ? " in tree rounds"
+        : nested ? " in nested rounds"
+                 : "",
+        round, (unsigned long long)at_return, leaves, (unsigned long long)later, others);
     CHECK(later == 0 && others == 0);
     return;
   }

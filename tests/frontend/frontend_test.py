@@ -585,6 +585,14 @@ def hosted(e):
     expect(out, r"^place0\| apgas: basic: PASS", "apgas")
     expect(out, r"^place0\| apgas: team of 4 places: barrier, allreduce, broadcast, agree: 4 of 4 right", "apgas")
     e.expect_nothing_left("after the hosted APGAS job")
+    # The finish mode (--finish: fox.finish at every place).
+    _, out = e.fox_cmd("run", program, "--hosted", "--places", "3", "--finish", "optimistic", "--timeout", "120",
+                       "--", "basic", check=0)
+    expect(out, r"^place0\| apgas: 3 places, finish mode optimistic$", "apgas")
+    expect(out, r"^place0\| apgas: basic: PASS", "apgas")
+    _, out = e.fox_cmd("run", program, "--hosted", "--finish", "eager", check=2)
+    expect(out, r"--finish: invalid choice: 'eager'", "bad arguments")
+    e.expect_nothing_left("after the hosted APGAS jobs")
 
 
 def run32(e):
