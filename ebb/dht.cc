@@ -4,9 +4,16 @@
 //   kGet:       key                 reply: status, then an item on kOk
 //   kWrite:     a write             reply: status, then on kOk u64 cas, or
 //                                   an item for DhtWriteAnswersItem modes
-//   kReplicate: a replicated state  reply: status
+//   kReplicate: u64 the sender's ring epoch, a replicated state   reply: status
+//               (a node whose ring is newer and that owns the key in neither
+//               its ring nor its target drops it: a copy from a stale move)
 //   kFlush:     u32 delay_s         reply: status
 //   kCount:     (empty)             reply: status, u64 items, u64 bytes (live, as primary)
+//   kJoin:      (empty), from a joiner  reply: status (kOk: streaming; kAlreadyExists:
+//                                   routes by a ring with it; kBusy: another join runs),
+//                                   then u64 the member's ring epoch
+//   kJoinReady: u64 target tag      to the joiner: streamed for that target; reply: status
+//   kJoinSwitch: u64 target tag     from the joiner: route by the target; reply: status
 // Every reply's payload starts with a u32 status (fox::Error), so that the
 // Dht's own answers (kNotFound: no such key) are never confused with Rpc's
 // (kNotFound: the node is dead). kBusy means "not the key's primary here":
@@ -23,6 +30,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <set>
 
 #include "fox/clock.h"
 #include "fox/core.h"
@@ -38,11 +46,37 @@
 namespace fox::ebb {
 namespace {
 // (3 was a delete, before deletes became writes of mode kDelete.)
-enum : uint16_t { kGet = 1, kWrite = 2, kReplicate = 4, kFlush = 5, kCount = 6 };
-constexpr uint64_t kRetryNs = 20'000'000;  // between attempts while rings disagree
-constexpr size_t kRebuildWindow = 32;      // copies in flight per rebuild
+enum : uint16_t {
+  kGet = 1,
+  kWrite = 2,
+  kReplicate = 4,
+  kFlush = 5,
+  kCount = 6,
+  kJoin = 7,
+  kJoinReady = 8,
+  kJoinSwitch = 9
+};
+constexpr uint64_t kSwitched = ~uint64_t(0);  // ready_: the member routes by a ring with the joiner
+constexpr uint64_t kRetryNs = 20'000'000;     // between attempts while rings disagree
+constexpr size_t kRebuildWindow = 32;         // copies in flight per rebuild
 
 uint64_t HashOf(const std::string& key) { return DhtKeyHash(key.data(), key.size()); }
+
+// A ring's name in joins: its members (FNV-1a), the same on every node that
+// computed it, whatever the epoch its changes gave it there.
+uint64_t Tag(const DhtRing& ring) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (NodeId n : ring.nodes()) {
+    for (int i = 0; i < 4; ++i) h = (h ^ ((n >> (8 * i)) & 0xff)) * 0x100000001b3ull;
+  }
+  return h == kSwitched ? h - 1 : h;
+}
+
+std::vector<uint8_t> TagBytes(uint64_t tag) {
+  std::vector<uint8_t> b(8);
+  net::wire::StoreLe<uint64_t>(b.data(), tag);
+  return b;
+}
 
 void Answer(NodeId to, uint64_t id, Error status, const std::vector<uint8_t>& payload = {}) {
   std::vector<uint8_t> reply(4 + payload.size());
@@ -101,6 +135,12 @@ Result<void> Dht::Start(const RingConfig& config, std::vector<NodeId> members, s
     SpinGuard g(lock_);
     ring_ = shared;
   }
+  FollowDeaths(members);
+  LOG_INFO("dht: started on %zu nodes, r = %u", members.size(), config.replication);
+  return Ok();
+}
+
+void Dht::FollowDeaths(const std::vector<NodeId>& members) {
   subscription_ = am::OnPeerState(
       [this](NodeId node, am::PeerState state) {
         if (state == am::PeerState::kDead) OnDeath(node);
@@ -109,12 +149,215 @@ Result<void> Dht::Start(const RingConfig& config, std::vector<NodeId> members, s
   // Deaths declared before the subscription: the same ring as the nodes
   // that heard of them later.
   for (NodeId node : members) {
-    if (node != self && am::State(node) == am::PeerState::kDead) {
+    if (node != am::Self() && am::State(node) == am::PeerState::kDead) {
       event::SpawnRemote(core_, [this, node] { OnDeath(node); });
     }
   }
-  LOG_INFO("dht: started on %zu nodes, r = %u", members.size(), config.replication);
+}
+
+// ---- joins (dht.h, "Joins")
+
+Result<void> Dht::Join(const RingConfig& config, std::vector<NodeId> members, uint64_t timeout_ms, size_t max_bytes) {
+  if (Ring()) return Error::kAlreadyExists;
+  NodeId self = am::Self();
+  if (members.empty() || std::find(members.begin(), members.end(), self) != members.end()) {
+    return Error::kInvalidArgument;
+  }
+  auto ring = DhtRing::Create(config, members);
+  if (!ring.ok()) return ring.error();
+  auto settled = std::make_shared<const DhtRing>(std::move(*ring));
+  auto target = settled->WithNode(self);
+  if (!target.ok()) return target.error();
+  {
+    SpinGuard g(lock_);
+    ring_ = settled;
+    target_ = std::make_shared<const DhtRing>(std::move(*target));
+  }
+  event::SpawnRemote(core_, [this, max_bytes] {
+    items_.set_limit(max_bytes);
+    joining_ = true;
+    AskToJoin();
+  });
+  FollowDeaths(members);
+  LOG_INFO("dht: joining %zu nodes, r = %u", members.size(), config.replication);
+  uint64_t deadline = clock::NowNs() + timeout_ms * 1'000'000;
+  if (!SleepUntil([&] { return joined_set_.load(std::memory_order_acquire); }, deadline)) return Error::kTimedOut;
   return Ok();
+}
+
+// The joiner (home core): asks every member of its ring to add it, again
+// while one refuses (another join runs there) or has not heard of it yet.
+void Dht::AskToJoin() {
+  uint64_t generation = ++ask_generation_;
+  std::set<NodeId> answered;
+  for (;;) {
+    if (!joining_ || generation != ask_generation_) return;  // done, or a newer round asks
+    auto ring = Ring();
+    bool all = true;
+    for (NodeId n : ring->nodes()) {
+      if (n == am::Self() || answered.count(n) != 0) continue;
+      auto r = Rpc::Get()->Call(n, kDhtId, kJoin, nullptr, 0, 10'000).Block();
+      if (!joining_ || generation != ask_generation_) return;
+      Error status = r.ok() && r->size() >= 4 ? Error(net::wire::Load32(r->data())) : Error::kCorrupt;
+      if (r.ok() && status == Error::kOk) {
+        answered.insert(n);  // it streams, then says it is ready
+        if (r->size() == 12) TakeEpoch(net::wire::Load64(r->data() + 4));
+      } else if (r.ok() && status == Error::kAlreadyExists) {
+        answered.insert(n);
+        ready_[n] = kSwitched;
+      } else if (!r.ok() && am::State(n) == am::PeerState::kDead) {
+        answered.insert(n);  // its death changes the ring: OnDeath asks again
+      } else {
+        all = false;  // busy with another join, or not joined yet: again soon
+      }
+    }
+    MaybeSwitch();
+    if (all) return;
+    timer::Sleep(kRetryNs * 5);
+  }
+}
+
+void Dht::ServeJoin(NodeId from, uint64_t id) {
+  auto ring = Ring();
+  if (!ring) return Answer(from, id, Error::kBusy);
+  std::vector<uint8_t> epoch = TagBytes(ring->epoch());
+  if (ring->Contains(from)) return Answer(from, id, Error::kAlreadyExists, epoch);
+  std::shared_ptr<const DhtRing> target;
+  {
+    SpinGuard g(lock_);
+    target = target_;
+  }
+  if (target && !target->Contains(from)) return Answer(from, id, Error::kBusy);  // another joiner's
+  if (!target) {
+    auto next = ring->WithNode(from);
+    if (!next.ok()) return Answer(from, id, next.error());
+    target = std::make_shared<const DhtRing>(std::move(*next));
+    SpinGuard g(lock_);
+    target_ = target;
+  }
+  LOG_INFO("dht: node %u joins: streaming its partitions", from);
+  Answer(from, id, Error::kOk, epoch);
+  Stream(ring, target);
+}
+
+// A member (home core): from now on every write goes to `target`'s owners
+// too (Replicate); copies what it is the source of, then tells the joiner.
+void Dht::Stream(std::shared_ptr<const DhtRing> settled, std::shared_ptr<const DhtRing> target) {
+  uint64_t copied = Rebuild(settled, target, "stream");
+  {
+    SpinGuard g(lock_);
+    stats_.streamed += copied;
+    if (target_ != target) return;  // replaced meanwhile (a death, a switch): its own stream says ready
+  }
+  std::vector<uint8_t> tag = TagBytes(Tag(*target));
+  for (NodeId joiner : target->nodes()) {
+    if (settled->Contains(joiner)) continue;
+    (void)Rpc::Get()->Call(joiner, kDhtId, kJoinReady, tag.data(), tag.size()).Block();
+  }
+}
+
+void Dht::ServeJoinReady(NodeId from, uint64_t id, const uint8_t* body, size_t length) {
+  if (length != 8) return Answer(from, id, Error::kInvalidArgument);
+  ready_[from] = net::wire::Load64(body);
+  Answer(from, id, Error::kOk);
+  MaybeSwitch();
+}
+
+void Dht::MaybeSwitch() {
+  if (!joining_ || switching_) return;
+  std::shared_ptr<const DhtRing> ring, target;
+  {
+    SpinGuard g(lock_);
+    ring = ring_;
+    target = target_;
+  }
+  if (!ring || !target) return;
+  uint64_t tag = Tag(*target);
+  for (NodeId n : ring->nodes()) {
+    auto r = ready_.find(n);
+    if (r == ready_.end() || (r->second != tag && r->second != kSwitched)) return;
+  }
+  switching_ = true;
+  std::vector<uint8_t> body = TagBytes(tag);
+  std::vector<Future<Result<Rpc::Bytes>>> calls;
+  for (NodeId n : ring->nodes()) calls.push_back(Rpc::Get()->Call(n, kDhtId, kJoinSwitch, body.data(), body.size()));
+  for (auto& c : calls) (void)c.Block();  // a member that died: its death replaces nothing here now
+  Switch(target);
+  joining_ = false;
+  switching_ = false;
+  joined_set_.store(true, std::memory_order_release);
+}
+
+void Dht::ServeJoinSwitch(NodeId from, uint64_t id, const uint8_t* body, size_t length) {
+  if (length != 8) return Answer(from, id, Error::kInvalidArgument);
+  std::shared_ptr<const DhtRing> target;
+  {
+    SpinGuard g(lock_);
+    target = target_;
+  }
+  // Another target here (a death the joiner has not seen yet): the joiner
+  // asks again for the one they will agree on.
+  if (!target || Tag(*target) != net::wire::Load64(body)) return Answer(from, id, Error::kBusy);
+  Switch(target);
+  Answer(from, id, Error::kOk);
+}
+
+// Routes by `target` from now on and drops what this node no longer owns.
+void Dht::Switch(std::shared_ptr<const DhtRing> target) {
+  {
+    SpinGuard g(lock_);
+    ring_ = target;
+    target_.reset();
+    ++stats_.joins;
+  }
+  LOG_INFO("dht: joined: ring epoch %llu, %zu nodes", (unsigned long long)target->epoch(), target->nodes().size());
+  NodeId self = am::Self();
+  std::vector<std::string> gone;
+  items_.ForEach([&](const std::string& key, const DhtEntry&) {
+    if (!target->Owns(self, target->PartitionOf(HashOf(key)))) gone.push_back(key);
+  });
+  for (const std::string& key : gone) items_.Drop(key);
+  NoteItems();
+  SpinGuard g(lock_);
+  stats_.released += gone.size();
+}
+
+std::vector<NodeId> Dht::ReplicasOf(uint64_t key_hash) const {
+  std::shared_ptr<const DhtRing> ring, target;
+  {
+    SpinGuard g(lock_);
+    ring = ring_;
+    target = target_;
+  }
+  std::vector<NodeId> out;
+  NodeId self = am::Self();
+  for (const auto* r : {ring.get(), target.get()}) {
+    if (r == nullptr) continue;
+    for (NodeId n : r->OwnersOf(r->PartitionOf(key_hash))) {
+      if (n != self && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+    }
+  }
+  return out;
+}
+
+// The joiner: its rings take the members' epoch (ring changes count from
+// it alike on every node: ServeReplicate compares epochs).
+void Dht::TakeEpoch(uint64_t epoch) {
+  SpinGuard g(lock_);
+  if (!ring_ || !target_ || ring_->epoch() == epoch) return;
+  auto settled = DhtRing::Create(ring_->config(), ring_->nodes(), epoch);
+  if (!settled.ok()) return;
+  auto target = settled->WithNode(am::Self());
+  if (!target.ok()) return;
+  ring_ = std::make_shared<const DhtRing>(std::move(*settled));
+  target_ = std::make_shared<const DhtRing>(std::move(*target));
+}
+
+bool Dht::HoldsCopy(const std::string& key) {
+  auto done = std::make_shared<Promise<bool>>();
+  auto future = done->GetFuture();
+  event::SpawnRemote(core_, [this, key, done] { done->SetValue(items_.Find(key, clock::NowNs()) != nullptr); });
+  return future.Block();
 }
 
 std::shared_ptr<const DhtRing> Dht::Ring() const {
@@ -348,6 +591,9 @@ void Dht::Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t lengt
     case kReplicate: return ServeReplicate(from, request->id, request->body, request->length);
     case kFlush: return ServeFlush(from, request->id, request->body, request->length);
     case kCount: return ServeCount(from, request->id);
+    case kJoin: return ServeJoin(from, request->id);
+    case kJoinReady: return ServeJoinReady(from, request->id, request->body, request->length);
+    case kJoinSwitch: return ServeJoinSwitch(from, request->id, request->body, request->length);
     default: {
       SpinGuard g(lock_);
       ++stats_.bad_requests;
@@ -439,19 +685,14 @@ void Dht::ServeWrite(NodeId from, uint64_t id, const uint8_t* body, size_t lengt
 }
 
 bool Dht::Replicate(const std::string& key, uint64_t key_hash) {
-  NodeId self = am::Self();
   uint64_t deadline = clock::NowNs() + kRouteTimeoutMs * 1'000'000;
   for (;;) {
-    std::vector<NodeId> replicas;
-    auto ring = Ring();
-    for (NodeId n : ring->OwnersOf(ring->PartitionOf(key_hash))) {
-      if (n != self) replicas.push_back(n);
-    }
+    std::vector<NodeId> replicas = ReplicasOf(key_hash);
     if (replicas.empty()) return true;
     // The key's current state: an item (live or expired) or a tombstone.
     const DhtEntry* current = items_.Held(key);
     if (!current) return true;  // nothing to copy (cannot happen after a write)
-    std::vector<uint8_t> state = dht_wire::EncodeReplicate(key, *current, clock::NowNs());
+    std::vector<uint8_t> state = ReplicateBody(key, *current);
     std::vector<Future<Result<Rpc::Bytes>>> calls;
     for (NodeId n : replicas) calls.push_back(Rpc::Get()->Call(n, kDhtId, kReplicate, state.data(), state.size()));
     std::vector<NodeId> dead;
@@ -480,14 +721,36 @@ bool Dht::Replicate(const std::string& key, uint64_t key_hash) {
   }
 }
 
+std::vector<uint8_t> Dht::ReplicateBody(const std::string& key, const DhtEntry& entry, uint64_t epoch) {
+  if (epoch == 0) epoch = Ring()->epoch();
+  std::vector<uint8_t> state = dht_wire::EncodeReplicate(key, entry, clock::NowNs());
+  std::vector<uint8_t> body(8 + state.size());
+  net::wire::StoreLe<uint64_t>(body.data(), epoch);
+  std::copy(state.begin(), state.end(), body.begin() + 8);
+  return body;
+}
+
 void Dht::ServeReplicate(NodeId from, uint64_t id, const uint8_t* body, size_t length) {
   if (am::State(from) == am::PeerState::kDead) return Answer(from, id, Error::kNotFound);  // its write never counts
-  auto state = dht_wire::DecodeReplicate(body, length, clock::NowNs());
+  auto state = length < 8 ? Result<dht_wire::Replicate>(Error::kInvalidArgument)
+                          : dht_wire::DecodeReplicate(body + 8, length - 8, clock::NowNs());
   bool applied = false;
   if (state.ok()) {
+    std::shared_ptr<const DhtRing> ring, target;
+    {
+      SpinGuard g(lock_);
+      ring = ring_;
+      target = target_;
+    }
+    uint64_t hash = HashOf(state->key);
+    auto owns = [&](const std::shared_ptr<const DhtRing>& r) { return r && r->Owns(am::Self(), r->PartitionOf(hash)); };
+    if (ring && ring->epoch() > net::wire::Load64(body) && !owns(ring) && !owns(target)) {
+      SpinGuard g(lock_);
+      ++stats_.stale_copies;  // sent by a move this node's ring has gone past
+      return Answer(from, id, Error::kOk);
+    }
     // From the key's primary here: an equal version replaces (dht_items.h).
-    auto ring = Ring();
-    bool from_primary = ring && ring->OwnersOf(ring->PartitionOf(HashOf(state->key)))[0] == from;
+    bool from_primary = ring && ring->OwnersOf(ring->PartitionOf(hash))[0] == from;
     applied = items_.Apply(state->key, std::move(state->entry), from_primary);
     if (applied) NoteItems();
   }
@@ -631,33 +894,73 @@ void Dht::Quiesce(NodeId origin) {
 }
 
 void Dht::OnDeath(NodeId node) {
-  auto before = Ring();
-  if (!before || !before->Contains(node)) return;
-  auto next = before->WithoutNode(node);
-  if (!next.ok()) {
-    LOG_ERROR("dht: cannot drop node %u from the ring: %s", node, ErrorName(next.error()));
-    return;
+  std::shared_ptr<const DhtRing> before, target;
+  {
+    SpinGuard g(lock_);
+    before = ring_;
+    target = target_;
   }
-  auto after = std::make_shared<const DhtRing>(std::move(*next));
+  if (!before) return;
+  bool in_ring = before->Contains(node), in_target = target && target->Contains(node);
+  if (!in_ring && !in_target) return;
+  std::shared_ptr<const DhtRing> after = before, next_target;
+  if (in_ring) {
+    auto next = before->WithoutNode(node);
+    if (!next.ok()) {
+      LOG_ERROR("dht: cannot drop node %u from the ring: %s", node, ErrorName(next.error()));
+      return;
+    }
+    after = std::make_shared<const DhtRing>(std::move(*next));
+    if (target) {  // a join goes on without it
+      auto t = target->WithoutNode(node);
+      if (t.ok()) next_target = std::make_shared<const DhtRing>(std::move(*t));
+    }
+  }  // else the joiner died: the join is over
   {
     SpinGuard g(lock_);
     ring_ = after;
-    ++stats_.rebuilds_running;
+    target_ = next_target;
+    if (in_ring) ++stats_.rebuilds_running;
+  }
+  if (!in_ring) {
+    LOG_INFO("dht: joining node %u died: the join is over", node);
+    return;
   }
   LOG_INFO("dht: node %u died: ring epoch %llu, %zu nodes", node, (unsigned long long)after->epoch(),
            after->nodes().size());
-  event::Spawn([this, before, after] { Rebuild(before, after); });
+  event::Spawn([this, before, after] {
+    uint64_t copied = Rebuild(before, after, "rebuild");
+    SpinGuard g(lock_);
+    stats_.rebuilt += copied;
+    --stats_.rebuilds_running;
+  });
+  if (next_target) {
+    if (joining_) {
+      event::Spawn([this] { AskToJoin(); });  // members that switched say so; the others stream again
+    } else {
+      event::Spawn([this, after, next_target] { Stream(after, next_target); });
+    }
+  }
 }
 
-// Copies every item this node is primary of in `after` to the owners in
-// `after` that were not owners in `before` (the others hold it already:
-// they were in every write set). Version merge makes it safe against the
-// writes that run meanwhile.
-void Dht::Rebuild(std::shared_ptr<const DhtRing> before, std::shared_ptr<const DhtRing> after) {
+// Copies every item this node is the source of to the owners in `after`
+// that were not owners in `before` (the others hold it already: they were in
+// every write set). A partition's source is its primary in `after` if that
+// was an owner in `before` (after a death: it held the data), else its
+// primary in `before` (after a join: the new primary is the joiner).
+// Version merge makes it safe against the writes that run meanwhile.
+uint64_t Dht::Rebuild(std::shared_ptr<const DhtRing> before, std::shared_ptr<const DhtRing> after, const char* what) {
   NodeId self = am::Self();
+  auto source = [&](uint32_t p) {
+    NodeId primary = after->OwnersOf(p)[0];
+    auto old_owners = before->OwnersOf(p);
+    if (std::find(old_owners.begin(), old_owners.end(), primary) != old_owners.end()) return primary;
+    return old_owners.empty() ? primary : old_owners[0];
+  };
   std::vector<std::string> keys;
   items_.ForEach([&](const std::string& key, const DhtEntry&) {
-    if (Primary(*after, HashOf(key))) keys.push_back(key);
+    if (after->nodes().empty()) return;
+    if (source(after->PartitionOf(HashOf(key))) == self) keys.push_back(key);
   });
   uint64_t copied = 0, failures = 0;
   std::deque<Future<Result<Rpc::Bytes>>> window;
@@ -679,7 +982,7 @@ void Dht::Rebuild(std::shared_ptr<const DhtRing> before, std::shared_ptr<const D
     if (destinations.empty()) continue;
     const DhtEntry* current = items_.Held(key);
     if (!current) continue;
-    std::vector<uint8_t> state = dht_wire::EncodeReplicate(key, *current, clock::NowNs());
+    std::vector<uint8_t> state = ReplicateBody(key, *current, after->epoch());
     for (NodeId n : destinations) {
       window.push_back(Rpc::Get()->Call(n, kDhtId, kReplicate, state.data(), state.size()));
       if (window.size() >= kRebuildWindow) drain_one();
@@ -688,12 +991,11 @@ void Dht::Rebuild(std::shared_ptr<const DhtRing> before, std::shared_ptr<const D
   while (!window.empty()) drain_one();
   {
     SpinGuard g(lock_);
-    stats_.rebuilt += copied;
     stats_.rebuild_failures += failures;
-    --stats_.rebuilds_running;
   }
-  LOG_INFO("dht: rebuild for ring epoch %llu: %llu copies to new owners, %llu failed",
+  LOG_INFO("dht: %s for ring epoch %llu: %llu copies to new owners, %llu failed", what,
            (unsigned long long)after->epoch(), (unsigned long long)copied, (unsigned long long)failures);
+  return copied;
 }
 
 }  // namespace fox::ebb

@@ -177,6 +177,15 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
   return entry;
 }
 
+bool DhtItems::Drop(std::string_view key) {
+  auto it = map_.find(std::string(key));
+  if (it == map_.end()) return false;
+  bytes_ -= key.size() + it->second.value.size();
+  stored_ -= it->second.tombstone ? 0 : 1;
+  map_.erase(it);
+  return true;
+}
+
 Result<DhtEntry> DhtItems::Delete(std::string_view key, uint64_t now_ns) {
   DhtWrite d;
   d.mode = DhtWrite::Mode::kDelete;

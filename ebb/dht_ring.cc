@@ -112,12 +112,13 @@ Result<void> DhtRing::Check(const RingConfig& config) {
   return Ok();
 }
 
-Result<DhtRing> DhtRing::Create(const RingConfig& config, std::vector<NodeId> nodes) {
+Result<DhtRing> DhtRing::Create(const RingConfig& config, std::vector<NodeId> nodes, uint64_t epoch) {
   FOX_TRY(Check(config));
   std::sort(nodes.begin(), nodes.end());
   if (std::adjacent_find(nodes.begin(), nodes.end()) != nodes.end()) return Error::kInvalidArgument;
   DhtRing ring;
   ring.config_ = config;
+  ring.epoch_ = epoch;
   ring.nodes_ = std::move(nodes);
   ring.Build();
   return ring;

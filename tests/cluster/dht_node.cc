@@ -21,6 +21,14 @@
 // (counted in the Dht); waits that time out and takes of a non-counter.
 // Barriers between the phases are Dht counters too.
 //
+//   dht_node join KEYS [kill]
+//
+// Rebalancing after a join (dht.h, "Joins"): nodes 0-2 run the Dht; node 0
+// sets KEYS keys, node 3 joins while node 0 sets KEYS/2 more; every key
+// reads back, and each node holds every key it owns in the ring of 4 and
+// none it does not. kill: node 1 dies as the join starts (the join goes on
+// in the ring without it).
+//
 //   dht_node zombie KEYS
 //
 // Fail-stop for a node the job declared dead while it still ran (am's
@@ -61,7 +69,9 @@ using fox::ebb::Dht;
 using fox::ebb::DhtWrite;
 
 constexpr uint32_t kControl = 0x00D70001;  // this program's control messages (a dynamic-looking id)
-enum : uint16_t { kDie = 1, kQuit = 2, kPid = 3, kPause = 4 };
+enum : uint16_t { kDie = 1, kQuit = 2, kPid = 3, kPause = 4, kJoinGo = 5, kCheck = 6 };
+std::atomic<bool> g_join_go{false};
+std::atomic<uint64_t> g_check{0};
 std::atomic<bool> g_quit{false};
 std::atomic<uint64_t> g_expected{0};
 
@@ -421,6 +431,66 @@ char ProcessState(pid_t pid) {
 std::atomic<int64_t> g_zombie_pid{0};
 std::atomic<bool> g_zombie_ready{false};
 
+// Rebalancing: nodes 0-2 run the Dht (r = 2); node 0 sets KEYS keys, tells
+// node 3 to join and sets KEYS/2 more while it does, then 100 after. Every
+// key must read back, and every node must hold a copy of every key it owns
+// in the ring of 4 and of none it does not (the join moved them).
+int JoinTest(Dht* dht, uint64_t keys, bool kill) {
+  NodeId self = fox::am::Self();
+  fox::ebb::RingConfig ring;
+  ring.replication = 2;
+  std::vector<NodeId> members{0, 1, 2};
+  if (self == 3) {
+    CHECK(WaitUntil(120'000, [] { return g_join_go.load(); }));
+    uint64_t t0 = fox::clock::NowNs();
+    auto r = dht->Join(ring, members);
+    if (!r.ok()) std::printf("dht_join: node 3 could not join: %s\n", fox::ErrorName(r.error()));
+    CHECK(r.ok());
+    std::printf("dht_join: node 3 joined in %llu ms, %llu items streamed to it\n",
+                (unsigned long long)((fox::clock::NowNs() - t0) / 1'000'000), (unsigned long long)dht->stats().items);
+  } else {
+    CHECK(dht->Start(ring, members).ok());
+  }
+  if (self == 0) {
+    auto set = [&](uint64_t from, uint64_t to) {
+      uint64_t failed = 0;
+      for (uint64_t i = from; i < to; ++i) failed += !dht->Set(Key(i), Value(i, SizeOf(i)), uint32_t(i)).ok();
+      CHECK(failed == 0);
+    };
+    set(0, keys);
+    if (kill) Control(1, kDie, 0);  // a member dies as the join starts
+    Control(3, kJoinGo, 0);
+    set(keys, keys + keys / 2);  // while node 3 joins
+    CHECK(WaitUntil(120'000, [&] { return dht->stats().joins >= 1; }));
+    uint64_t total = keys + keys / 2 + 100;
+    set(keys + keys / 2, total);
+    Tally t = ReadAll(dht, 0, total, 0);
+    std::printf("dht_join: node 0: %llu of %llu keys read back after node 3 joined, %llu missing, %llu wrong\n",
+                (unsigned long long)t.ok, (unsigned long long)total, (unsigned long long)t.missing,
+                (unsigned long long)t.wrong);
+    CHECK(t.missing == 0 && t.wrong == 0);
+    for (NodeId n = kill ? 2 : 1; n < 4; ++n) Control(n, kCheck, total);
+    g_check = total;
+  }
+  CHECK(WaitUntil(300'000, [] { return g_check.load() != 0; }));
+  uint64_t total = g_check.load(), owned = 0, held = 0, stray = 0;
+  for (uint64_t i = 0; i < total; ++i) {
+    auto owners = dht->OwnersOf(Key(i));
+    bool owner = std::find(owners.begin(), owners.end(), self) != owners.end();
+    bool holds = dht->HoldsCopy(Key(i));
+    owned += owner;
+    held += owner && holds;
+    stray += !owner && holds;
+  }
+  auto s = dht->stats();
+  std::printf("dht_join: node %u: holds %llu of the %llu keys it owns, %llu it does not own (%llu dropped)\n", self,
+              (unsigned long long)held, (unsigned long long)owned, (unsigned long long)stray,
+              (unsigned long long)s.released);
+  CHECK(held == owned && owned > 0 && stray == 0);
+  SleepMs(500);  // the others' checks are local; let the last acks go
+  return 0;
+}
+
 int Zombie(Dht* dht, uint64_t keys) {
   NodeId self = fox::am::Self();
   if (self == 2) {
@@ -507,6 +577,29 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     return status;
   }
+  if (argc >= 3 && std::string(argv[1]) == "join") {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    uint64_t keys = std::strtoull(argv[2], nullptr, 10);
+    auto config = fox::am::ConfigFromBootArgs();
+    if (!config.ok()) return 2;
+    Dht* dht = &*Dht::Get();
+    auto control = [](NodeId, uint16_t handler, const uint8_t* data, size_t length) {
+      if (length != 8) return;
+      if (handler == kJoinGo) g_join_go = true;
+      if (handler == kDie) {
+        std::printf("dht_join: node %u dies now\n", fox::am::Self());
+        std::fflush(stdout);
+        std::_Exit(9);
+      }
+      if (handler == kCheck) g_check = fox::net::wire::Load64(data);
+    };
+    CHECK(fox::ebb::Messenger::Get()->Listen(kControl, control).ok());
+    if (auto r = fox::am::Start(*config); !r.ok()) return 1;
+    int status = JoinTest(dht, keys, argc > 3 && std::string(argv[3]) == "kill");
+    std::printf("dht_node: done\n");
+    std::fflush(stdout);
+    return status;
+  }
   if (argc >= 3 && std::string(argv[1]) == "sync") {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     uint64_t rounds = std::strtoull(argv[2], nullptr, 10);
@@ -529,7 +622,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc < 4) {
-    std::printf("usage: dht_node CLIENT VICTIM KEYS [R] | dht_node sync ROUNDS [R] | dht_node zombie KEYS\n");
+    std::printf(
+        "usage: dht_node CLIENT VICTIM KEYS [R] | dht_node sync ROUNDS [R] | dht_node zombie KEYS | dht_node join "
+        "KEYS\n");
     return 2;
   }
   NodeId client = NodeId(std::strtoul(argv[1], nullptr, 10));

@@ -339,3 +339,26 @@ foreach(shape "3;2" "4;3")
     $<TARGET_FILE:dht_node_hosted> 0 ${victim} 2000 ${r})
   set_tests_properties(hosted.dht_failover_r${r} PROPERTIES LABELS hosted TIMEOUT 200)
 endforeach()
+
+# Rebalancing after a join (dht.h, "Joins"; tests/cluster/dht_node.cc mode
+# join): nodes 0-2 run the Dht, node 0 sets 3000 keys, node 3 joins while
+# node 0 sets 1500 more; every key reads back and every node holds each key
+# it owns in the ring of 4, and none it does not (r = 2: 9200 copies). With
+# kill, node 1 dies as the join starts: the join goes on in the ring of
+# 0, 2 and 3, and nothing acknowledged is lost.
+set(join_expect)
+foreach(n RANGE 0 3)
+  list(APPEND join_expect --expect "${n}:dht_join: node ${n}: holds ([0-9]+) of the \\1 keys it owns, 0 it does not own")
+endforeach()
+add_test(NAME hosted.dht_join COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py
+  --nodes 4 --timeout 120 ${join_expect}
+  --expect "0:dht_join: node 0: 4600 of 4600 keys read back after node 3 joined, 0 missing, 0 wrong"
+  --expect "3:dht_join: node 3 joined in [0-9]+ ms, [1-9][0-9]* items streamed to it"
+  $<TARGET_FILE:dht_node_hosted> join 3000)
+list(REMOVE_AT join_expect 2 3)  # node 1's: it dies
+add_test(NAME hosted.dht_join_kill COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py
+  --nodes 4 --timeout 120 --killed 1 ${join_expect}
+  --expect "0:dht_join: node 0: 4600 of 4600 keys read back after node 3 joined, 0 missing, 0 wrong"
+  --expect "0:dht: node 1 died" --expect "3:dht: joined: ring epoch 2, 3 nodes"
+  $<TARGET_FILE:dht_node_hosted> join 3000 kill)
+set_tests_properties(hosted.dht_join hosted.dht_join_kill PROPERTIES LABELS hosted TIMEOUT 180)

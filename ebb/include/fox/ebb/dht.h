@@ -22,6 +22,22 @@
 // is on min(r, nodes) nodes. Replicas apply a state only if its version is
 // newer than theirs, which keeps the primary's order of writes to a key.
 //
+// Joins (rebalancing). A node joins a running Dht with Join(members): it
+// routes by the members' ring S meanwhile (it is nobody's owner yet) and
+// asks each member to add it. A member takes the target ring T = S plus
+// the joiner: from then on it sends every write it replicates to the
+// owners in S and in T, and it streams to the joiner the items of the
+// partitions the joiner will own for which it is the source (T's primary if
+// that was an owner in S, else S's primary: dht_ring.cc's rule), then tells
+// the joiner it is ready. When every member is, the joiner tells them all
+// to switch: each routes by T from then on and drops the items of
+// partitions it no longer owns. While nodes' rings differ, requests to a
+// node that is not the key's primary in its ring are refused and retried,
+// as after a death. A death during a join: every node recomputes S and T
+// without the dead node and streams again; the joiner waits for readiness
+// in the new T. One join at a time (another joiner is refused, kBusy, and
+// retries).
+//
 // Failure. When the transport declares a node dead (am::OnPeerState), each
 // node recomputes its ring without it (DhtRing::WithoutNode, the same on
 // every node); the next owner of each of its partitions is primary and
@@ -99,6 +115,16 @@ class Dht : public SharedEbb<Dht> {
   // kAlreadyExists if started; kInvalidArgument (config, or this node not
   // among members). Event context, transport started.
   Result<void> Start(const RingConfig& config = {}, std::vector<NodeId> members = {}, size_t max_bytes = 0);
+  // Joins the running Dht whose members are `members` (not this node; the
+  // same config as theirs), as the top says; returns once the members route
+  // by the ring with this node. kTimedOut if they have not within
+  // timeout_ms (the join goes on: members keep sending it writes). Event
+  // context, transport started; instead of Start.
+  Result<void> Join(const RingConfig& config, std::vector<NodeId> members, uint64_t timeout_ms = 60'000,
+                    size_t max_bytes = 0);
+  // Whether this node holds a live copy of `key` (as any owner): for tests
+  // and diagnostics. Blocks the calling event.
+  bool HoldsCopy(const std::string& key);
 
   struct Item {
     std::string value;
@@ -183,6 +209,10 @@ class Dht : public SharedEbb<Dht> {
     uint64_t live = 0;              // held here and not deleted (expired ones too until written, as memcached)
     uint64_t bytes = 0;             // of keys and values held here
     uint64_t deduplicated = 0;      // writes sent again after a primary died, answered from the record
+    uint64_t joins = 0;             // joins switched to here (rings with a new node)
+    uint64_t streamed = 0;          // items streamed to joining nodes
+    uint64_t released = 0;          // items dropped after a join: no longer an owner
+    uint64_t stale_copies = 0;      // copies refused: from a move this node's ring has gone past
   };
   Stats stats() const;
 
@@ -224,7 +254,26 @@ class Dht : public SharedEbb<Dht> {
   // the new owners).
   bool Replicate(const std::string& key, uint64_t key_hash);
   void OnDeath(NodeId node);
-  void Rebuild(std::shared_ptr<const DhtRing> before, std::shared_ptr<const DhtRing> after);
+  // Copies the items this node is the source of (the top, "Joins") from
+  // `before`'s owners to `after`'s new ones; returns how many were copied.
+  // `what` names it in the log (rebuild, stream).
+  uint64_t Rebuild(std::shared_ptr<const DhtRing> before, std::shared_ptr<const DhtRing> after, const char* what);
+  // Joins: a member streams to the joiners of `target` and tells them it
+  // is ready; the joiner's side; the switch.
+  void ServeJoin(NodeId from, uint64_t id);
+  void ServeJoinReady(NodeId from, uint64_t id, const uint8_t* body, size_t length);
+  void ServeJoinSwitch(NodeId from, uint64_t id, const uint8_t* body, size_t length);
+  void Stream(std::shared_ptr<const DhtRing> settled, std::shared_ptr<const DhtRing> target);
+  void MaybeSwitch();  // the joiner: every member ready for its target?
+  void AskToJoin();    // the joiner
+  void FollowDeaths(const std::vector<NodeId>& members);
+  void Switch(std::shared_ptr<const DhtRing> target);
+  // Owners of the partition of `key_hash` to replicate to: the ring's and,
+  // during a join, the target's.
+  std::vector<NodeId> ReplicasOf(uint64_t key_hash) const;
+  // A kReplicate body: the ring epoch (0: this node's) and the key's state.
+  std::vector<uint8_t> ReplicateBody(const std::string& key, const DhtEntry& entry, uint64_t epoch = 0);
+  void TakeEpoch(uint64_t epoch);
 
   static inline std::atomic<Dht*> constructed_{nullptr};
   int core_;
@@ -236,6 +285,14 @@ class Dht : public SharedEbb<Dht> {
   std::unordered_map<NodeId, uint32_t> in_progress_;             // home core only: writes being served, by caller
   mutable SpinLock lock_;
   std::shared_ptr<const DhtRing> ring_ GUARDED_BY(lock_);
+  std::shared_ptr<const DhtRing> target_ GUARDED_BY(lock_);  // T while a node joins
+  // The joiner's side (home core): each member's readiness (the tag of the
+  // target it streamed for; kSwitched: it routes by a ring with this node).
+  std::unordered_map<NodeId, uint64_t> ready_;
+  bool joining_ = false;                 // home core: this node is the joiner
+  bool switching_ = false;               // home core: the joiner is telling the members
+  uint64_t ask_generation_ = 0;          // home core: AskToJoin's rounds
+  std::atomic<bool> joined_set_{false};  // the joiner's Join returns
   Stats stats_ GUARDED_BY(lock_);
 };
 

@@ -171,6 +171,9 @@ class DhtItems {
   // but not the new primary, which then wrote the same version: the
   // replicas follow the new primary.
   bool Apply(std::string_view key, DhtEntry entry, bool from_primary = false);
+  // Forgets `key` (no tombstone: for a holder that is no longer an owner,
+  // after a join moved the key's partition away). False if not held.
+  bool Drop(std::string_view key);
 
   // Every key held (tombstones too), in no order. `fn` must not modify.
   template <class F>

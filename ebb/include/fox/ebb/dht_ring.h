@@ -45,9 +45,10 @@ struct RingConfig {
 
 class DhtRing {
  public:
-  // A ring of `nodes` (any order) at epoch 0. kInvalidArgument: a bad
-  // config or a node listed twice.
-  static Result<DhtRing> Create(const RingConfig& config, std::vector<NodeId> nodes = {});
+  // A ring of `nodes` (any order) at `epoch` (a node joining a Dht takes
+  // its members' epoch). kInvalidArgument: a bad config or a node listed
+  // twice.
+  static Result<DhtRing> Create(const RingConfig& config, std::vector<NodeId> nodes = {}, uint64_t epoch = 0);
 
   // The ring one epoch later, after `joined` came and `dead` left (in one
   // step, so that a plan covers both). kAlreadyExists: a joining node is
