@@ -99,10 +99,39 @@ void ArmTimer(uint64_t next, uint64_t now) {
   std::_Exit(kExitFenced);
 }
 
+// Nodes that spoke with the job's key without being peers (a job that
+// grows: the frontend started them with every member in fox.peers): peers
+// from now on. Event context.
+void AddJoiners(uint64_t now) {
+  net::AmEndpoint::Join joins[net::AmEndpoint::kMaxPendingJoins];
+  size_t n;
+  {
+    Locked l;
+    n = g.endpoint->TakeJoins(joins, net::AmEndpoint::kMaxPendingJoins);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    Result<void> r{};
+    {
+      Locked l;
+      r = g.endpoint->AddPeer(joins[i].node, joins[i].address, now);
+    }
+    uint32_t ip = AddressIp(joins[i].address);
+    if (!r.ok()) {
+      LOG_WARN("am: node %u (%u.%u.%u.%u:%u) cannot join: %s", joins[i].node, ip >> 24, (ip >> 16) & 255,
+               (ip >> 8) & 255, ip & 255, AddressPort(joins[i].address), ErrorName(r.error()));
+      continue;
+    }
+    PlatformPeerAdded(joins[i].address);
+    LOG_INFO("am: node %u joined the job from %u.%u.%u.%u:%u", joins[i].node, ip >> 24, (ip >> 16) & 255,
+             (ip >> 8) & 255, ip & 255, AddressPort(joins[i].address));
+  }
+}
+
 // The pump: an event on the transport core.
 void Pump() {
   g.pump->Arm();
   uint64_t now = clock::NowNs();
+  AddJoiners(now);
   std::vector<std::pair<NodeId, PeerState>> changes;
   std::vector<Waiter> ready;
   uint64_t next;
@@ -210,10 +239,13 @@ void Deliver(const uint8_t* bytes, size_t length, uint64_t from_address) {
         g.lock.AssertHeld();
         Dispatch(from, m.ebb, m.handler, m.data, m.length);
       },
-      kTransmit, &admit_fn);
-  if (why != net::DropReason::kNone) WarnAboutDrop(why, from_address, now);
-  // A peer said a node died (Poll acts on it), or senders may have room now.
-  if (g.endpoint->notices_pending() || g.have_waiters.load(std::memory_order_relaxed)) g.pump->Fire();
+      kTransmit, &admit_fn, from_address);
+  if (why != net::DropReason::kNone && !g.endpoint->joins_pending()) WarnAboutDrop(why, from_address, now);
+  // A peer said a node died (Poll acts on it), a node joins (the pump adds
+  // it), or senders may have room now.
+  if (g.endpoint->notices_pending() || g.endpoint->joins_pending() || g.have_waiters.load(std::memory_order_relaxed)) {
+    g.pump->Fire();
+  }
   KickPump(now);
 }
 

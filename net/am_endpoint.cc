@@ -259,8 +259,16 @@ void AmEndpoint::Flush(NodeId id, uint64_t now_ns, TransmitFn transmit) {
   }
 }
 
+size_t AmEndpoint::TakeJoins(Join* out, size_t max) {
+  size_t n = join_count_ < max ? join_count_ : max;
+  for (size_t i = 0; i < n; ++i) out[i] = joins_[i];
+  for (size_t i = n; i < join_count_; ++i) joins_[i - n] = joins_[i];
+  join_count_ -= n;
+  return n;
+}
+
 DropReason AmEndpoint::OnDatagram(const uint8_t* bytes, size_t len, uint64_t now_ns, DeliverFn deliver,
-                                  TransmitFn transmit, const AdmitFn* admit) {
+                                  TransmitFn transmit, const AdmitFn* admit, uint64_t from_address) {
   ++counters_.datagrams_received;
   DropReason why = DropReason::kNone;
   auto view = DecodeFrame(bytes, len, config_.key, config_.job, config_.self, &why);
@@ -271,6 +279,10 @@ DropReason AmEndpoint::OnDatagram(const uint8_t* bytes, size_t len, uint64_t now
   Peer* p = Find(view->header().source);
   if (p == nullptr) {
     counters_.drops.Add(DropReason::kUnknownPeer);
+    NodeId source = view->header().source;
+    bool known = source == config_.self;
+    for (size_t i = 0; i < join_count_ && !known; ++i) known = joins_[i].node == source;
+    if (from_address != 0 && !known && join_count_ < kMaxPendingJoins) joins_[join_count_++] = {source, from_address};
     return DropReason::kUnknownPeer;
   }
   Peer& peer = *p;

@@ -454,6 +454,53 @@ TEST(AmEndpoint, FrameFromANodeThatIsNotAPeerIsDropped) {
   EXPECT_EQ(c.Inject(1, frame), DropReason::kUnknownPeer);
 }
 
+// A job that grows: a node that is not a peer but speaks with the job's key
+// is recorded as a join (the driver adds it), once however often it speaks;
+// a forged or other-job frame is not; a node once dead is not a stranger.
+TEST(AmEndpoint, AValidFrameFromAStrangerIsAJoinAndAForgedOneIsNot) {
+  EndpointConfig cfg = Quiet();
+  cfg.job = kJob;
+  cfg.key = kKey;
+  cfg.self = 50;
+  AmEndpoint stranger(cfg);
+  ASSERT_TRUE(stranger.AddPeer(2, 0, 0).ok());
+  std::vector<uint8_t> frame;
+  auto tx = [&](uint64_t, const uint8_t* f, size_t n) {
+    frame.assign(f, f + n);
+    return true;
+  };
+  ASSERT_TRUE(stranger.Send(2, 5, 1, "hi", 2, 0, tx).ok());
+  stranger.Flush(AmEndpoint::kAnyPeer, 0, tx);
+  EndpointConfig mine = Quiet();
+  mine.job = kJob;
+  mine.key = kKey;
+  mine.self = 2;
+  AmEndpoint ep(mine);
+  auto deliver = [](NodeId, const AmMessage&) { ADD_FAILURE() << "delivered before it joined"; };
+  auto none = [](uint64_t, const uint8_t*, size_t) { return true; };
+  std::vector<uint8_t> forged = frame;
+  forged[forged.size() - 1] ^= 1;  // the MAC
+  EXPECT_EQ(ep.OnDatagram(forged.data(), forged.size(), 0, deliver, none, nullptr, 0x7F0000010BB8ull),
+            DropReason::kBadMac);
+  EXPECT_FALSE(ep.joins_pending());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(ep.OnDatagram(frame.data(), frame.size(), 0, deliver, none, nullptr, 0x7F0000010BB8ull),
+              DropReason::kUnknownPeer);
+  }
+  AmEndpoint::Join joins[4];
+  ASSERT_EQ(ep.TakeJoins(joins, 4), 1u);
+  EXPECT_EQ(joins[0].node, 50u);
+  EXPECT_EQ(joins[0].address, 0x7F0000010BB8ull);
+  EXPECT_FALSE(ep.joins_pending());
+  // Added, its retransmission gets through.
+  ASSERT_TRUE(ep.AddPeer(50, joins[0].address, 0).ok());
+  int delivered = 0;
+  EXPECT_EQ(ep.OnDatagram(frame.data(), frame.size(), 0, [&](NodeId from, const AmMessage&) { delivered += from == 50; },
+                          none, nullptr, joins[0].address),
+            DropReason::kNone);
+  EXPECT_EQ(delivered, 1);
+}
+
 TEST(AmEndpoint, ProbesKeepPeersAliveAndASilentPeerDies) {
   EndpointConfig cfg;  // the membership's defaults: probe 150 ms, suspicion 1 s
   Cluster c(3, cfg, {});

@@ -175,8 +175,21 @@ class AmEndpoint {
   using AdmitFn = FunctionRef<bool(const FrameView& frame)>;
 
   // One received datagram from `from_address`. Returns kNone when accepted.
+  // A valid frame (the job's key: its MAC checked) from a node that is not
+  // a peer, with `from_address` given, is still dropped (kUnknownPeer) but
+  // recorded as a join: the driver adds the node (TakeJoins, AddPeer) and
+  // its retransmissions get through. A node once declared dead stays a
+  // (dead) peer: it cannot join again.
   DropReason OnDatagram(const uint8_t* bytes, size_t len, uint64_t now_ns, DeliverFn deliver, TransmitFn transmit,
-                        const AdmitFn* admit = nullptr);
+                        const AdmitFn* admit = nullptr, uint64_t from_address = 0);
+  struct Join {
+    NodeId node;
+    uint64_t address;
+  };
+  static constexpr size_t kMaxPendingJoins = 16;
+  // The joins recorded since the last call (up to `max`), oldest first.
+  size_t TakeJoins(Join* out, size_t max);
+  bool joins_pending() const { return join_count_ != 0; }
 
   // Timers: flushes aggregation buffers that waited flush_delay, runs
   // channel timers and the membership protocol (calling `on_state` for
@@ -248,6 +261,8 @@ class AmEndpoint {
   Peer* slots_[kMaxPeers * 2] = {};  // open addressing by node id
   size_t peer_count_ = 0;
   EndpointCounters counters_;
+  Join joins_[kMaxPendingJoins] = {};
+  size_t join_count_ = 0;
   RecordRing deferred_;        // the deferred buffer (am_endpoint.cc)
   size_t deferred_count_ = 0;  // records not yet sent
   size_t peers_with_deferred_ = 0;
