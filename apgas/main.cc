@@ -57,20 +57,35 @@ int Main(int, char**, Function<void()> body) {
     std::printf("apgas: place %u: cannot start the transport: %s\n", config->self, ErrorName(r.error()));
     return 1;
   }
-  std::vector<NodeId> members;
-  for (Place p : all) members.push_back(p.id);
-  if (auto r = dht->Start(ebb::RingConfig{}, members); !r.ok()) {
-    std::printf("apgas: place %u: cannot start the Dht: %s\n", config->self, ErrorName(r.error()));
-    return 1;
-  }
   // Happens-before invariance for the store: a dead place's writes are
   // applied or refused everywhere before a finish that governs it returns.
   runtime->AddDeathHook([dht](uint32_t dead) { dht->Quiesce(dead); });
+  std::vector<NodeId> members;
+  for (Place p : all) members.push_back(p.id);
   if (config->self != 0) {
-    if (!runtime->Join()) return 1;
+    auto joined = runtime->Join();
+    if (!joined.ok) return 1;
+    if (joined.late) {  // a place the running job asked for (PlaceManager::addPlaces)
+      std::vector<Place> now;
+      for (uint32_t id : joined.places) now.push_back(Place{id});
+      runtime->SetPlaces(now);
+      runtime->MarkDead(joined.dead);
+      if (auto r = dht->Join(ebb::RingConfig{}, {joined.dht_members.begin(), joined.dht_members.end()}); !r.ok()) {
+        std::printf("apgas: place %u: cannot join the Dht: %s\n", config->self, ErrorName(r.error()));
+        return 1;
+      }
+      if (!runtime->Ready()) return 1;
+    } else if (auto r = dht->Start(ebb::RingConfig{}, members); !r.ok()) {
+      std::printf("apgas: place %u: cannot start the Dht: %s\n", config->self, ErrorName(r.error()));
+      return 1;
+    }
     bool ended = runtime->Serve();
     if (!ended) std::printf("apgas: place %u: place 0 died: the job is over\n", config->self);
     return ended ? 0 : 1;
+  }
+  if (auto r = dht->Start(ebb::RingConfig{}, members); !r.ok()) {
+    std::printf("apgas: place %u: cannot start the Dht: %s\n", config->self, ErrorName(r.error()));
+    return 1;
   }
   if (!runtime->AwaitJoins(120'000)) {
     runtime->Shutdown();

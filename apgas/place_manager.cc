@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "runtime.h"
+
 namespace fox::apgas {
 
 PlaceManager::PlaceManager(size_t spares, bool allow_shrinking) : allow_shrinking_(allow_shrinking) {
@@ -18,6 +20,12 @@ PlaceManager::PlaceManager(size_t spares, bool allow_shrinking) : allow_shrinkin
   }
   active_.assign(live.begin(), live.end() - long(spares));
   spares_.assign(live.end() - long(spares), live.end());
+}
+
+std::vector<Place> PlaceManager::addPlaces(size_t n, uint64_t timeout_ms) {
+  std::vector<Place> added = detail::Runtime::Get()->AddPlaces(n, timeout_ms);
+  spares_.insert(spares_.end(), added.begin(), added.end());
+  return added;
 }
 
 PlaceManager::Change PlaceManager::rebuildActivePlaces() {

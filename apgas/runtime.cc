@@ -5,12 +5,15 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <typeinfo>
 
+#include "fox/clock.h"
 #include "fox/core.h"
+#include "fox/ebb/dht.h"
 #include "fox/ebb/messenger.h"
 #include "fox/ebb/rpc.h"
 #include "fox/event.h"
@@ -162,6 +165,8 @@ void Runtime::OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size
       return;
     }
     case kJoin: return OnJoin(from, data, length);
+    case kReady: return OnReady(from, data, length);
+    case kPlaces: return OnPlaces(from, data, length);
     case kFlush: return OnFlush(from, data, length);
     case kDone: return OnDone(from, data, length);
     case kShutdown: {
@@ -238,6 +243,27 @@ void Runtime::OnJoin(NodeId from, const uint8_t* data, size_t length) {
   bool same_closures = digest == ClosureDigest();
   uint8_t welcome = same_closures && mode == uint8_t(mode_) ? 1 : 0;
   bool everyone = false;
+  if (all_joined_set_.load()) {  // the job runs: a place it asked for (AddPlaces)
+    std::vector<uint8_t> reply{uint8_t(welcome ? 2 : 0)};
+    if (welcome) {
+      std::vector<uint32_t> ids, dead;
+      {
+        SpinGuard g(lock_);
+        for (Place p : places_) ids.push_back(p.id);
+        dead.assign(dead_.begin(), dead_.end());
+      }
+      ids.push_back(from);
+      std::sort(ids.begin(), ids.end());
+      std::vector<uint32_t> members;
+      for (NodeId n : ebb::Dht::Get()->members()) members.push_back(n);
+      OutArchive out(reply);
+      out(ids, dead, members);
+    } else {
+      std::printf("apgas: place %u refused: its closures or finish mode differ from place 0's\n", from);
+    }
+    (void)ebb::Rpc::Reply(from, request->id, reply.data(), reply.size());
+    return;
+  }
   {
     SpinGuard g(lock_);
     if (welcome) {
@@ -279,7 +305,8 @@ bool Runtime::AwaitJoins(uint64_t timeout_ms) {
   return true;
 }
 
-bool Runtime::Join() {
+Runtime::Joined Runtime::Join() {
+  Joined joined;
   uint8_t request[9];
   uint64_t digest = ClosureDigest();
   std::memcpy(request, &digest, 8);
@@ -287,16 +314,103 @@ bool Runtime::Join() {
   auto r = ebb::Rpc::Get()->Call(0, ebb::kApgasRuntimeId, kJoin, request, sizeof request, 120'000).Block();
   if (!r.ok()) {
     std::printf("apgas: place %u could not join place 0: %s\n", here().id, ErrorName(r.error()));
-    return false;
+    return joined;
   }
-  if (r->size() != 1 || (*r)[0] != 1) {
-    std::printf(
-        "apgas: place %u refused by place 0: its closures or its finish mode (%s) differ (built from other "
-        "sources? fox.finish?)\n",
-        here().id, FinishModeName(mode_));
-    return false;
+  if (r->size() == 1 && (*r)[0] == 1) {
+    joined.ok = true;
+    return joined;
   }
-  return true;
+  if (r->size() > 1 && (*r)[0] == 2) {
+    try {
+      InArchive in(r->data() + 1, r->size() - 1);
+      in(joined.places, joined.dead, joined.dht_members);
+      joined.ok = joined.late = true;
+    } catch (const std::exception&) {
+      std::printf("apgas: place %u: a malformed welcome from place 0\n", here().id);
+    }
+    return joined;
+  }
+  std::printf(
+      "apgas: place %u refused by place 0: its closures or its finish mode (%s) differ (built from other "
+      "sources? fox.finish?)\n",
+      here().id, FinishModeName(mode_));
+  return joined;
+}
+
+void Runtime::MarkDead(const std::vector<uint32_t>& dead) {
+  SpinGuard g(lock_);
+  for (uint32_t d : dead) {
+    dead_.insert(d);
+    gone_.insert(d);
+  }
+}
+
+bool Runtime::Ready() {
+  auto r = ebb::Rpc::Get()->Call(0, ebb::kApgasRuntimeId, kReady, nullptr, 0, 120'000).Block();
+  return r.ok();
+}
+
+void Runtime::OnReady(NodeId from, const uint8_t* data, size_t length) {
+  auto request = ebb::Rpc::ParseRequest(data, length);
+  if (!request) return;
+  std::vector<uint32_t> ids;
+  std::vector<uint32_t> tell;
+  {
+    SpinGuard g(lock_);
+    if (std::find(places_.begin(), places_.end(), Place{from}) == places_.end()) places_.push_back(Place{from});
+    std::sort(places_.begin(), places_.end());
+    for (Place p : places_) {
+      ids.push_back(p.id);
+      if (p.id != 0 && p.id != from && dead_.count(p.id) == 0) tell.push_back(p.id);
+    }
+  }
+  std::vector<uint8_t> body;
+  OutArchive out(body);
+  out(ids);
+  std::vector<Future<Result<ebb::Rpc::Bytes>>> calls;
+  for (uint32_t p : tell)
+    calls.push_back(ebb::Rpc::Get()->Call(p, ebb::kApgasRuntimeId, kPlaces, body.data(), body.size(), 10'000));
+  for (auto& c : calls) (void)c.Block();  // a place that died meanwhile: its death is told anyway
+  std::printf("apgas: place %u joined the job: %zu places\n", from, ids.size());
+  (void)ebb::Rpc::Reply(from, request->id, nullptr, 0);
+}
+
+void Runtime::OnPlaces(NodeId from, const uint8_t* data, size_t length) {
+  auto request = ebb::Rpc::ParseRequest(data, length);
+  if (!request || from != 0) return;
+  std::vector<uint32_t> ids;
+  try {
+    InArchive in(request->body, request->length);
+    in(ids);
+  } catch (const std::exception&) {
+    (void)ebb::Rpc::Fail(from, request->id, Error::kCorrupt);
+    return;
+  }
+  {
+    SpinGuard g(lock_);
+    places_.clear();
+    for (uint32_t id : ids) places_.push_back(Place{id});
+  }
+  (void)ebb::Rpc::Reply(from, request->id, nullptr, 0);
+}
+
+std::vector<Place> Runtime::AddPlaces(size_t n, uint64_t timeout_ms) {
+  if (n == 0) return {};
+  std::vector<Place> before = places();
+  if (auto r = am::RequestNodes(uint32_t(n)); !r.ok()) {
+    throw std::runtime_error(std::string("apgas::addPlaces: the frontend cannot add places here (") +
+                             ErrorName(r.error()) + "): run the job with fox run");
+  }
+  uint64_t deadline = clock::NowNs() + timeout_ms * 1'000'000;
+  std::vector<Place> added;
+  for (;;) {
+    added.clear();
+    for (Place p : places()) {
+      if (std::find(before.begin(), before.end(), p) == before.end()) added.push_back(p);
+    }
+    if (added.size() >= n || clock::NowNs() >= deadline) return added;
+    timer::Sleep(20'000'000);
+  }
 }
 
 bool Runtime::Serve() { return over_.GetFuture().Block(); }

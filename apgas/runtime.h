@@ -28,7 +28,12 @@
 //             value, 1 exceptions), then the value or vector<ExceptionInfo>
 //   kReport   u64 seq, FinishKey, Report  to F's state place
 //   kJoin     Rpc request: u64 closure digest, u8 finish mode; reply u8 (1
-//             welcome, 0 refused)
+//             welcome, 0 refused, 2 welcome into a running job: then
+//             vector<u32> the places with it, vector<u32> the dead ones,
+//             vector<u32> the Dht's members)
+//   kReady    Rpc request (empty), a late place to place 0: its Dht joined;
+//             place 0 adds it to the places, tells every place, then answers
+//   kPlaces   Rpc request: vector<u32> the job's places (a place joined)
 //   kShutdown Rpc request: empty; the job is over
 //   kFlush    u32 dead place d            from a state place to every live place
 //   kFlushed  u64 seq, u32 d, vector<Unreported>: for each finish whose
@@ -125,7 +130,9 @@ enum Handler : uint16_t {
   kDone,
   kAdoptions,
   kAdopteeDone,
-  kRelease
+  kRelease,
+  kReady,
+  kPlaces
 };
 
 enum class FinishMode : uint8_t { kNone = 0, kPlace0 = 1, kOptimistic = 2 };
@@ -224,8 +231,23 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   // Place 0: waits until every other place joined with `digest`; false
   // (after saying why) on a mismatch or after `timeout_ms`.
   bool AwaitJoins(uint64_t timeout_ms);
-  // Other places: joins place 0; false if refused or place 0 is gone.
-  bool Join();
+  // Other places: joins place 0; ok false if refused or place 0 is gone.
+  // late: the job runs already (a place PlaceManager::addPlaces asked
+  // for): the places, the dead ones and the Dht's members to join.
+  struct Joined {
+    bool ok = false, late = false;
+    std::vector<uint32_t> places, dead, dht_members;
+  };
+  Joined Join();
+  // A late place, its Dht joined: place 0 adds it to the job's places
+  // (every place's places() has it when this returns true).
+  bool Ready();
+  // Place 0: asks the frontend for `n` more places (am::RequestNodes) and
+  // waits until they are ready; returns them (fewer after timeout_ms).
+  // std::runtime_error if the frontend cannot (not started by fox run).
+  std::vector<Place> AddPlaces(size_t n, uint64_t timeout_ms);
+  // Places known dead before this place started (a late one's Joined).
+  void MarkDead(const std::vector<uint32_t>& dead);
   // Other places: blocks until place 0 ends the job (true) or dies (false).
   bool Serve();
   // Place 0: tells every live place the job is over.
@@ -362,6 +384,8 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   void FinishedLocked(FinishKey f, State& s, Resolve* resolve) REQUIRES(lock_);
   void SweepLocked() REQUIRES(lock_);
   void OnJoin(NodeId from, const uint8_t* data, size_t length);
+  void OnReady(NodeId from, const uint8_t* data, size_t length);
+  void OnPlaces(NodeId from, const uint8_t* data, size_t length);
   void OnDeath(uint32_t place);
   void OnFlush(NodeId from, const uint8_t* data, size_t length);
   void CheckAllLocked(Resolve* resolve) REQUIRES(lock_);

@@ -377,6 +377,11 @@ std::vector<NodeId> Dht::OwnersOf(const std::string& key) const {
   return {owners.begin(), owners.end()};
 }
 
+std::vector<NodeId> Dht::members() const {
+  auto ring = Ring();
+  return ring ? ring->nodes() : std::vector<NodeId>{};
+}
+
 Dht::Stats Dht::stats() const {
   SpinGuard g(lock_);
   return stats_;

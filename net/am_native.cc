@@ -280,3 +280,8 @@ void PlatformStats(Stats* st) {
 }
 
 }  // namespace fox::am::internal
+
+namespace fox::am {
+// A node asks no frontend for nodes (place 0 is a Linux process: am.h).
+Result<void> RequestNodes(uint32_t) { return Error::kUnsupported; }
+}  // namespace fox::am

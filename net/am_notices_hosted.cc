@@ -7,6 +7,10 @@
 // trigger fired from the epoll loop, drained in an event). Unknown or
 // malformed lines are logged and ignored; end of file (the frontend went
 // away) closes the pipe, which leaves the epoll set with it.
+//
+// Requests the other way (am::RequestNodes): FOX_CONTROL_FD names the
+// write end of a pipe the frontend reads; one line per request:
+//     add N       start N more nodes in this job
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -89,3 +93,20 @@ void WatchFrontendNotices(int core) {
 }
 
 }  // namespace fox::am::internal
+
+namespace fox::am {
+
+Result<void> RequestNodes(uint32_t count) {
+  if (count == 0 || count > 64) return Error::kInvalidArgument;
+  const char* env = std::getenv("FOX_CONTROL_FD");
+  if (env == nullptr || *env == '\0') return Error::kUnsupported;
+  auto fd = ParseUInt(env);
+  if (!fd.ok() || *fd > 1 << 20) return Error::kUnsupported;
+  std::string line = "add " + std::to_string(count) + "\n";
+  ssize_t n = write(int(*fd), line.data(), line.size());      // a few bytes: atomic on a pipe
+  if (n != ssize_t(line.size())) return Error::kUnsupported;  // the frontend went away
+  LOG_INFO("am: asked the frontend for %u more nodes", count);
+  return Ok();
+}
+
+}  // namespace fox::am

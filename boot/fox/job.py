@@ -7,6 +7,8 @@ Place 0 is started with
     FOX_ARGS       fox.node=0 fox.job=J fox.key=K fox.amport=P
                    fox.peers=0@127.0.0.1:P,K1@127.0.0.1:B1,...  (Bi: node Ki's bridge port on the switch)
     FOX_NOTICE_FD  the read end of a pipe: "dead K" lines (net/am_notices_hosted.cc)
+    FOX_CONTROL_FD (--hosted) the write end of a pipe: place 0's "add N" requests for more
+                   places (am::RequestNodes, PlaceManager::addPlaces)
 and the job's arguments as its argv. The job's status is place 0's; when
 place 0 succeeds, the first failing node's (a node that died counts as
 failed only through what place 0 makes of it).
@@ -263,6 +265,8 @@ def run_hosted(app, places, app_args, timeout, out=sys.stdout, kargs=()):
     peers = ",".join("%d@127.0.0.1:%d" % (i, port) for i, port in enumerate(ports))
     fd_args = " ".join(qemu_run.membership_args("hosted", places))
     notice_r, notice_w = os.pipe()
+    control_r, control_w = os.pipe()  # place 0's requests (am::RequestNodes): "add N" lines
+    os.set_blocking(control_r, False)
     interrupted = {"now": False}
 
     def on_sigint(signum, frame):
@@ -272,30 +276,70 @@ def run_hosted(app, places, app_args, timeout, out=sys.stdout, kargs=()):
     procs, outputs = [], []
     sel = selectors.DefaultSelector()
     status_override = None
+    open_outputs = set()
+    ended = {}  # place -> status, in the order they ended
+
+    def start_place(i, peers):
+        env = dict(os.environ, FOX_ARGS="fox.node=%d fox.job=%d fox.key=%s fox.amport=%d fox.peers=%s %s %s" %
+                   (i, job, key, ports[i], peers, fd_args, " ".join(kargs)))
+        pass_fds = ()
+        if i == 0:
+            env["FOX_NOTICE_FD"] = str(notice_r)
+            env["FOX_CONTROL_FD"] = str(control_w)
+            pass_fds = (notice_r, control_w)
+        p = subprocess.Popen(place_command(program, app_args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, env=env, pass_fds=pass_fds, start_new_session=True)
+        procs.append(p)
+        outputs.append(Lines(i, p.stdout))
+        open_outputs.add(i)
+        sel.register(p.stdout, selectors.EVENT_READ, i)
+
+    def add_places(count):
+        """Place 0 asked for more places (PlaceManager::addPlaces): fresh ids, every live place
+        and the new ones in their fox.peers (the others let them join as they speak)."""
+        first = len(procs)
+        ports.extend(nodes.free_udp_port() for _ in range(count))
+        live = [i for i in range(first + count) if i not in ended]
+        new_peers = ",".join("%d@127.0.0.1:%d" % (i, ports[i]) for i in live)
+        for i in range(first, first + count):
+            start_place(i, new_peers)
+        print("fox run: place 0 asked for %d more places: started %s" %
+              (count, " ".join("%d:%d" % (i, procs[i].pid) for i in range(first, first + count))), file=sys.stderr)
+
+    control_buf = b""
     try:
         for i in range(places):
-            env = dict(os.environ, FOX_ARGS="fox.node=%d fox.job=%d fox.key=%s fox.amport=%d fox.peers=%s %s %s" %
-                       (i, job, key, ports[i], peers, fd_args, " ".join(kargs)))
-            pass_fds = ()
-            if i == 0:
-                env["FOX_NOTICE_FD"] = str(notice_r)
-                pass_fds = (notice_r,)
-            p = subprocess.Popen(place_command(program, app_args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, env=env, pass_fds=pass_fds, start_new_session=True)
-            procs.append(p)
-            outputs.append(Lines(i, p.stdout))
-            sel.register(p.stdout, selectors.EVENT_READ, i)
+            start_place(i, peers)
         os.close(notice_r)
         notice_r = None
+        os.close(control_w)
+        control_w = None
+        sel.register(control_r, selectors.EVENT_READ, "control")
         print("fox run: %d hosted places of %s on 127.0.0.1 (job %d): pids %s" %
               (places, app, job, " ".join("%d:%d" % (i, p.pid) for i, p in enumerate(procs))), file=sys.stderr)
         started = time.monotonic()
-        open_outputs = set(range(places))
-        ended = {}  # place -> status, in the order they ended
         place0_done_at = None
         while True:
             for key_, _ in sel.select(0.05):
                 i = key_.data
+                if i == "control":
+                    try:
+                        chunk = os.read(control_r, 4096)
+                    except BlockingIOError:
+                        continue
+                    if not chunk:
+                        sel.unregister(control_r)
+                        continue
+                    control_buf += chunk
+                    while b"\n" in control_buf:
+                        line, control_buf = control_buf.split(b"\n", 1)
+                        words = line.decode("ascii", "replace").split()
+                        if len(words) == 2 and words[0] == "add" and words[1].isdigit() and \
+                                1 <= int(words[1]) <= 64 and len(procs) + int(words[1]) <= 201:
+                            add_places(int(words[1]))
+                        else:
+                            print("fox run: ignoring a bad request from place 0: %r" % line[:80], file=sys.stderr)
+                    continue
                 if not outputs[i].read(out):
                     sel.unregister(procs[i].stdout)
                     open_outputs.discard(i)
@@ -315,11 +359,11 @@ def run_hosted(app, places, app_args, timeout, out=sys.stdout, kargs=()):
                 print("fox run: the job did not finish in %g s: stopping it" % timeout, file=sys.stderr)
                 status_override = 124
                 break
-            if len(ended) == places and not open_outputs:
+            if len(ended) == len(procs) and not open_outputs:
                 break
             if place0_done_at is not None and time.monotonic() - place0_done_at > NODE_GRACE_S:
                 print("fox run: places %s still running %d s after place 0 exited: stopping them" %
-                      (",".join(str(i) for i in range(places) if i not in ended), NODE_GRACE_S), file=sys.stderr)
+                      (",".join(str(i) for i in range(len(procs)) if i not in ended), NODE_GRACE_S), file=sys.stderr)
                 break
     finally:
         for p in procs:
@@ -335,6 +379,9 @@ def run_hosted(app, places, app_args, timeout, out=sys.stdout, kargs=()):
                     pass
         if notice_r is not None:
             os.close(notice_r)
+        if control_w is not None:
+            os.close(control_w)
+        os.close(control_r)
         os.close(notice_w)
         for sig, h in old.items():
             signal.signal(sig, h)

@@ -46,11 +46,16 @@
 //              spare takes its index and restores its slice from the
 //              ResilientStore (non-shrinking recovery); a manager that may
 //              not shrink throws; place 1 dies: the group shrinks
+//   add_places (4 places, under fox run: it starts the new one) place 2
+//              dies; PlaceManager::addPlaces(1) gets a new place (a fresh
+//              id), which takes index 2 and restores its slice from the
+//              ResilientStore; every place knows it
 //   kill,K     place K dies (std::_Exit) inside a fan-out: the finish throws
 //              a DeadPlaceException naming K (and nothing else), every other
 //              place's activities have run when it returns, and at(K) throws
 //              DeadPlaceException at once
 // Prints "apgas_node: CHECK FAILED ..." and exits 1 on a failed check.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -636,6 +641,67 @@ bool KillPlace(uint32_t victim) {
   return false;
 }
 
+// A job that grows: place 2 dies, the manager asks the frontend for a new
+// place (fox run starts one), which takes index 2 and restores its slice.
+void AddPlaces() {
+  using fox::apgas::PlaceGroup;
+  using fox::apgas::PlaceManager;
+  CHECK(fox::apgas::places().size() == 4);
+  PlaceManager pm(0, false);
+  PlaceGroup active = pm.activePlaces();
+  auto store = fox::apgas::ResilientStore::Make("grow");
+  fox::apgas::finish([&] {
+    for (size_t i = 0; i < active.size(); ++i) {
+      fox::apgas::asyncAt(
+          active[i], [](uint64_t index) { fox::apgas::ResilientStore::Make("grow").Set("slice", index * 100); },
+          uint64_t(i));
+    }
+  });
+  CHECK(KillPlace(2));
+  uint64_t t0 = fox::clock::NowNs();
+  auto added = pm.addPlaces(1);
+  uint64_t ms = (fox::clock::NowNs() - t0) / 1'000'000;
+  CHECK(added.size() == 1 && added[0].id >= 4);  // a fresh id, never the dead one's
+  auto change = pm.rebuildActivePlaces();
+  active = pm.activePlaces();
+  CHECK(change.replaced.size() == 1 && change.replaced[0].first == Place{2} && change.replaced[0].second == added[0] &&
+        active.size() == 4 && active[2] == added[0]);
+  fox::apgas::finish([&] {
+    for (auto [dead, fresh] : change.replaced) {
+      fox::apgas::asyncAt(
+          fresh,
+          [](Place from) {
+            auto s = fox::apgas::ResilientStore::Make("grow");
+            auto slice = s.GetRemote<uint64_t>(from, "slice");
+            if (slice) s.Set("slice", *slice);
+          },
+          dead);
+    }
+  });
+  size_t right = 0;
+  for (size_t i = 0; i < active.size(); ++i) {
+    auto slice = store.GetRemote<uint64_t>(active[i], "slice");
+    right += slice && *slice == i * 100;
+  }
+  // Every place knows the new one, and it computes with them.
+  uint64_t know = 0;
+  for (Place p : active) {
+    know += fox::apgas::at(
+        p,
+        [](uint32_t id) {
+          auto all = fox::apgas::places();
+          return uint64_t(std::find(all.begin(), all.end(), Place{id}) != all.end());
+        },
+        added[0].id);
+  }
+  std::printf(
+      "apgas: place manager: place 2 died, addPlaces(1) gave place %u in %llu ms, which took index 2 and restored "
+      "its slice from the store: %zu of %zu slices right, %llu of %zu places know it: %s\n",
+      added[0].id, (unsigned long long)ms, right, active.size(), (unsigned long long)know, active.size(),
+      right == active.size() && know == active.size() ? "PASS" : "FAIL");
+  CHECK(right == active.size() && know == active.size());
+}
+
 void Spares() {
   using fox::apgas::PlaceGroup;
   using fox::apgas::PlaceManager;
@@ -788,6 +854,8 @@ int main(int argc, char** argv) {
         char* end = nullptr;
         uint32_t victim = uint32_t(std::strtoul(step.c_str() + 10, &end, 10));
         HomeKill(victim, *end == ',' ? uint32_t(std::strtoul(end + 1, nullptr, 10)) : 0);
+      } else if (step == "add_places") {
+        AddPlaces();
       } else if (step == "spares") {
         Spares();
       } else if (step == "store") {

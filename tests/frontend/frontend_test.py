@@ -593,6 +593,16 @@ def hosted(e):
     _, out = e.fox_cmd("run", program, "--hosted", "--finish", "eager", check=2)
     expect(out, r"--finish: invalid choice: 'eager'", "bad arguments")
     e.expect_nothing_left("after the hosted APGAS jobs")
+    # A job that grows (PlaceManager::addPlaces, issue 12): place 2 dies (its status, 9, is the job's), and
+    # fox run starts place 4 when place 0 asks; it joins the transport, the Dht and the places.
+    _, out = e.fox_cmd("run", program, "--hosted", "--places", "4", "--finish", "optimistic", "--timeout", "120",
+                       "--", "add_places", check=9)
+    expect(out, r"^fox run: place 0 asked for 1 more places: started 4:\d+$", "run")
+    expect(out, r"^place0\| apgas: place 4 joined the job: 5 places$", "apgas")
+    expect(out, r"^place0\| apgas: place manager: place 2 died, addPlaces\(1\) gave place 4 in \d+ ms, which took "
+                r"index 2 and restored its slice from the store: 4 of 4 slices right, 4 of 4 places know it: PASS$",
+           "apgas")
+    e.expect_nothing_left("after the hosted APGAS job that grew")
 
 
 def run32(e):

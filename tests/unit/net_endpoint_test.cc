@@ -495,8 +495,9 @@ TEST(AmEndpoint, AValidFrameFromAStrangerIsAJoinAndAForgedOneIsNot) {
   // Added, its retransmission gets through.
   ASSERT_TRUE(ep.AddPeer(50, joins[0].address, 0).ok());
   int delivered = 0;
-  EXPECT_EQ(ep.OnDatagram(frame.data(), frame.size(), 0, [&](NodeId from, const AmMessage&) { delivered += from == 50; },
-                          none, nullptr, joins[0].address),
+  EXPECT_EQ(ep.OnDatagram(
+                frame.data(), frame.size(), 0, [&](NodeId from, const AmMessage&) { delivered += from == 50; }, none,
+                nullptr, joins[0].address),
             DropReason::kNone);
   EXPECT_EQ(delivered, 1);
 }

@@ -46,6 +46,13 @@ class PlaceManager {
   // Takes the dead places out of the active group, replacing each with a
   // live spare at its index while there are any; dead spares are dropped.
   Change rebuildActivePlaces();
+  // Asks the frontend for `n` new places (new nodes, or new processes with
+  // fox run --hosted; fresh ids, never a dead one's) and adds them to the
+  // spares once they have joined (their Dht too), so that the next
+  // rebuildActivePlaces can use them. Returns them (fewer if not all came
+  // within timeout_ms). Place 0 only; std::runtime_error when the job was
+  // not started by fox run (nobody to ask).
+  std::vector<Place> addPlaces(size_t n, uint64_t timeout_ms = 120'000);
 
  private:
   std::vector<Place> active_;

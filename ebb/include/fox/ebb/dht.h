@@ -190,6 +190,8 @@ class Dht : public SharedEbb<Dht> {
 
   // The key's owners in this node's ring, primary first (empty before Start).
   std::vector<NodeId> OwnersOf(const std::string& key) const;
+  // The members of this node's ring (empty before Start or Join).
+  std::vector<NodeId> members() const;
   uint64_t epoch() const;
 
   struct Stats {

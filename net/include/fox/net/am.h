@@ -170,6 +170,12 @@ void DeclareDead(NodeId node);
 // at once instead of waiting for their detectors (fail-stop: a notice is
 // believed). For the frontend when a node's QEMU exits. Event context.
 void NotifyDead(NodeId node);
+// Asks the frontend for `count` more nodes in this job (they join by
+// speaking: AmEndpoint::OnDatagram); `fox run` starts them with fresh ids
+// and every member in fox.peers. Place 0 started by `fox run` only (its
+// FOX_CONTROL_FD: am_notices_hosted.cc); kUnsupported elsewhere,
+// kInvalidArgument for 0 or more than 64. Any context that may block.
+Result<void> RequestNodes(uint32_t count);
 
 struct Stats {
   net::EndpointCounters endpoint;
