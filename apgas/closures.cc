@@ -51,7 +51,7 @@ Runner FindClosure(uint64_t id) {
   return it == t.runners.end() ? nullptr : it->second;
 }
 
-uint64_t ClosureDigest() {
+std::vector<uint64_t> ClosureIds() {
   Table& t = TheTable();
   std::vector<uint64_t> ids;
   {
@@ -59,11 +59,7 @@ uint64_t ClosureDigest() {
     for (auto& [id, run] : t.runners) ids.push_back(id);
   }
   std::sort(ids.begin(), ids.end());
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (uint64_t id : ids) {
-    for (int b = 0; b < 8; ++b) h = (h ^ uint8_t(id >> (8 * b))) * 0x100000001b3ull;
-  }
-  return h;
+  return ids;
 }
 
 }  // namespace fox::apgas::detail

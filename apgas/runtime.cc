@@ -236,11 +236,18 @@ void Runtime::OnAt(NodeId from, const uint8_t* data, size_t length) {
 
 void Runtime::OnJoin(NodeId from, const uint8_t* data, size_t length) {
   auto request = ebb::Rpc::ParseRequest(data, length);
-  if (!request || request->length != 9) return;
-  uint64_t digest;
-  std::memcpy(&digest, request->body, 8);
-  uint8_t mode = request->body[8];
-  bool same_closures = digest == ClosureDigest();
+  if (!request) return;
+  uint8_t mode = 0;
+  std::vector<uint64_t> theirs;
+  try {
+    InArchive in(request->body, request->length);
+    in(mode, theirs);
+  } catch (const std::exception&) {
+    (void)ebb::Rpc::Fail(from, request->id, Error::kCorrupt);
+    return;
+  }
+  std::vector<uint64_t> mine = ClosureIds();
+  bool same_closures = std::includes(theirs.begin(), theirs.end(), mine.begin(), mine.end());
   uint8_t welcome = same_closures && mode == uint8_t(mode_) ? 1 : 0;
   bool everyone = false;
   if (all_joined_set_.load()) {  // the job runs: a place it asked for (AddPlaces)
@@ -269,7 +276,7 @@ void Runtime::OnJoin(NodeId from, const uint8_t* data, size_t length) {
     if (welcome) {
       joined_.insert(from);
     } else if (refusal_.empty() && !same_closures) {
-      refusal_ = "place " + std::to_string(from) + " has other closures than place 0 (built from other sources?)";
+      refusal_ = "place " + std::to_string(from) + " lacks closures place 0 has (built from other sources?)";
     } else if (refusal_.empty()) {
       refusal_ = "place " + std::to_string(from) + " runs another finish mode than place 0's " + FinishModeName(mode_) +
                  " (fox.finish must be the same at every place)";
@@ -307,11 +314,10 @@ bool Runtime::AwaitJoins(uint64_t timeout_ms) {
 
 Runtime::Joined Runtime::Join() {
   Joined joined;
-  uint8_t request[9];
-  uint64_t digest = ClosureDigest();
-  std::memcpy(request, &digest, 8);
-  request[8] = uint8_t(mode_);
-  auto r = ebb::Rpc::Get()->Call(0, ebb::kApgasRuntimeId, kJoin, request, sizeof request, 120'000).Block();
+  std::vector<uint8_t> request;
+  OutArchive out(request);
+  out(uint8_t(mode_), ClosureIds());
+  auto r = ebb::Rpc::Get()->Call(0, ebb::kApgasRuntimeId, kJoin, request.data(), request.size(), 120'000).Block();
   if (!r.ok()) {
     std::printf("apgas: place %u could not join place 0: %s\n", here().id, ErrorName(r.error()));
     return joined;

@@ -27,7 +27,8 @@
 //   kAt       Rpc request: FinishKey, [chain,] closure; reply u8 status (0
 //             value, 1 exceptions), then the value or vector<ExceptionInfo>
 //   kReport   u64 seq, FinishKey, Report  to F's state place
-//   kJoin     Rpc request: u64 closure digest, u8 finish mode; reply u8 (1
+//   kJoin     Rpc request: u8 finish mode, vector<u64> closure ids (place 0
+//             needs its own among them); reply u8 (1
 //             welcome, 0 refused, 2 welcome into a running job: then
 //             vector<u32> the places with it, vector<u32> the dead ones,
 //             vector<u32> the Dht's members)

@@ -7,8 +7,9 @@ Place 0 is started with
     FOX_ARGS       fox.node=0 fox.job=J fox.key=K fox.amport=P
                    fox.peers=0@127.0.0.1:P,K1@127.0.0.1:B1,...  (Bi: node Ki's bridge port on the switch)
     FOX_NOTICE_FD  the read end of a pipe: "dead K" lines (net/am_notices_hosted.cc)
-    FOX_CONTROL_FD (--hosted) the write end of a pipe: place 0's "add N" requests for more
-                   places (am::RequestNodes, PlaceManager::addPlaces)
+    FOX_CONTROL_FD the write end of a pipe: place 0's "add N" requests for more places
+                   (am::RequestNodes, PlaceManager::addPlaces): fox run asks the supervisor
+                   (op grow), which boots idle or new pool nodes into the job
 and the job's arguments as its argv. The job's status is place 0's; when
 place 0 succeeds, the first failing node's (a node that died counts as
 failed only through what place 0 makes of it).
@@ -72,6 +73,33 @@ def place_command(program, app_args):
     return ["setpriv", "--pdeathsig", "KILL", "--"] + line_buffered + [program] + list(app_args)
 
 
+class ControlPipe:
+    """Place 0's requests (am::RequestNodes, net/am_notices_hosted.cc): "add N" lines."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.buf = b""
+
+    def read(self):
+        """The counts asked for since the last call; None at end of file (place 0 exited)."""
+        try:
+            chunk = os.read(self.fd, 4096)
+        except BlockingIOError:
+            return []
+        if not chunk:
+            return None
+        self.buf += chunk
+        counts = []
+        while b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            words = line.decode("ascii", "replace").split()
+            if len(words) == 2 and words[0] == "add" and words[1].isdigit() and 1 <= int(words[1]) <= 64:
+                counts.append(int(words[1]))
+            else:
+                print("fox run: ignoring a bad request from place 0: %r" % line[:80], file=sys.stderr)
+        return counts
+
+
 class Tail:
     """Node output: new whole lines of its console log from `offset` on."""
 
@@ -102,8 +130,10 @@ class Tail:
 
 
 def run(name, app, places, app_args, timeout, out=sys.stdout, kargs=()):
-    """A job on the pool; `kargs`: boot arguments (fox.KEY=VALUE) for every place."""
-    program = nodes.host_program(app)
+    """A job on the pool; `kargs`: boot arguments (fox.KEY=VALUE) for every place. APP: an app
+    of apps/, or the path of a hosted program whose app the pool image bundles (e.g. a test's)."""
+    program = app if os.sep in app else nodes.host_program(app)
+    app = os.path.basename(app)
     if not os.access(program, os.X_OK):
         print("fox run: no hosted program for %s (%s): build it with make" % (app, program), file=sys.stderr)
         return 1
@@ -152,10 +182,15 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out, k
     fox_args = "fox.node=0 fox.job=%d fox.key=%s fox.amport=%d fox.peers=%s" % (job, key, place0_port, peers)
     fox_args = " ".join([fox_args] + msg.get("fd_args", []) + list(kargs))  # the nodes' membership timers
     notice_r, notice_w = os.pipe()
-    env = dict(os.environ, FOX_ARGS=fox_args, FOX_NOTICE_FD=str(notice_r))
+    control_r, control_w = os.pipe()  # place 0's requests for more nodes (am::RequestNodes)
+    os.set_blocking(control_r, False)
+    env = dict(os.environ, FOX_ARGS=fox_args, FOX_NOTICE_FD=str(notice_r), FOX_CONTROL_FD=str(control_w))
     place0 = subprocess.Popen(place_command(program, app_args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, env=env, pass_fds=(notice_r,), start_new_session=True)
+                              stderr=subprocess.STDOUT, env=env, pass_fds=(notice_r, control_w),
+                              start_new_session=True)
     os.close(notice_r)
+    os.close(control_w)
+    control = ControlPipe(control_r)
     tails = [Tail(n["place"], n["console"], n["offset"]) for n in job_nodes]
     running = {n["node"] for n in job_nodes}
     statuses = {}
@@ -163,6 +198,7 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out, k
     sel = selectors.DefaultSelector()
     sel.register(place0.stdout, selectors.EVENT_READ, "place0")
     sel.register(conn, selectors.EVENT_READ, "conn")
+    sel.register(control_r, selectors.EVENT_READ, "control")
 
     def endpoint_line(text):
         endpoint = ENDPOINT.match(text)
@@ -181,6 +217,13 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out, k
                     if not place0_lines.read(out):
                         sel.unregister(place0.stdout)
                         place0_eof = True
+                elif key_.data == "control":
+                    counts = control.read()
+                    if counts is None:
+                        sel.unregister(control_r)
+                    for count in counts or ():
+                        print("fox run: place 0 asked for %d more nodes" % count, file=sys.stderr)
+                        conn.send(op="grow", count=count)
                 else:
                     try:
                         msg = conn.receive(0)
@@ -196,6 +239,14 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out, k
                         if msg.get("event") == "exit":
                             running.discard(msg["node"])
                             statuses[msg["node"]] = msg["status"]
+                        elif msg.get("event") == "grown":
+                            for n in msg["nodes"]:
+                                tails.append(Tail(n["place"], n["console"], n["offset"]))
+                                running.add(n["node"])
+                            print("fox run: nodes %s joined the job" % ",".join(str(n["node"]) for n in msg["nodes"]),
+                                  file=sys.stderr)
+                        elif msg.get("event") == "error":
+                            print("fox run: %s" % msg["error"], file=sys.stderr)
                         elif msg.get("event") == "dead":
                             running.discard(msg["node"])
                             dead.add(msg["node"])
@@ -225,6 +276,7 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out, k
             os.killpg(place0.pid, signal.SIGKILL)
             place0.wait()
         os.close(notice_w)
+        os.close(control_r)
         try:
             conn.send(op="end")
         except OSError:
@@ -306,7 +358,7 @@ def run_hosted(app, places, app_args, timeout, out=sys.stdout, kargs=()):
         print("fox run: place 0 asked for %d more places: started %s" %
               (count, " ".join("%d:%d" % (i, procs[i].pid) for i in range(first, first + count))), file=sys.stderr)
 
-    control_buf = b""
+    control = ControlPipe(control_r)
     try:
         for i in range(places):
             start_place(i, peers)
@@ -323,22 +375,14 @@ def run_hosted(app, places, app_args, timeout, out=sys.stdout, kargs=()):
             for key_, _ in sel.select(0.05):
                 i = key_.data
                 if i == "control":
-                    try:
-                        chunk = os.read(control_r, 4096)
-                    except BlockingIOError:
-                        continue
-                    if not chunk:
+                    counts = control.read()
+                    if counts is None:
                         sel.unregister(control_r)
-                        continue
-                    control_buf += chunk
-                    while b"\n" in control_buf:
-                        line, control_buf = control_buf.split(b"\n", 1)
-                        words = line.decode("ascii", "replace").split()
-                        if len(words) == 2 and words[0] == "add" and words[1].isdigit() and \
-                                1 <= int(words[1]) <= 64 and len(procs) + int(words[1]) <= 201:
-                            add_places(int(words[1]))
+                    for count in counts or ():
+                        if len(procs) + count <= 201:
+                            add_places(count)
                         else:
-                            print("fox run: ignoring a bad request from place 0: %r" % line[:80], file=sys.stderr)
+                            print("fox run: place 0 asked for %d more places: more than 200" % count, file=sys.stderr)
                     continue
                 if not outputs[i].read(out):
                     sel.unregister(procs[i].stdout)

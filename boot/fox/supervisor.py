@@ -84,6 +84,8 @@ class Job:
         self.started = False
         self.started_at = None
         self.endpoints = []  # [{"service", "address"}]: what place 0 said clients here reach (fox: endpoint)
+        self.grow = 0  # nodes place 0 asked for (op grow) not started yet
+        self.fd_args = []
 
 
 class Supervisor:
@@ -248,6 +250,8 @@ class Supervisor:
         self.maybe_start_job()
 
     def maybe_start_job(self):
+        if self.job is not None:
+            self.maybe_grow()
         if self.job is not None or not self.queue or self.stopping:
             return
         job = self.queue[0]
@@ -297,8 +301,45 @@ class Supervisor:
                         "console": console, "offset": offset})
         job.started = True
         job.started_at = time.time()
+        job.fd_args = list(fd_args)
         log("job %d: %s on place 0 and nodes %s", job.id, r["app"], ",".join(map(str, job.nodes)) or "(none)")
         self.tell(job.conn, event="start", job=job.id, key=self.key, nodes=out, fd_args=fd_args)
+
+    def idle_for(self, job):
+        """Idle nodes that may join `job`: never one of its places that ended (a place's id is
+        never reused, even by the same node back in the pool)."""
+        return sorted((n for n in self.nodes.values() if n.state == "idle" and n.k not in job.nodes),
+                      key=lambda n: n.k)
+
+    def maybe_grow(self):
+        """Idle nodes join the running job that asked for more (fresh ids: pool ids never repeat);
+        they reach the others by speaking (the transport adds them)."""
+        job = self.job
+        if job is None or not job.started or job.grow <= 0:
+            return
+        idle = self.idle_for(job)[:job.grow]
+        if not idle:
+            return
+        r = job.request
+        live = [k for k in job.nodes if self.nodes[k].state != "dead"] + [n.k for n in idle]
+        peers = ",".join(["0@%s" % nodes.FRONTEND_IP] + ["%d@%s" % (k, nodes.node_ip(k)) for k in live])
+        out = []
+        for n in idle:
+            if n.proc is not None:
+                n.proc.kill()
+            self.stop_qemu(n)
+            console = os.path.join(self.dir, "node%d.log" % n.k)
+            offset = os.path.getsize(console) if os.path.exists(console) else 0
+            job.nodes.append(n.k)
+            n.job, n.place, n.app = job.id, len(job.nodes), r["app"]
+            n.port.route = ("127.0.0.1", int(r["place0_port"]))
+            self.boot(n, nodes.node_image(), nodes.boot_args(n.k, r["app"], self.key, job.id, peers, r.get("args", []),
+                                                             job.fd_args + r.get("kargs", [])), "running")
+            out.append({"node": n.k, "place": n.place, "ip": nodes.node_ip(n.k), "bridge_port": n.port.bridge_port,
+                        "console": console, "offset": offset})
+        job.grow -= len(idle)
+        log("job %d: nodes %s join it (place 0 asked)", job.id, ",".join(str(n.k) for n in idle))
+        self.tell(job.conn, event="grown", nodes=out)
 
     def check_image(self, image, app, place0_build_id):
         """Why a job of `app` whose place 0 carries `place0_build_id` cannot run on `image`, or None."""
@@ -397,6 +438,21 @@ class Supervisor:
             return {"ok": True}
         if op == "job":
             self.job_request(conn, request)
+            return None
+        if op == "grow":  # from the job's `fox run`: place 0 asks for more nodes (PlaceManager::addPlaces)
+            count = request.get("count")
+            if self.job is None or self.job.conn is not conn or not isinstance(count, int) or not 1 <= count <= 64:
+                return {"event": "error", "error": "bad grow request"}
+            self.job.grow += count
+            idle = len(self.idle_for(self.job))
+            if idle < self.job.grow:
+                try:
+                    added = self.add_nodes(self.job.grow - idle)
+                    log("job %d: place 0 asked for %d more nodes: booting nodes %s into the pool for it", self.job.id,
+                        count, ",".join(map(str, added)))
+                except ValueError as e:
+                    return {"event": "error", "error": str(e)}
+            self.maybe_grow()
             return None
         if op == "endpoint":  # from the job's `fox run`: a line place 0 printed
             if self.job and self.job.conn is conn and len(self.job.endpoints) < 16:

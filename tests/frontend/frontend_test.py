@@ -419,6 +419,29 @@ def iso(e):
     e.expect_nothing_left("after down")
 
 
+def add_places(e):
+    """A job that grows on QEMU nodes (PlaceManager::addPlaces, issue 12): place 2 dies; place 0 asks for a
+    place, fox run relays it, the supervisor boots the idle node 4 into the job, which joins the transport,
+    the Dht and the places; then the nodes go back to the pool."""
+    name = e.name("grow")
+    program = os.path.join(os.environ.get("FOX_BUILD", os.path.join(ROOT, "build")), "host", "tests", "apgas",
+                           "apgas_node")
+    e.fox_cmd("cluster", "up", "--nodes", "4", "--name", name, "--timeout", "300", check=0)
+    _, out = e.fox_cmd("run", program, "--name", name, "--places", "4", "--finish", "optimistic", "--timeout", "400",
+                       "--", "add_places", check=9)
+    expect(out, r"^fox run: place 0 asked for 1 more nodes$", "run")
+    expect(out, r"^fox run: nodes 4 joined the job$", "run")
+    expect(out, r"^place0\| apgas: place 4 joined the job: 5 places$", "apgas")
+    expect(out, r"^place0\| apgas: place manager: place 2 died, addPlaces\(1\) gave place 4 in \d+ ms, which took "
+                r"index 2 and restored its slice from the store: 4 of 4 slices right, 4 of 4 places know it: PASS$",
+           "apgas")
+    expect(out, r"^place4\| .*dht: joined: ring epoch 2, 4 nodes", "node 4")
+    wait_for(lambda: all(s in ("idle", "dead") for s in states(e.status(name)).values()), 200,
+             "the nodes back in the pool")
+    e.fox_cmd("cluster", "down", "--name", name, check=0)
+    e.expect_nothing_left("after down")
+
+
 def bad_arguments(e):
     name = e.name("bad")
     cases = [
@@ -686,7 +709,7 @@ def scale64(e):
 
 SCENARIOS = {f.__name__: f for f in (lifecycle, kill_during_job, supervisor_killed, run_interrupted, two_clusters, consecutive_jobs,
                                      run_temporary, wrong_key, build_id, iso, bad_arguments, memcached_job, memcached_gateway,
-                                     run32, scale64, hosted)}
+                                     run32, scale64, hosted, add_places)}
 
 
 def main():

@@ -19,9 +19,10 @@
 // hash of its name as the compiler spells it in a template instantiation —
 // for a lambda, its source file, line and column — so the hosted place 0
 // and the node images built from the same sources agree on it. Closures
-// register themselves before main (one static per instantiation), and
-// ClosureDigest() summarises the table: a job whose places disagree is
-// refused when it starts.
+// register themselves before main (one static per instantiation). A place
+// joins with ClosureIds(): place 0 refuses it unless it has every closure
+// place 0 has (the pool image holds every bundled app's, more than place 0's
+// program), so places built from other sources are refused at the start.
 #pragma once
 
 #include <cereal/cereal.hpp>
@@ -168,8 +169,8 @@ using Runner = void (*)(InArchive& in, std::vector<uint8_t>* result);
 uint64_t RegisterClosure(const char* name, Runner run);
 // The runner of closure `id`, or nullptr if this program has none.
 Runner FindClosure(uint64_t id);
-// A hash of every registered id: equal at every place built from the same sources.
-uint64_t ClosureDigest();
+// Every registered id, ascending.
+std::vector<uint64_t> ClosureIds();
 
 // Reads the arguments one by one, in order, then calls f with them.
 template <class Fn, class... Rest>
