@@ -11,7 +11,8 @@
 //   kCount:     (empty)             reply: status, u64 items, u64 bytes (live, as primary)
 //   kJoin:      (empty), from a joiner  reply: status (kOk: streaming; kAlreadyExists:
 //                                   routes by a ring with it; kBusy: another join runs),
-//                                   then u64 the member's ring epoch
+//                                   then u64 the member's ring epoch, u32 count and the
+//                                   ring's members (the joiner routes by that ring)
 //   kJoinReady: u64 target tag      to the joiner: streamed for that target; reply: status
 //   kJoinSwitch: u64 target tag     from the joiner: route by the target; reply: status
 // Every reply's payload starts with a u32 status (fox::Error), so that the
@@ -201,7 +202,17 @@ void Dht::AskToJoin() {
       Error status = r.ok() && r->size() >= 4 ? Error(net::wire::Load32(r->data())) : Error::kCorrupt;
       if (r.ok() && status == Error::kOk) {
         answered.insert(n);  // it streams, then says it is ready
-        if (r->size() == 12) TakeEpoch(net::wire::Load64(r->data() + 4));
+        if (r->size() >= 16) {
+          uint32_t count = net::wire::Load32(r->data() + 12);
+          if (r->size() == 16 + 4 * size_t(count) && count <= 4096) {
+            std::vector<NodeId> nodes(count);
+            for (uint32_t i = 0; i < count; ++i) nodes[i] = net::wire::Load32(r->data() + 16 + 4 * i);
+            if (TakeRing(net::wire::Load64(r->data() + 4), std::move(nodes))) {
+              answered.clear();  // ask its members, this one again too (for the new target)
+              all = false;
+            }
+          }
+        }
       } else if (r.ok() && status == Error::kAlreadyExists) {
         answered.insert(n);
         ready_[n] = kSwitched;
@@ -220,7 +231,12 @@ void Dht::AskToJoin() {
 void Dht::ServeJoin(NodeId from, uint64_t id) {
   auto ring = Ring();
   if (!ring) return Answer(from, id, Error::kBusy);
-  std::vector<uint8_t> epoch = TagBytes(ring->epoch());
+  std::vector<uint8_t> epoch = TagBytes(ring->epoch());  // the epoch and members, for the joiner's ring
+  epoch.resize(12 + 4 * ring->nodes().size());
+  net::wire::StoreLe<uint32_t>(epoch.data() + 8, uint32_t(ring->nodes().size()));
+  for (size_t i = 0; i < ring->nodes().size(); ++i) {
+    net::wire::StoreLe<uint32_t>(epoch.data() + 12 + 4 * i, ring->nodes()[i]);
+  }
   if (ring->Contains(from)) return Answer(from, id, Error::kAlreadyExists, epoch);
   std::shared_ptr<const DhtRing> target;
   {
@@ -340,17 +356,22 @@ std::vector<NodeId> Dht::ReplicasOf(uint64_t key_hash) const {
   return out;
 }
 
-// The joiner: its rings take the members' epoch (ring changes count from
-// it alike on every node: ServeReplicate compares epochs).
-void Dht::TakeEpoch(uint64_t epoch) {
+// The joiner: its rings become the members' (their epoch: ring changes
+// count from it alike on every node, ServeReplicate compares epochs; their
+// members: the joiner may have known only one). True if they changed.
+bool Dht::TakeRing(uint64_t epoch, std::vector<NodeId> nodes) {
   SpinGuard g(lock_);
-  if (!ring_ || !target_ || ring_->epoch() == epoch) return;
-  auto settled = DhtRing::Create(ring_->config(), ring_->nodes(), epoch);
-  if (!settled.ok()) return;
+  if (!ring_ || !target_) return false;
+  std::sort(nodes.begin(), nodes.end());
+  if (ring_->epoch() == epoch && ring_->nodes() == nodes) return false;
+  if (std::find(nodes.begin(), nodes.end(), am::Self()) != nodes.end()) return false;
+  auto settled = DhtRing::Create(ring_->config(), nodes, epoch);
+  if (!settled.ok()) return false;
   auto target = settled->WithNode(am::Self());
-  if (!target.ok()) return;
+  if (!target.ok()) return false;
   ring_ = std::make_shared<const DhtRing>(std::move(*settled));
   target_ = std::make_shared<const DhtRing>(std::move(*target));
+  return true;
 }
 
 bool Dht::HoldsCopy(const std::string& key) {

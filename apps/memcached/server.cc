@@ -94,9 +94,22 @@ bool ParseArgs(int argc, char** argv, Args* a) {
 
 // The Dht on this node, every node of the job a member (place 0 too), after
 // am::Start. False (with a message) if it cannot start.
+// A node the frontend adds to the running job (fox add --into-job:
+// fox.joining=1) joins the Dht instead (its data rebalances onto it; place
+// 0, a member, tells it the others).
 bool StartDht(const Args& args, fox::NodeId self) {
   fox::ebb::RingConfig ring;
   ring.replication = args.replication;
+  const char* joining = fox::BootArg("fox.joining");
+  if (joining != nullptr && std::string(joining) == "1") {
+    std::printf("memcached: node %u joins the running job's Dht\n", self);
+    std::fflush(stdout);
+    if (auto r = fox::ebb::Dht::Get()->Join(ring, {0}, 300'000, size_t(args.mem_mib) << 20); !r.ok()) {
+      std::printf("memcached: node %u: cannot join the Dht: %s\n", self, fox::ErrorName(r.error()));
+      return false;
+    }
+    return true;
+  }
   if (auto r = fox::ebb::Dht::Get()->Start(ring, {}, size_t(args.mem_mib) << 20); !r.ok()) {
     std::printf("memcached: node %u: cannot start the Dht: %s\n", self, fox::ErrorName(r.error()));
     return false;

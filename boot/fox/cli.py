@@ -107,6 +107,8 @@ def parser():
     add.add_argument("--nodes", type=positive(200), required=True)
     add.add_argument("--wrong-key", action="store_true", help=argparse.SUPPRESS)  # tests: a node the pool refuses
     add.add_argument("--no-wait", action="store_true", help="return without waiting for them to join")
+    add.add_argument("--into-job", action="store_true",
+                     help="they join the job that runs (its Dht rebalances onto them) instead of idling in the pool")
     add.add_argument("--timeout", type=seconds, default=120)
     add_name(add)
 
@@ -328,17 +330,21 @@ def kill(args):
 
 def add(args):
     conn = connect(args.name)
-    reply = conn.call(op="add", count=args.nodes, wrong_key=args.wrong_key)
+    reply = conn.call(op="add", count=args.nodes, wrong_key=args.wrong_key, into_job=args.into_job)
     conn.close()
+    if not reply.get("ok"):
+        return fail(reply.get("error", "the supervisor refused"))
     ids = reply["nodes"]
-    print("nodes %s: booting into cluster %s" % (",".join(map(str, ids)), args.name))
+    print("nodes %s: booting into cluster %s%s" % (",".join(map(str, ids)), args.name,
+                                                    ", then into its job" if args.into_job else ""))
     if args.no_wait:
         return 0
     try:
         final = wait_joined(args.name, set(ids), args.timeout, progress=True)
     except TimeoutError as e:
         return fail(str(e))
-    bad = [r for r in final["nodes"] if r["node"] in ids and r["state"] != "idle"]
+    good = ("idle", "running") if args.into_job else ("idle",)
+    bad = [r for r in final["nodes"] if r["node"] in ids and r["state"] not in good]
     for r in bad:
         print("fox: node %d: %s" % (r["node"], r["state"]), file=sys.stderr)
     return 1 if bad else 0

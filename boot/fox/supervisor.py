@@ -334,7 +334,8 @@ class Supervisor:
             n.job, n.place, n.app = job.id, len(job.nodes), r["app"]
             n.port.route = ("127.0.0.1", int(r["place0_port"]))
             self.boot(n, nodes.node_image(), nodes.boot_args(n.k, r["app"], self.key, job.id, peers, r.get("args", []),
-                                                             job.fd_args + r.get("kargs", [])), "running")
+                                                             job.fd_args + r.get("kargs", []) + ["fox.joining=1"]),
+                      "running")
             out.append({"node": n.k, "place": n.place, "ip": nodes.node_ip(n.k), "bridge_port": n.port.bridge_port,
                         "console": console, "offset": offset})
         job.grow -= len(idle)
@@ -430,7 +431,15 @@ class Supervisor:
                     "job": {"id": self.job.id, "app": self.job.request["app"], "nodes": self.job.nodes,
                             "endpoints": self.job.endpoints} if self.job else None, "queued": len(self.queue)}
         if op == "add":
-            return {"ok": True, "nodes": self.add_nodes(int(request["count"]), bool(request.get("wrong_key")))}
+            count = int(request["count"])
+            if request.get("into_job"):  # fox add --into-job: they join the running job once in the pool
+                if self.job is None or not self.job.started:
+                    return {"ok": False, "error": "no job runs on cluster %s" % self.name}
+                self.job.grow += count
+            added = self.add_nodes(count, bool(request.get("wrong_key")))
+            if request.get("into_job"):
+                log("job %d: nodes %s will join it (fox add --into-job)", self.job.id, ",".join(map(str, added)))
+            return {"ok": True, "nodes": added}
         if op == "kill":
             return self.kill(int(request["node"]))
         if op == "down":

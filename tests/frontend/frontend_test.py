@@ -532,6 +532,73 @@ def memcached_gateway(e):
     e.expect_nothing_left("after the gateway job")
 
 
+def memcached_grow(e):
+    """Rebalancing after fox add (issue 13): a memcached job on 2 nodes holds 3000 keys set through place 0's
+    gateway; fox add --nodes 1 --into-job boots node 3 into the job, whose Dht streams it its partitions
+    (fox.joining=1: Dht::Join); every key reads back; then node 1 is killed and every key still reads back
+    (r = 2: each key was where the ring of 4 members says)."""
+    name = e.name("mcgrow")
+    e.fox_cmd("cluster", "up", "--nodes", "2", "--name", name, check=0)
+    run = e.start("run", "memcached", "--name", name)
+    try:
+        wait_for(lambda: any("127.0.0.1:" in line for line in run.lines), 180, "place 0's gateway")
+        wait_for(lambda: sum("serving on" in line for line in run.lines) == 2, 60, "the nodes serving")
+        port = int(re.search(r"at 127\.0\.0\.1:(\d+)", "\n".join(run.lines)).group(1))
+        keys = subprocess.run(["/usr/bin/python3", "-c", GROW_KEYS, str(port), name, e.fox], env=e.env,
+                              capture_output=True, text=True, timeout=400)
+        print("".join("  | " + line + "\n" for line in (keys.stdout + keys.stderr).splitlines()), end="")
+        if keys.returncode != 0:
+            raise Failure("keys through the gateway across a join and a death: exit %d" % keys.returncode)
+        expect("\n".join(run.lines), r"^place3\| memcached: node 3 joins the running job's Dht$", "node 3")
+        expect("\n".join(run.lines), r"^place0\| .*dht: node 3 joins: streaming its partitions$", "place 0")
+        run.send_signal(signal.SIGINT)
+        rc = run.wait(timeout=60)
+        if rc != 130:
+            raise Failure("interrupted memcached job exited with %s, expected 130" % rc)
+    finally:
+        if run.poll() is None:
+            run.kill()
+        run.reader.join(timeout=5)
+        print("\n".join("  | " + line for line in run.lines if "] I " not in line or "dht" in line))
+    e.fox_cmd("cluster", "down", "--name", name, check=0)
+    e.expect_nothing_left("after the growing memcached job")
+
+
+# Run by Debian's python3 (pymemcache): 3000 keys through the gateway, a node
+# added into the job, every key read back, node 1 killed, every key again.
+GROW_KEYS = r"""
+import subprocess, sys, time
+from pymemcache.client.base import Client
+port, name, fox = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+c = Client(("127.0.0.1", port), connect_timeout=10, timeout=60)
+failed = c.set_many({"grow:%d" % i: b"value %d" % i for i in range(3000)}, noreply=False)
+assert not failed, failed[:3]
+subprocess.run([fox, "add", "--nodes", "1", "--into-job", "--name", name], check=True)
+deadline = time.monotonic() + 240
+while True:
+    log = subprocess.run([fox, "logs", "3", "--name", name], capture_output=True, text=True).stdout
+    if "dht: joined: ring epoch" in log:
+        break
+    assert time.monotonic() < deadline, "node 3 never joined the Dht"
+    time.sleep(0.5)
+
+def read_all(what):
+    got = {}
+    for start in range(0, 3000, 100):
+        got.update(c.get_many(["grow:%d" % i for i in range(start, start + 100)]))
+    bad = [i for i in range(3000) if got.get("grow:%d" % i) != b"value %d" % i]
+    print("grow: %s: %d of 3000 keys read back, %d missing or wrong" % (what, 3000 - len(bad), len(bad)))
+    assert not bad, bad[:5]
+
+read_all("node 3 joined the job's Dht")
+items = int(c.stats()[b"curr_items"])
+print("grow: curr_items %d" % items)
+assert items == 3000, items
+subprocess.run([fox, "kill", "1", "--name", name], check=True)
+read_all("node 1 killed after the join")
+"""
+
+
 # Run by Debian's python3 (pymemcache): 2000 keys through the gateway, node 2
 # killed with fox kill, every key read back, and curr_items the whole Dht's.
 GATEWAY_KEYS = r"""
@@ -709,7 +776,7 @@ def scale64(e):
 
 SCENARIOS = {f.__name__: f for f in (lifecycle, kill_during_job, supervisor_killed, run_interrupted, two_clusters, consecutive_jobs,
                                      run_temporary, wrong_key, build_id, iso, bad_arguments, memcached_job, memcached_gateway,
-                                     run32, scale64, hosted, add_places)}
+                                     run32, scale64, hosted, add_places, memcached_grow)}
 
 
 def main():

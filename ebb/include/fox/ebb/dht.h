@@ -117,7 +117,8 @@ class Dht : public SharedEbb<Dht> {
   Result<void> Start(const RingConfig& config = {}, std::vector<NodeId> members = {}, size_t max_bytes = 0);
   // Joins the running Dht whose members are `members` (not this node; the
   // same config as theirs), as the top says; returns once the members route
-  // by the ring with this node. kTimedOut if they have not within
+  // by the ring with this node. `members` may name only some of them (one
+  // is enough: their answers carry their ring, which this node takes). kTimedOut if they have not within
   // timeout_ms (the join goes on: members keep sending it writes). Event
   // context, transport started; instead of Start.
   Result<void> Join(const RingConfig& config, std::vector<NodeId> members, uint64_t timeout_ms = 60'000,
@@ -275,7 +276,7 @@ class Dht : public SharedEbb<Dht> {
   std::vector<NodeId> ReplicasOf(uint64_t key_hash) const;
   // A kReplicate body: the ring epoch (0: this node's) and the key's state.
   std::vector<uint8_t> ReplicateBody(const std::string& key, const DhtEntry& entry, uint64_t epoch = 0);
-  void TakeEpoch(uint64_t epoch);
+  bool TakeRing(uint64_t epoch, std::vector<NodeId> nodes);
 
   static inline std::atomic<Dht*> constructed_{nullptr};
   int core_;
