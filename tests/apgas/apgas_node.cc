@@ -25,10 +25,11 @@
 //              detector takes, then sends one back to place 0) must all have
 //              ended when the finish returns (happens-before invariance):
 //              nothing arrives after it
-//   home_kill,K[,V]  place K opens a finish and a nested one (inside an
-//              activity of a finish at place V, default 0: the root), sends
-//              activities of both to every other place (each sleeps 3 s,
-//              then sends one back to V) and dies: with fox.finish=place0 or
+//   home_kill,K[,V[,MS]]  place K opens a finish and a nested one (inside
+//              an activity of a finish at place V, default 0: the root), sends
+//              activities of both to every other place (each sleeps MS ms,
+//              default 3000, then sends one back to V) and dies once they are
+//              acknowledged: with fox.finish=place0 or
 //              optimistic V's finish adopts them and returns after they all
 //              ended
 //   store      ResilientStore: every place sets its own keys, place 0 reads
@@ -70,6 +71,7 @@
 #include "fox/apgas/team.h"
 #include "fox/clock.h"
 #include "fox/event.h"
+#include "fox/net/am.h"
 #include "fox/timer.h"
 
 namespace {
@@ -493,7 +495,7 @@ void Orphans(uint32_t victim) {
 // adopted by this place's finish (modes place0, optimistic), which returns
 // only after they all ended. Returns {ended before it returned, ended
 // after, DeadPlaceException named the victim, other exceptions}.
-std::vector<uint64_t> HomeKillRound(uint32_t victim) {
+std::vector<uint64_t> HomeKillRound(uint32_t victim, uint64_t sleep_ms) {
   auto places = fox::apgas::places();
   g_arrived = 0;
   bool dead_named = false;
@@ -502,46 +504,50 @@ std::vector<uint64_t> HomeKillRound(uint32_t victim) {
     fox::apgas::finish([&] {
       fox::apgas::asyncAt(
           Place{victim},
-          [](std::vector<Place> all, Place collector) {
-            auto orphans = [all, collector] {
+          [](std::vector<Place> all, Place collector, uint64_t ms) {
+            auto orphans = [all, collector, ms] {
               for (Place q : all) {
                 if (q == fox::apgas::here()) continue;
                 fox::apgas::asyncAt(
                     q,
-                    [](Place back) {
-                      SleepMs(3000);
+                    [](Place back, uint64_t sleep) {
+                      SleepMs(sleep);
                       fox::apgas::asyncAt(back, [] { Arrive(); });
                     },
-                    collector);
+                    collector, ms);
               }
             };
             fox::apgas::finish([&] {
               orphans();
               fox::apgas::async([&] { fox::apgas::finish(orphans); });
-              SleepMs(50);  // let them leave
+              fox::am::Linger(5000);  // let them leave: acknowledged by their places
               std::printf("apgas_node: place %u dies now, inside two finishes whose activities run elsewhere\n",
                           fox::apgas::here().id);
               std::fflush(stdout);
               std::_Exit(9);
             });
           },
-          places, fox::apgas::here());
+          places, fox::apgas::here(), sleep_ms);
     });
   } catch (const fox::apgas::MultipleExceptions& m) {
     dead_named = m.HasDeadPlace(Place{victim});
     others = m.exceptions().size() - (dead_named ? 1 : 0);
   }
   uint64_t at_return = g_arrived.load();
-  SleepMs(1500);  // an activity still running would send its activity back meanwhile
+  SleepMs(sleep_ms);  // an activity still running would send its activity back meanwhile
   return {at_return, g_arrived.load() - at_return, dead_named ? 1u : 0u, others};
 }
 
-// home_kill,K[,V]: HomeKillRound at place V (default 0, the root finish).
-void HomeKill(uint32_t victim, uint32_t via) {
+// home_kill,K[,V[,MS]]: HomeKillRound at place V (default 0, the root
+// finish), the activities sleeping MS ms (default 3000; longer than the
+// detector takes, or a finish that does not adopt them would see them end
+// before it returns all the same).
+void HomeKill(uint32_t victim, uint32_t via, uint64_t sleep_ms) {
   auto places = fox::apgas::places();
-  std::vector<uint64_t> r = via == 0 ? HomeKillRound(victim)
-                                     : fox::apgas::at(
-                                           Place{via}, [](uint32_t v) { return HomeKillRound(v); }, victim);
+  std::vector<uint64_t> r =
+      via == 0 ? HomeKillRound(victim, sleep_ms)
+               : fox::apgas::at(
+                     Place{via}, [](uint32_t v, uint64_t ms) { return HomeKillRound(v, ms); }, victim, sleep_ms);
   CHECK(r.size() == 4);
   std::printf(
       "apgas: finishes homed at dead place %u: %llu of %zu of their activities ended before %s finish "
@@ -853,7 +859,8 @@ int main(int argc, char** argv) {
       } else if (step.rfind("home_kill,", 0) == 0) {
         char* end = nullptr;
         uint32_t victim = uint32_t(std::strtoul(step.c_str() + 10, &end, 10));
-        HomeKill(victim, *end == ',' ? uint32_t(std::strtoul(end + 1, nullptr, 10)) : 0);
+        uint32_t via = *end == ',' ? uint32_t(std::strtoul(end + 1, &end, 10)) : 0;
+        HomeKill(victim, via, *end == ',' ? std::strtoull(end + 1, nullptr, 10) : 3000);
       } else if (step == "add_places") {
         AddPlaces();
       } else if (step == "spares") {

@@ -113,7 +113,7 @@ fox_cluster_test(apgas_random_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "--
 fox_cluster_test(apgas_store_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- store store_kill,2,1500" TIMEOUT 180 KILLED 2
   EXPECT "0:apgas: store: 3 places' keys read back, Set2 across places 1 and 2, delete, refusals: PASS"
          "0:apgas: store: place 2 died writing after 1500 ms: [1-9][0-9]* rounds written, 0 half Set2s, 0 keys past the first gap, [0-9]+ rounds 1.5 s later, DeadPlaceException alone")
-fox_cluster_test(apgas_home_kill NODES 4 IMAGE apgas_node LOCAL PEERS ARGS "fox.finish=optimistic -- home_kill,2,1" TIMEOUT 150 KILLED 2
+fox_cluster_test(apgas_home_kill NODES 4 IMAGE apgas_node LOCAL PEERS ARGS "fox.finish=optimistic -- home_kill,2,1,9000" TIMEOUT 150 KILLED 2
   EXPECT "0:apgas: finishes homed at dead place 2: 6 of 6 of their activities ended before place 1's finish returned, 0 after. DeadPlaceException named it, 0 other exceptions")
 fox_cluster_test(apgas_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- kill,1" TIMEOUT 120 KILLED 1
   EXPECT "0:apgas: place 1 died inside a fan-out: DeadPlaceException named it, 0 other exceptions, 2 of 2 activities back"

@@ -11,6 +11,9 @@ on 127.0.0.1, one core each, on this machine's cores) and each finish mode
                                   (every place's transport, during the rounds)
   finish.PATTERN_MODE_Np_ratio    time per round against mode none's, the
                                   modes run alternately in the same run
+then the same on QEMU nodes (place 0 here, 3 nodes of the pool image, made
+by `fox run --nodes 3` for each mode in turn, TCG on these machines):
+  finish.PATTERN_MODE_4p_qemu_us, finish.PATTERN_MODE_4p_qemu_ratio
 and, with the same number of Ray worker processes in the same run, the
 fan-out pattern (N tasks with a result back, ray.get of all):
   finish.ray_fanout_Np_rate       tasks per second
@@ -48,6 +51,17 @@ def run_fox(n, rounds, mode="none"):
     if procs[0].returncode != 0:
         sys.exit("bench finish: %d places failed:\n%s" % (n, out))
     return {m.group(1): (float(m.group(3)), float(m.group(4)), float(m.group(5))) for m in LINE.finditer(out)}
+
+
+def run_fox_qemu(mode, rounds):
+    """Place 0 here, 3 QEMU nodes (a cluster made for the job); the figures by pattern."""
+    fox = os.path.join(ROOT, "build", "bin", "fox")
+    r = subprocess.run([fox, "run", PROGRAM, "--nodes", "3", "--finish", mode, "--timeout", "900", "--",
+                        str(rounds)], capture_output=True, text=True, timeout=1200)
+    if r.returncode != 0:
+        print("# finish: the QEMU run in mode %s failed (%d): %s" % (mode, r.returncode, r.stderr.strip()[-300:]))
+        return None
+    return {m.group(1): (float(m.group(3)), float(m.group(4)), float(m.group(5))) for m in LINE.finditer(r.stdout)}
 
 
 def ensure_ray():
@@ -104,6 +118,19 @@ def main():
             if mode != "none":
                 print("finish.%s_%s_%dp_ratio %.2f x" % (pattern, mode, n, us / best[(pattern, "none")][0]))
         fox_fanout[n] = best[("fanout", "optimistic")][1]
+    qemu = {}
+    for mode in MODES:
+        figures = run_fox_qemu(mode, 20)
+        if figures is None:
+            break
+        qemu[mode] = figures
+    if len(qemu) == len(MODES):
+        for pattern in sorted(qemu["none"]):
+            for mode in MODES:
+                us = qemu[mode][pattern][0]
+                print("finish.%s_%s_4p_qemu_us %.1f us" % (pattern, mode, us))
+                if mode != "none":
+                    print("finish.%s_%s_4p_qemu_ratio %.2f x" % (pattern, mode, us / qemu["none"][pattern][0]))
     if not ensure_ray():
         return
     ray_rates = {}
