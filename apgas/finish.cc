@@ -91,6 +91,13 @@ FinishKey Runtime::ReadHeader(InArchive& in, Chain* chain) const {
   return f;
 }
 
+void Runtime::AddErrors(State& s, std::vector<ExceptionInfo> errors) {
+  for (auto& e : errors) {
+    if (e.dead != 0 && !s.dead_counted.insert(e.place).second) continue;  // a place's death once
+    s.errors.push_back(std::move(e));
+  }
+}
+
 void Runtime::Spawned(FinishKey f) {
   SpinGuard g(lock_);
   ++local_[f].live;
@@ -296,10 +303,7 @@ void Runtime::ApplyReportLocked(uint32_t from, FinishKey f, Report report, Resol
   Counts& c = s->total[from];
   for (auto& [q, n] : report.sent) c.sent[q] += n;
   for (auto& [q, n] : report.recv) c.recv[q] += n;
-  for (auto& e : report.errors) {
-    if (e.dead != 0 && !s->dead_counted.insert(e.place).second) continue;
-    s->errors.push_back(std::move(e));
-  }
+  AddErrors(*s, std::move(report.errors));
   for (uint32_t d : dead_) NoteDeathLocked(f, *s, d);  // sent to a place that has died since
   CheckLocked(f, *s, resolve);
   SweepLocked();
@@ -373,10 +377,7 @@ void Runtime::ApplyRowLocked(uint32_t from, Row row) {
   Counts& c = s->total[from];
   for (auto& [q, n] : row.sent) c.sent[q] += n;
   for (auto& [q, n] : row.recv) c.recv[q] += n;
-  for (auto& e : row.errors) {
-    if (e.dead != 0 && !s->dead_counted.insert(e.place).second) continue;
-    s->errors.push_back(std::move(e));
-  }
+  AddErrors(*s, std::move(row.errors));
   // Received from places `from` holds dead: final.
   for (auto& [d, n] : row.unreported) s->from_dead[d][from] = CountOf(c.recv, d) + n;
 }
@@ -424,10 +425,7 @@ void Runtime::ApplyAdopteeDoneLocked(FinishKey adopter, FinishKey f, std::vector
   auto it = state_.find(adopter);
   if (it == state_.end() || it->second.finished) return;
   State& a = it->second;
-  for (auto& e : errors) {
-    if (e.dead != 0 && !a.dead_counted.insert(e.place).second) continue;
-    a.errors.push_back(std::move(e));
-  }
+  AddErrors(a, std::move(errors));
   a.adoptees.erase(f);
   CheckLocked(adopter, a, resolve);
   SweepLocked();
@@ -492,10 +490,7 @@ void Runtime::FinishedLocked(FinishKey f, State& s, Resolve* resolve) {
     auto a = state_.find(*s.adopter);
     if (a == state_.end()) return;
     State& adopter = a->second;
-    for (auto& e : s.errors) {
-      if (e.dead != 0 && !adopter.dead_counted.insert(e.place).second) continue;
-      adopter.errors.push_back(std::move(e));
-    }
+    AddErrors(adopter, std::move(s.errors));
     adopter.adoptees.erase(f);
     CheckLocked(*s.adopter, adopter, resolve);
     return;

@@ -384,6 +384,8 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   // f terminated: its waiter, its adopter or a kDone to its home.
   void FinishedLocked(FinishKey f, State& s, Resolve* resolve) REQUIRES(lock_);
   void SweepLocked() REQUIRES(lock_);
+  // Adds exceptions to a finish's, a place's death once.
+  static void AddErrors(State& s, std::vector<ExceptionInfo> errors);
   void OnJoin(NodeId from, const uint8_t* data, size_t length);
   void OnReady(NodeId from, const uint8_t* data, size_t length);
   void OnPlaces(NodeId from, const uint8_t* data, size_t length);

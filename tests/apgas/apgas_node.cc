@@ -647,6 +647,47 @@ bool KillPlace(uint32_t victim) {
   return false;
 }
 
+// PlaceManager tests: each active place keeps its slice (its index * 100)
+// in the store `name`; a replacement restores the slice of the place it
+// replaced (non-shrinking recovery); how many active places hold theirs.
+void SetSlices(const std::string& name, const fox::apgas::PlaceGroup& active) {
+  fox::apgas::finish([&] {
+    for (size_t i = 0; i < active.size(); ++i) {
+      fox::apgas::asyncAt(
+          active[i],
+          [](const std::string& store, uint64_t index) {
+            fox::apgas::ResilientStore::Make(store).Set("slice", index * 100);
+          },
+          name, uint64_t(i));
+    }
+  });
+}
+
+void RestoreSlices(const std::string& name, const std::vector<std::pair<Place, Place>>& replaced) {
+  fox::apgas::finish([&] {
+    for (auto [dead, fresh] : replaced) {
+      fox::apgas::asyncAt(
+          fresh,
+          [](const std::string& store, Place from) {
+            auto s = fox::apgas::ResilientStore::Make(store);
+            auto slice = s.GetRemote<uint64_t>(from, "slice");
+            if (slice) s.Set("slice", *slice);
+          },
+          name, dead);
+    }
+  });
+}
+
+size_t RightSlices(const std::string& name, const fox::apgas::PlaceGroup& active) {
+  auto store = fox::apgas::ResilientStore::Make(name);
+  size_t right = 0;
+  for (size_t i = 0; i < active.size(); ++i) {
+    auto slice = store.GetRemote<uint64_t>(active[i], "slice");
+    right += slice && *slice == i * 100;
+  }
+  return right;
+}
+
 // A job that grows: place 2 dies, the manager asks the frontend for a new
 // place (fox run starts one), which takes index 2 and restores its slice.
 void AddPlaces() {
@@ -655,14 +696,7 @@ void AddPlaces() {
   CHECK(fox::apgas::places().size() == 4);
   PlaceManager pm(0, false);
   PlaceGroup active = pm.activePlaces();
-  auto store = fox::apgas::ResilientStore::Make("grow");
-  fox::apgas::finish([&] {
-    for (size_t i = 0; i < active.size(); ++i) {
-      fox::apgas::asyncAt(
-          active[i], [](uint64_t index) { fox::apgas::ResilientStore::Make("grow").Set("slice", index * 100); },
-          uint64_t(i));
-    }
-  });
+  SetSlices("grow", active);
   CHECK(KillPlace(2));
   uint64_t t0 = fox::clock::NowNs();
   auto added = pm.addPlaces(1);
@@ -672,23 +706,8 @@ void AddPlaces() {
   active = pm.activePlaces();
   CHECK(change.replaced.size() == 1 && change.replaced[0].first == Place{2} && change.replaced[0].second == added[0] &&
         active.size() == 4 && active[2] == added[0]);
-  fox::apgas::finish([&] {
-    for (auto [dead, fresh] : change.replaced) {
-      fox::apgas::asyncAt(
-          fresh,
-          [](Place from) {
-            auto s = fox::apgas::ResilientStore::Make("grow");
-            auto slice = s.GetRemote<uint64_t>(from, "slice");
-            if (slice) s.Set("slice", *slice);
-          },
-          dead);
-    }
-  });
-  size_t right = 0;
-  for (size_t i = 0; i < active.size(); ++i) {
-    auto slice = store.GetRemote<uint64_t>(active[i], "slice");
-    right += slice && *slice == i * 100;
-  }
+  RestoreSlices("grow", change.replaced);
+  size_t right = RightSlices("grow", active);
   // Every place knows the new one, and it computes with them.
   uint64_t know = 0;
   for (Place p : active) {
@@ -716,39 +735,15 @@ void Spares() {
   PlaceManager strict(0, false);
   PlaceGroup active = pm.activePlaces();
   CHECK(active.size() == 3 && active[2] == Place{2} && pm.spares().size() == 1 && pm.spares()[0] == Place{3});
-  auto store = fox::apgas::ResilientStore::Make("pm");
-  // Each active place keeps its slice (its index * 100) in the store.
-  fox::apgas::finish([&] {
-    for (size_t i = 0; i < active.size(); ++i) {
-      fox::apgas::asyncAt(
-          active[i], [](uint64_t index) { fox::apgas::ResilientStore::Make("pm").Set("slice", index * 100); },
-          uint64_t(i));
-    }
-  });
+  SetSlices("pm", active);
   CHECK(KillPlace(2));
   auto change = pm.rebuildActivePlaces();
   active = pm.activePlaces();
   CHECK(change.removed.size() == 1 && change.removed[0] == Place{2} && change.added.size() == 1 &&
         change.added[0] == Place{3} && change.replaced.size() == 1 && active.size() == 3 && active[2] == Place{3} &&
         pm.spares().empty());
-  // Non-shrinking recovery: the spare restores the slice of the place it replaces.
-  fox::apgas::finish([&] {
-    for (auto [dead, spare] : change.replaced) {
-      fox::apgas::asyncAt(
-          spare,
-          [](Place from) {
-            auto s = fox::apgas::ResilientStore::Make("pm");
-            auto slice = s.GetRemote<uint64_t>(from, "slice");
-            if (slice) s.Set("slice", *slice);
-          },
-          dead);
-    }
-  });
-  size_t right = 0;
-  for (size_t i = 0; i < active.size(); ++i) {
-    auto slice = store.GetRemote<uint64_t>(active[i], "slice");
-    right += slice && *slice == i * 100;
-  }
+  RestoreSlices("pm", change.replaced);  // non-shrinking recovery
+  size_t right = RightSlices("pm", active);
   CHECK(right == active.size());
   bool strict_threw = false;
   try {

@@ -500,9 +500,7 @@ def memcached_gateway(e):
     e.fox_cmd("cluster", "up", "--nodes", "3", "--name", name, check=0)
     run = e.start("run", "memcached", "--name", name)
     try:
-        wait_for(lambda: any("127.0.0.1:" in line for line in run.lines), 180, "place 0's gateway")
-        wait_for(lambda: sum("serving on" in line for line in run.lines) == 3, 60, "the nodes serving")
-        port = int(re.search(r"at 127\.0\.0\.1:(\d+)", "\n".join(run.lines)).group(1))
+        port = gateway_port(run, 3)
         # fox status says where clients here reach the job.
         wanted = [{"service": "memcached", "address": "127.0.0.1:%d" % port}]
         wait_for(lambda: (e.status(name)["job"] or {}).get("endpoints") == wanted, 30,
@@ -520,17 +518,34 @@ def memcached_gateway(e):
         print("".join("  | " + line + "\n" for line in (keys.stdout + keys.stderr).splitlines()), end="")
         if keys.returncode != 0:
             raise Failure("keys through the gateway across a node's death: exit %d" % keys.returncode)
-        run.send_signal(signal.SIGINT)
-        rc = run.wait(timeout=60)
-        if rc != 130:
-            raise Failure("interrupted memcached job exited with %s, expected 130" % rc)
+        interrupt(run)
     finally:
-        if run.poll() is None:
-            run.kill()
-        run.reader.join(timeout=5)
-        print("\n".join("  | " + line for line in run.lines if "] I " not in line or "dht" in line))
+        collect(run)
     e.fox_cmd("cluster", "down", "--name", name, check=0)
     e.expect_nothing_left("after the gateway job")
+
+
+def gateway_port(run, nodes):
+    """A memcached job's gateway port at place 0, once it and its `nodes` nodes serve."""
+    wait_for(lambda: any("127.0.0.1:" in line for line in run.lines), 180, "place 0's gateway")
+    wait_for(lambda: sum("serving on" in line for line in run.lines) == nodes, 60, "the nodes serving")
+    return int(re.search(r"at 127\.0\.0\.1:(\d+)", "\n".join(run.lines)).group(1))
+
+
+def interrupt(run):
+    """Ctrl-C to a memcached job that serves until then: it ends with 130."""
+    run.send_signal(signal.SIGINT)
+    rc = run.wait(timeout=60)
+    if rc != 130:
+        raise Failure("interrupted memcached job exited with %s, expected 130" % rc)
+
+
+def collect(run):
+    """Stops a background fox run if it still runs and prints its output (the Dht's log lines kept)."""
+    if run.poll() is None:
+        run.kill()
+    run.reader.join(timeout=5)
+    print("\n".join("  | " + line for line in run.lines if "] I " not in line or "dht" in line))
 
 
 def memcached_grow(e):
@@ -542,9 +557,7 @@ def memcached_grow(e):
     e.fox_cmd("cluster", "up", "--nodes", "2", "--name", name, check=0)
     run = e.start("run", "memcached", "--name", name)
     try:
-        wait_for(lambda: any("127.0.0.1:" in line for line in run.lines), 180, "place 0's gateway")
-        wait_for(lambda: sum("serving on" in line for line in run.lines) == 2, 60, "the nodes serving")
-        port = int(re.search(r"at 127\.0\.0\.1:(\d+)", "\n".join(run.lines)).group(1))
+        port = gateway_port(run, 2)
         keys = subprocess.run(["/usr/bin/python3", "-c", GROW_KEYS, str(port), name, e.fox], env=e.env,
                               capture_output=True, text=True, timeout=400)
         print("".join("  | " + line + "\n" for line in (keys.stdout + keys.stderr).splitlines()), end="")
@@ -552,15 +565,9 @@ def memcached_grow(e):
             raise Failure("keys through the gateway across a join and a death: exit %d" % keys.returncode)
         expect("\n".join(run.lines), r"^place3\| memcached: node 3 joins the running job's Dht$", "node 3")
         expect("\n".join(run.lines), r"^place0\| .*dht: node 3 joins: streaming its partitions$", "place 0")
-        run.send_signal(signal.SIGINT)
-        rc = run.wait(timeout=60)
-        if rc != 130:
-            raise Failure("interrupted memcached job exited with %s, expected 130" % rc)
+        interrupt(run)
     finally:
-        if run.poll() is None:
-            run.kill()
-        run.reader.join(timeout=5)
-        print("\n".join("  | " + line for line in run.lines if "] I " not in line or "dht" in line))
+        collect(run)
     e.fox_cmd("cluster", "down", "--name", name, check=0)
     e.expect_nothing_left("after the growing memcached job")
 

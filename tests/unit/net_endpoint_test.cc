@@ -436,41 +436,35 @@ TEST(AmEndpoint, DropsBadDatagramsAndCountsThem) {
   EXPECT_EQ(c.inbox(1).size(), 1u);
 }
 
-TEST(AmEndpoint, FrameFromANodeThatIsNotAPeerIsDropped) {
+// A frame with one message from node 50, a node of the job that node 2
+// does not know.
+std::vector<uint8_t> FrameFromAStranger() {
   EndpointConfig cfg = Quiet();
   cfg.job = kJob;
   cfg.key = kKey;
-  cfg.self = 50;  // a node of the job that node 2 does not know
+  cfg.self = 50;
   AmEndpoint stranger(cfg);
-  ASSERT_TRUE(stranger.AddPeer(2, 0, 0).ok());
+  EXPECT_TRUE(stranger.AddPeer(2, 0, 0).ok());
   std::vector<uint8_t> frame;
   auto tx = [&](uint64_t, const uint8_t* f, size_t n) {
     frame.assign(f, f + n);
     return true;
   };
-  ASSERT_TRUE(stranger.Send(2, 5, 1, "hi", 2, 0, tx).ok());
+  EXPECT_TRUE(stranger.Send(2, 5, 1, "hi", 2, 0, tx).ok());
   stranger.Flush(AmEndpoint::kAnyPeer, 0, tx);
+  return frame;
+}
+
+TEST(AmEndpoint, FrameFromANodeThatIsNotAPeerIsDropped) {
   Cluster c(2, Quiet(), {});
-  EXPECT_EQ(c.Inject(1, frame), DropReason::kUnknownPeer);
+  EXPECT_EQ(c.Inject(1, FrameFromAStranger()), DropReason::kUnknownPeer);
 }
 
 // A job that grows: a node that is not a peer but speaks with the job's key
 // is recorded as a join (the driver adds it), once however often it speaks;
 // a forged or other-job frame is not; a node once dead is not a stranger.
 TEST(AmEndpoint, AValidFrameFromAStrangerIsAJoinAndAForgedOneIsNot) {
-  EndpointConfig cfg = Quiet();
-  cfg.job = kJob;
-  cfg.key = kKey;
-  cfg.self = 50;
-  AmEndpoint stranger(cfg);
-  ASSERT_TRUE(stranger.AddPeer(2, 0, 0).ok());
-  std::vector<uint8_t> frame;
-  auto tx = [&](uint64_t, const uint8_t* f, size_t n) {
-    frame.assign(f, f + n);
-    return true;
-  };
-  ASSERT_TRUE(stranger.Send(2, 5, 1, "hi", 2, 0, tx).ok());
-  stranger.Flush(AmEndpoint::kAnyPeer, 0, tx);
+  std::vector<uint8_t> frame = FrameFromAStranger();
   EndpointConfig mine = Quiet();
   mine.job = kJob;
   mine.key = kKey;
@@ -500,6 +494,11 @@ TEST(AmEndpoint, AValidFrameFromAStrangerIsAJoinAndAForgedOneIsNot) {
                 nullptr, joins[0].address),
             DropReason::kNone);
   EXPECT_EQ(delivered, 1);
+  // Declared dead, it stays so: its frames are no join any more.
+  ep.DeclareDead(50, [](NodeId, PeerState) {});
+  (void)ep.Poll(0, none, [](NodeId, PeerState) {});
+  EXPECT_NE(ep.OnDatagram(frame.data(), frame.size(), 0, deliver, none, nullptr, joins[0].address), DropReason::kNone);
+  EXPECT_FALSE(ep.joins_pending());
 }
 
 TEST(AmEndpoint, ProbesKeepPeersAliveAndASilentPeerDies) {
