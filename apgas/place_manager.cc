@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "fox/boot_args.h"
 #include "runtime.h"
 
 namespace fox::apgas {
@@ -21,6 +22,8 @@ PlaceManager::PlaceManager(size_t spares, bool allow_shrinking) : allow_shrinkin
   active_.assign(live.begin(), live.end() - long(spares));
   spares_.assign(live.end() - long(spares), live.end());
 }
+
+size_t PlaceManager::JobSpares() { return size_t(BootArgNumber("fox.spares", 0)); }
 
 std::vector<Place> PlaceManager::addPlaces(size_t n, uint64_t timeout_ms) {
   std::vector<Place> added = detail::Runtime::Get()->AddPlaces(n, timeout_ms);

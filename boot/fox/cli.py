@@ -92,6 +92,8 @@ def parser():
     run.add_argument("--nodes", type=positive(200),
                      help="with no cluster up: make one of N nodes for this job and remove it after")
     run.add_argument("--timeout", type=seconds, help="stop the job after T seconds (status 124)")
+    run.add_argument("--spares", type=positive(200),
+                     help="APGAS apps: the last S of the job's places are spares (PlaceManager; fox.spares)")
     run.add_argument("--finish", choices=("none", "place0", "optimistic"),
                      help="APGAS apps: the finish mode of every place (fox.finish; default none)")
     run.add_argument("--hosted", action="store_true",
@@ -294,6 +296,11 @@ def status(args):
 def run(args):
     app_args = args.job_args
     kargs = ["fox.finish=%s" % args.finish] if args.finish else []
+    if args.spares:
+        if args.places and args.spares >= args.places:
+            raise argparse.ArgumentTypeError("--spares %d of --places %d would leave none active (place 0 is never a "
+                                             "spare)" % (args.spares, args.places))
+        kargs.append("fox.spares=%d" % args.spares)
     if args.hosted:
         if args.nodes:
             raise argparse.ArgumentTypeError("--hosted runs no nodes: say how many places with --places")

@@ -34,6 +34,8 @@ const BootArgSpec kBootArgSpecs[] = {
      "membership: ms a peer never heard from has to join before it is declared dead (default 60000)"},
     {"fox.finish", BootArgKind::kEnum, "none|place0|optimistic", 0, 0,
      "APGAS jobs: the finish mode, the same at every place (default none; apgas/runtime.h)"},
+    {"fox.spares", BootArgKind::kUInt, nullptr, 0, 1024,
+     "APGAS jobs: how many of the job's places are spares (the last ones; PlaceManager's default)"},
     {"fox.joining", BootArgKind::kEnum, "0|1", 0, 0,
      "1: this node joins a job that runs already (the frontend grows it): apps join their Dht instead of "
      "starting it"},

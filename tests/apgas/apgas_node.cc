@@ -43,7 +43,7 @@
 //   store_recover,K  place K dies inside a Set2, its log and first key
 //              written (ResilientStore::Set2Partial): when the finish
 //              returns, the second key is there too (rolled forward)
-//   spares     (4 places) PlaceManager with one spare: place 2 dies, the
+//   spares     (4 places, fox.spares=1) PlaceManager with the job's spare: place 2 dies, the
 //              spare takes its index and restores its slice from the
 //              ResilientStore (non-shrinking recovery); a manager that may
 //              not shrink throws; place 1 dies: the group shrinks
@@ -731,7 +731,7 @@ void Spares() {
   using fox::apgas::PlaceGroup;
   using fox::apgas::PlaceManager;
   CHECK(fox::apgas::places().size() == 4);
-  PlaceManager pm(1);
+  PlaceManager pm;  // the job's spares: fox.spares=1 (fox run --spares 1)
   PlaceManager strict(0, false);
   PlaceGroup active = pm.activePlaces();
   CHECK(active.size() == 3 && active[2] == Place{2} && pm.spares().size() == 1 && pm.spares()[0] == Place{3});

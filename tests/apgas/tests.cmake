@@ -77,7 +77,7 @@ apgas_hosted_test(apgas_store --nodes 4 --timeout 120
   $<TARGET_FILE:apgas_node> store)
 # PlaceManager: a spare replaces a dead place at its index and restores its
 # state from the ResilientStore; without spares the group shrinks.
-apgas_hosted_test(apgas_spares --nodes 4 --timeout 120 --killed 1 --killed 2
+apgas_hosted_test(apgas_spares --nodes 4 --timeout 120 --killed 1 --killed 2 --args fox.spares=1
   --expect "0:apgas: place manager: place 2 died, spare 3 took index 2 and restored its slice from the store, 3 of 3 slices right, a manager that may not shrink threw DeadPlaceException\\(2\\), place 1 died and the group shrank to 0 3: PASS"
   --expect "0:apgas_node: done"
   $<TARGET_FILE:apgas_node> spares)

@@ -690,6 +690,12 @@ def hosted(e):
     expect(out, r"^place0\| apgas: basic: PASS", "apgas")
     _, out = e.fox_cmd("run", program, "--hosted", "--finish", "eager", check=2)
     expect(out, r"--finish: invalid choice: 'eager'", "bad arguments")
+    # Spares (--spares: fox.spares, PlaceManager's default): places 1 and 2 die (the job's status is theirs, 9).
+    _, out = e.fox_cmd("run", program, "--hosted", "--places", "4", "--spares", "1", "--timeout", "120", "--",
+                       "spares", check=9)
+    expect(out, r"^place0\| apgas: place manager: place 2 died, spare 3 took index 2 .*: PASS$", "apgas")
+    _, out = e.fox_cmd("run", program, "--hosted", "--places", "4", "--spares", "4", check=2)
+    expect(out, r"--spares 4 of --places 4 would leave none active", "bad arguments")
     e.expect_nothing_left("after the hosted APGAS jobs")
     # A job that grows (PlaceManager::addPlaces, issue 12): place 2 dies (its status, 9, is the job's), and
     # fox run starts place 4 when place 0 asks; it joins the transport, the Dht and the places.

@@ -32,8 +32,10 @@ class PlaceManager {
  public:
   // The job's live places in id order: the last `spares` of them are
   // spares, the others active. std::invalid_argument when spares would
-  // take place 0 (spares >= live places).
-  explicit PlaceManager(size_t spares = 0, bool allow_shrinking = true);
+  // take place 0 (spares >= live places). By default the job's spares:
+  // fox.spares (fox run --spares S), else none.
+  explicit PlaceManager(size_t spares = JobSpares(), bool allow_shrinking = true);
+  static size_t JobSpares();
 
   PlaceGroup activePlaces() const { return PlaceGroup(active_); }
   const std::vector<Place>& spares() const { return spares_; }  // live ones not in use yet
