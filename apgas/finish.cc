@@ -24,6 +24,18 @@ void Flatten(const std::exception_ptr& e, std::vector<std::exception_ptr>* out, 
   }
 }
 
+// A place's death, on its way to a finish.
+ExceptionInfo DeadInfo(uint32_t place) {
+  return {1, place, "fox::apgas::DeadPlaceException", "place " + std::to_string(place) + " is dead"};
+}
+
+// Adds one place's counts (a report, or a row) to `to`.
+void AddCounts(std::map<uint32_t, uint64_t>* sent, std::map<uint32_t, uint64_t>* recv,
+               const std::map<uint32_t, uint64_t>& more_sent, const std::map<uint32_t, uint64_t>& more_recv) {
+  for (auto& [q, n] : more_sent) (*sent)[q] += n;
+  for (auto& [q, n] : more_recv) (*recv)[q] += n;
+}
+
 uint64_t CountOf(const std::map<uint32_t, uint64_t>& m, uint32_t key) {
   auto it = m.find(key);
   return it == m.end() ? 0 : it->second;
@@ -105,13 +117,10 @@ void Runtime::Spawned(FinishKey f) {
 
 void Runtime::AddDeadLocked(FinishKey f, Local& l, uint32_t dead) {
   if (StatePlaceLocked(f) == here().id) {
-    State* s = StateLocked(f, &l.chain);
-    if (s != nullptr && s->dead_counted.insert(dead).second) {
-      s->errors.push_back({1, dead, "fox::apgas::DeadPlaceException", "place " + std::to_string(dead) + " is dead"});
-    }
+    if (State* s = StateLocked(f, &l.chain)) AddErrors(*s, {DeadInfo(dead)});
     return;
   }
-  l.errors.push_back({1, dead, "fox::apgas::DeadPlaceException", "place " + std::to_string(dead) + " is dead"});
+  l.errors.push_back(DeadInfo(dead));
 }
 
 bool Runtime::Sent(FinishKey f, Place to, bool record) {
@@ -175,8 +184,7 @@ void Runtime::Done(FinishKey f, std::exception_ptr error) {
       if (mode_ == FinishMode::kOptimistic && to == f.home && f.home != 0) {  // this place's row
         Row& row = rows_[f];
         row.finish = f;
-        for (auto& [q, n] : report.sent) row.sent[q] += n;
-        for (auto& [q, n] : report.recv) row.recv[q] += n;
+        AddCounts(&row.sent, &row.recv, report.sent, report.recv);
         row.errors.insert(row.errors.end(), report.errors.begin(), report.errors.end());
         if (row.chain.empty()) row.chain = report.chain;
       }
@@ -301,8 +309,7 @@ void Runtime::ApplyReportLocked(uint32_t from, FinishKey f, Report report, Resol
   if (s == nullptr || s->finished) return;  // late: it ended (a place that died meanwhile)
   if (from == f.home) s->home_reported = true;
   Counts& c = s->total[from];
-  for (auto& [q, n] : report.sent) c.sent[q] += n;
-  for (auto& [q, n] : report.recv) c.recv[q] += n;
+  AddCounts(&c.sent, &c.recv, report.sent, report.recv);
   AddErrors(*s, std::move(report.errors));
   for (uint32_t d : dead_) NoteDeathLocked(f, *s, d);  // sent to a place that has died since
   CheckLocked(f, *s, resolve);
@@ -375,8 +382,7 @@ void Runtime::ApplyRowLocked(uint32_t from, Row row) {
   State* s = StateLocked(row.finish, &row.chain);
   if (s == nullptr || s->finished) return;
   Counts& c = s->total[from];
-  for (auto& [q, n] : row.sent) c.sent[q] += n;
-  for (auto& [q, n] : row.recv) c.recv[q] += n;
+  AddCounts(&c.sent, &c.recv, row.sent, row.recv);
   AddErrors(*s, std::move(row.errors));
   // Received from places `from` holds dead: final.
   for (auto& [d, n] : row.unreported) s->from_dead[d][from] = CountOf(c.recv, d) + n;
@@ -556,8 +562,7 @@ void Runtime::NoteDeathLocked(FinishKey f, State& s, uint32_t d) {
     if (CountOf(c.sent, d) + (p == f.home ? unreported : 0) > received(p)) lost = true;
   }
   if (!lost) return;
-  s.dead_counted.insert(d);
-  s.errors.push_back({1, d, "fox::apgas::DeadPlaceException", "place " + std::to_string(d) + " is dead"});
+  AddErrors(s, {DeadInfo(d)});
 }
 
 void Runtime::Wait(FinishKey f) {

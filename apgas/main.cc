@@ -60,8 +60,13 @@ int Main(int, char**, Function<void()> body) {
   // Happens-before invariance for the store: a dead place's writes are
   // applied or refused everywhere before a finish that governs it returns.
   runtime->AddDeathHook([dht](uint32_t dead) { dht->Quiesce(dead); });
-  std::vector<NodeId> members;
-  for (Place p : all) members.push_back(p.id);
+  auto start_dht = [&] {
+    std::vector<NodeId> members;
+    for (Place p : all) members.push_back(p.id);
+    auto r = dht->Start(ebb::RingConfig{}, members);
+    if (!r.ok()) std::printf("apgas: place %u: cannot start the Dht: %s\n", config->self, ErrorName(r.error()));
+    return r.ok();
+  };
   if (config->self != 0) {
     auto joined = runtime->Join();
     if (!joined.ok) return 1;
@@ -75,18 +80,14 @@ int Main(int, char**, Function<void()> body) {
         return 1;
       }
       if (!runtime->Ready()) return 1;
-    } else if (auto r = dht->Start(ebb::RingConfig{}, members); !r.ok()) {
-      std::printf("apgas: place %u: cannot start the Dht: %s\n", config->self, ErrorName(r.error()));
+    } else if (!start_dht()) {
       return 1;
     }
     bool ended = runtime->Serve();
     if (!ended) std::printf("apgas: place %u: place 0 died: the job is over\n", config->self);
     return ended ? 0 : 1;
   }
-  if (auto r = dht->Start(ebb::RingConfig{}, members); !r.ok()) {
-    std::printf("apgas: place %u: cannot start the Dht: %s\n", config->self, ErrorName(r.error()));
-    return 1;
-  }
+  if (!start_dht()) return 1;
   if (!runtime->AwaitJoins(120'000)) {
     runtime->Shutdown();
     return 1;

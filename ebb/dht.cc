@@ -79,6 +79,35 @@ std::vector<uint8_t> TagBytes(uint64_t tag) {
   return b;
 }
 
+// A kReplicate body: the sender's ring epoch and the key's state.
+std::vector<uint8_t> ReplicateBody(const std::string& key, const DhtEntry& entry, uint64_t epoch) {
+  std::vector<uint8_t> state = dht_wire::EncodeReplicate(key, entry, clock::NowNs());
+  std::vector<uint8_t> body(8 + state.size());
+  net::wire::StoreLe<uint64_t>(body.data(), epoch);
+  std::copy(state.begin(), state.end(), body.begin() + 8);
+  return body;
+}
+
+// kJoin's answer after the status: u64 epoch, u32 count, the members.
+std::vector<uint8_t> EncodeRing(const DhtRing& ring) {
+  std::vector<uint8_t> b = TagBytes(ring.epoch());
+  b.resize(12 + 4 * ring.nodes().size());
+  net::wire::StoreLe<uint32_t>(b.data() + 8, uint32_t(ring.nodes().size()));
+  for (size_t i = 0; i < ring.nodes().size(); ++i) net::wire::StoreLe<uint32_t>(b.data() + 12 + 4 * i, ring.nodes()[i]);
+  return b;
+}
+
+// EncodeRing's bytes back; false if malformed.
+bool DecodeRing(const uint8_t* data, size_t length, uint64_t* epoch, std::vector<NodeId>* nodes) {
+  if (length < 12) return false;
+  uint32_t count = net::wire::Load32(data + 8);
+  if (count > 4096 || length != 12 + 4 * size_t(count)) return false;
+  *epoch = net::wire::Load64(data);
+  nodes->resize(count);
+  for (uint32_t i = 0; i < count; ++i) (*nodes)[i] = net::wire::Load32(data + 12 + 4 * i);
+  return true;
+}
+
 void Answer(NodeId to, uint64_t id, Error status, const std::vector<uint8_t>& payload = {}) {
   std::vector<uint8_t> reply(4 + payload.size());
   net::wire::StoreLe<uint32_t>(reply.data(), uint32_t(status));
@@ -200,18 +229,13 @@ void Dht::AskToJoin() {
       auto r = Rpc::Get()->Call(n, kDhtId, kJoin, nullptr, 0, 10'000).Block();
       if (!joining_ || generation != ask_generation_) return;
       Error status = r.ok() && r->size() >= 4 ? Error(net::wire::Load32(r->data())) : Error::kCorrupt;
+      uint64_t epoch = 0;
+      std::vector<NodeId> nodes;
       if (r.ok() && status == Error::kOk) {
         answered.insert(n);  // it streams, then says it is ready
-        if (r->size() >= 16) {
-          uint32_t count = net::wire::Load32(r->data() + 12);
-          if (r->size() == 16 + 4 * size_t(count) && count <= 4096) {
-            std::vector<NodeId> nodes(count);
-            for (uint32_t i = 0; i < count; ++i) nodes[i] = net::wire::Load32(r->data() + 16 + 4 * i);
-            if (TakeRing(net::wire::Load64(r->data() + 4), std::move(nodes))) {
-              answered.clear();  // ask its members, this one again too (for the new target)
-              all = false;
-            }
-          }
+        if (DecodeRing(r->data() + 4, r->size() - 4, &epoch, &nodes) && TakeRing(epoch, std::move(nodes))) {
+          answered.clear();  // ask its members, this one again too (for the new target)
+          all = false;
         }
       } else if (r.ok() && status == Error::kAlreadyExists) {
         answered.insert(n);
@@ -231,13 +255,8 @@ void Dht::AskToJoin() {
 void Dht::ServeJoin(NodeId from, uint64_t id) {
   auto ring = Ring();
   if (!ring) return Answer(from, id, Error::kBusy);
-  std::vector<uint8_t> epoch = TagBytes(ring->epoch());  // the epoch and members, for the joiner's ring
-  epoch.resize(12 + 4 * ring->nodes().size());
-  net::wire::StoreLe<uint32_t>(epoch.data() + 8, uint32_t(ring->nodes().size()));
-  for (size_t i = 0; i < ring->nodes().size(); ++i) {
-    net::wire::StoreLe<uint32_t>(epoch.data() + 12 + 4 * i, ring->nodes()[i]);
-  }
-  if (ring->Contains(from)) return Answer(from, id, Error::kAlreadyExists, epoch);
+  std::vector<uint8_t> mine = EncodeRing(*ring);  // the joiner routes by it
+  if (ring->Contains(from)) return Answer(from, id, Error::kAlreadyExists, mine);
   std::shared_ptr<const DhtRing> target;
   {
     SpinGuard g(lock_);
@@ -252,7 +271,7 @@ void Dht::ServeJoin(NodeId from, uint64_t id) {
     target_ = target;
   }
   LOG_INFO("dht: node %u joins: streaming its partitions", from);
-  Answer(from, id, Error::kOk, epoch);
+  Answer(from, id, Error::kOk, mine);
   Stream(ring, target);
 }
 
@@ -718,7 +737,7 @@ bool Dht::Replicate(const std::string& key, uint64_t key_hash) {
     // The key's current state: an item (live or expired) or a tombstone.
     const DhtEntry* current = items_.Held(key);
     if (!current) return true;  // nothing to copy (cannot happen after a write)
-    std::vector<uint8_t> state = ReplicateBody(key, *current);
+    std::vector<uint8_t> state = ReplicateBody(key, *current, Ring()->epoch());
     std::vector<Future<Result<Rpc::Bytes>>> calls;
     for (NodeId n : replicas) calls.push_back(Rpc::Get()->Call(n, kDhtId, kReplicate, state.data(), state.size()));
     std::vector<NodeId> dead;
@@ -745,15 +764,6 @@ bool Dht::Replicate(const std::string& key, uint64_t key_hash) {
     SpinGuard g(lock_);
     ++stats_.resent;
   }
-}
-
-std::vector<uint8_t> Dht::ReplicateBody(const std::string& key, const DhtEntry& entry, uint64_t epoch) {
-  if (epoch == 0) epoch = Ring()->epoch();
-  std::vector<uint8_t> state = dht_wire::EncodeReplicate(key, entry, clock::NowNs());
-  std::vector<uint8_t> body(8 + state.size());
-  net::wire::StoreLe<uint64_t>(body.data(), epoch);
-  std::copy(state.begin(), state.end(), body.begin() + 8);
-  return body;
 }
 
 void Dht::ServeReplicate(NodeId from, uint64_t id, const uint8_t* body, size_t length) {

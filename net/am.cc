@@ -102,7 +102,7 @@ void ArmTimer(uint64_t next, uint64_t now) {
 // Nodes that spoke with the job's key without being peers (a job that
 // grows: the frontend started them with every member in fox.peers): peers
 // from now on. Event context.
-void AddJoiners(uint64_t now) {
+void AddJoiners() {
   net::AmEndpoint::Join joins[net::AmEndpoint::kMaxPendingJoins];
   size_t n;
   {
@@ -110,20 +110,15 @@ void AddJoiners(uint64_t now) {
     n = g.endpoint->TakeJoins(joins, net::AmEndpoint::kMaxPendingJoins);
   }
   for (size_t i = 0; i < n; ++i) {
-    Result<void> r{};
-    {
-      Locked l;
-      r = g.endpoint->AddPeer(joins[i].node, joins[i].address, now);
-    }
     uint32_t ip = AddressIp(joins[i].address);
-    if (!r.ok()) {
+    uint16_t port = AddressPort(joins[i].address);
+    if (auto r = am::AddPeer(joins[i].node, ip, port); !r.ok()) {
       LOG_WARN("am: node %u (%u.%u.%u.%u:%u) cannot join: %s", joins[i].node, ip >> 24, (ip >> 16) & 255,
-               (ip >> 8) & 255, ip & 255, AddressPort(joins[i].address), ErrorName(r.error()));
-      continue;
+               (ip >> 8) & 255, ip & 255, port, ErrorName(r.error()));
+    } else {
+      LOG_INFO("am: node %u joined the job from %u.%u.%u.%u:%u", joins[i].node, ip >> 24, (ip >> 16) & 255,
+               (ip >> 8) & 255, ip & 255, port);
     }
-    PlatformPeerAdded(joins[i].address);
-    LOG_INFO("am: node %u joined the job from %u.%u.%u.%u:%u", joins[i].node, ip >> 24, (ip >> 16) & 255,
-             (ip >> 8) & 255, ip & 255, AddressPort(joins[i].address));
   }
 }
 
@@ -131,7 +126,7 @@ void AddJoiners(uint64_t now) {
 void Pump() {
   g.pump->Arm();
   uint64_t now = clock::NowNs();
-  AddJoiners(now);
+  AddJoiners();
   std::vector<std::pair<NodeId, PeerState>> changes;
   std::vector<Waiter> ready;
   uint64_t next;
@@ -240,7 +235,8 @@ void Deliver(const uint8_t* bytes, size_t length, uint64_t from_address) {
         Dispatch(from, m.ebb, m.handler, m.data, m.length);
       },
       kTransmit, &admit_fn, from_address);
-  if (why != net::DropReason::kNone && !g.endpoint->joins_pending()) WarnAboutDrop(why, from_address, now);
+  bool join = why == net::DropReason::kUnknownPeer && g.endpoint->joins_pending();  // not a misconfiguration
+  if (why != net::DropReason::kNone && !join) WarnAboutDrop(why, from_address, now);
   // A peer said a node died (Poll acts on it), a node joins (the pump adds
   // it), or senders may have room now.
   if (g.endpoint->notices_pending() || g.endpoint->joins_pending() || g.have_waiters.load(std::memory_order_relaxed)) {

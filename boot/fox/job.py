@@ -129,13 +129,22 @@ class Tail:
             out.flush()
 
 
+def hosted_program(app):
+    """(the app's name, its hosted program) for APP, an app of apps/ or a program's path; the program
+    is None (said why) if it is not built."""
+    program = app if os.sep in app else nodes.host_program(app)
+    name = os.path.basename(app)
+    if not os.access(program, os.X_OK):
+        print("fox run: no hosted program for %s (%s): build it with make" % (name, program), file=sys.stderr)
+        return name, None
+    return name, program
+
+
 def run(name, app, places, app_args, timeout, out=sys.stdout, kargs=()):
     """A job on the pool; `kargs`: boot arguments (fox.KEY=VALUE) for every place. APP: an app
     of apps/, or the path of a hosted program whose app the pool image bundles (e.g. a test's)."""
-    program = app if os.sep in app else nodes.host_program(app)
-    app = os.path.basename(app)
-    if not os.access(program, os.X_OK):
-        print("fox run: no hosted program for %s (%s): build it with make" % (app, program), file=sys.stderr)
+    app, program = hosted_program(app)
+    if program is None:
         return 1
     place0_port = nodes.free_udp_port("0.0.0.0")
     conn = state.Connection(name)
@@ -306,11 +315,9 @@ def run_hosted(app, places, app_args, timeout, out=sys.stdout, kargs=()):
     place 0's, else the first failing place's; 124 after --timeout, 130 on Ctrl-C."""
     import secrets
     import qemu_run  # boot/: the membership timers for nodes sharing this host's cores
-    program = app if os.sep in app else nodes.host_program(app)  # an app of apps/, or a program's path
-    if not os.access(program, os.X_OK):
-        print("fox run: no hosted program for %s (%s): build it with make" % (app, program), file=sys.stderr)
+    app, program = hosted_program(app)
+    if program is None:
         return 1
-    app = os.path.basename(app)
     ports = [nodes.free_udp_port() for _ in range(places)]
     key = secrets.token_hex(16)
     job = secrets.randbelow(2 ** 31) + 1

@@ -287,23 +287,26 @@ class Supervisor:
         for k in job.nodes:  # every agent at once: their QEMUs exit in parallel
             if self.nodes[k].proc is not None:
                 self.nodes[k].proc.kill()
+        job.fd_args = list(fd_args)
         for place, k in enumerate(job.nodes, start=1):
-            n = self.nodes[k]
-            self.stop_qemu(n)
-            console = os.path.join(self.dir, "node%d.log" % k)
-            offset = os.path.getsize(console) if os.path.exists(console) else 0
-            n.job, n.place, n.app = job.id, place, r["app"]
-            n.port.route = ("127.0.0.1", int(r["place0_port"]))
-            self.boot(n, image, nodes.boot_args(k, r["app"], self.key, job.id, peers, r.get("args", []),
-                                                fd_args + r.get("kargs", [])),
-                      "running")
-            out.append({"node": k, "place": place, "ip": nodes.node_ip(k), "bridge_port": n.port.bridge_port,
-                        "console": console, "offset": offset})
+            out.append(self.boot_into_job(job, self.nodes[k], place, peers, image))
         job.started = True
         job.started_at = time.time()
-        job.fd_args = list(fd_args)
         log("job %d: %s on place 0 and nodes %s", job.id, r["app"], ",".join(map(str, job.nodes)) or "(none)")
         self.tell(job.conn, event="start", job=job.id, key=self.key, nodes=out, fd_args=fd_args)
+
+    def boot_into_job(self, job, n, place, peers, image, extra_kargs=()):
+        """Boots node n (its agent stopped) as `place` of `job`; what fox run needs to follow it."""
+        r = job.request
+        self.stop_qemu(n)
+        console = os.path.join(self.dir, "node%d.log" % n.k)
+        offset = os.path.getsize(console) if os.path.exists(console) else 0
+        n.job, n.place, n.app = job.id, place, r["app"]
+        n.port.route = ("127.0.0.1", int(r["place0_port"]))
+        self.boot(n, image, nodes.boot_args(n.k, r["app"], self.key, job.id, peers, r.get("args", []),
+                                            job.fd_args + r.get("kargs", []) + list(extra_kargs)), "running")
+        return {"node": n.k, "place": place, "ip": nodes.node_ip(n.k), "bridge_port": n.port.bridge_port,
+                "console": console, "offset": offset}
 
     def idle_for(self, job):
         """Idle nodes that may join `job`: never one of its places that ended (a place's id is
@@ -320,24 +323,12 @@ class Supervisor:
         idle = self.idle_for(job)[:job.grow]
         if not idle:
             return
-        r = job.request
         live = [k for k in job.nodes if self.nodes[k].state != "dead"] + [n.k for n in idle]
         peers = ",".join(["0@%s" % nodes.FRONTEND_IP] + ["%d@%s" % (k, nodes.node_ip(k)) for k in live])
         out = []
         for n in idle:
-            if n.proc is not None:
-                n.proc.kill()
-            self.stop_qemu(n)
-            console = os.path.join(self.dir, "node%d.log" % n.k)
-            offset = os.path.getsize(console) if os.path.exists(console) else 0
             job.nodes.append(n.k)
-            n.job, n.place, n.app = job.id, len(job.nodes), r["app"]
-            n.port.route = ("127.0.0.1", int(r["place0_port"]))
-            self.boot(n, nodes.node_image(), nodes.boot_args(n.k, r["app"], self.key, job.id, peers, r.get("args", []),
-                                                             job.fd_args + r.get("kargs", []) + ["fox.joining=1"]),
-                      "running")
-            out.append({"node": n.k, "place": n.place, "ip": nodes.node_ip(n.k), "bridge_port": n.port.bridge_port,
-                        "console": console, "offset": offset})
+            out.append(self.boot_into_job(job, n, len(job.nodes), peers, nodes.node_image(), ["fox.joining=1"]))
         job.grow -= len(idle)
         log("job %d: nodes %s join it (place 0 asked)", job.id, ",".join(str(n.k) for n in idle))
         self.tell(job.conn, event="grown", nodes=out)

@@ -274,8 +274,6 @@ class Dht : public SharedEbb<Dht> {
   // Owners of the partition of `key_hash` to replicate to: the ring's and,
   // during a join, the target's.
   std::vector<NodeId> ReplicasOf(uint64_t key_hash) const;
-  // A kReplicate body: the ring epoch (0: this node's) and the key's state.
-  std::vector<uint8_t> ReplicateBody(const std::string& key, const DhtEntry& entry, uint64_t epoch = 0);
   bool TakeRing(uint64_t epoch, std::vector<NodeId> nodes);
 
   static inline std::atomic<Dht*> constructed_{nullptr};
