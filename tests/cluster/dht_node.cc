@@ -544,14 +544,29 @@ int Zombie(Dht* dht, uint64_t keys) {
   return 0;
 }
 
+namespace {
+// A mode's life: dies with the script that started it, starts the
+// transport with this program's control messages going to `control`, runs
+// `body` (its status), says done.
+template <class Control, class Body>
+int RunMode(Control control, Body body) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  auto config = fox::am::ConfigFromBootArgs();
+  if (!config.ok()) return 2;
+  Dht* dht = &*Dht::Get();  // before the transport: its receiver
+  CHECK(fox::ebb::Messenger::Get()->Listen(kControl, control).ok());
+  if (auto r = fox::am::Start(*config); !r.ok()) return 1;
+  int status = body(dht);
+  std::printf("dht_node: done\n");
+  std::fflush(stdout);
+  return status;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[1]) == "zombie") {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
     uint64_t keys = std::strtoull(argv[2], nullptr, 10);
-    auto config = fox::am::ConfigFromBootArgs();
-    if (!config.ok()) return 2;
-    Dht* dht = &*Dht::Get();
-    auto control = [dht](NodeId, uint16_t handler, const uint8_t* data, size_t length) {
+    auto control = [](NodeId, uint16_t handler, const uint8_t* data, size_t length) {
       if (length != 8) return;
       if (handler == kQuit) {
         g_quit = true;
@@ -563,26 +578,20 @@ int main(int argc, char** argv) {
         kill(getpid(), SIGSTOP);
         // Resumed, still holding its old ring and stale copies: a write
         // now must never be acknowledged (its replicas hold this node dead).
-        auto r = dht->Set("zombie-write", "stale");
+        auto r = Dht::Get()->Set("zombie-write", "stale");
         std::printf("dht_zombie: node %u's write after resuming: %s\n", fox::am::Self(),
                     r.ok() ? "ACKNOWLEDGED" : fox::ErrorName(r.error()));
         std::fflush(stdout);
       }
     };
-    CHECK(fox::ebb::Messenger::Get()->Listen(kControl, control).ok());
-    if (auto r = fox::am::Start(*config); !r.ok()) return 1;
-    (void)StartDht(dht, 2);
-    int status = Zombie(dht, keys);
-    std::printf("dht_node: done\n");
-    std::fflush(stdout);
-    return status;
+    return RunMode(control, [keys](Dht* dht) {
+      (void)StartDht(dht, 2);
+      return Zombie(dht, keys);
+    });
   }
   if (argc >= 3 && std::string(argv[1]) == "join") {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
     uint64_t keys = std::strtoull(argv[2], nullptr, 10);
-    auto config = fox::am::ConfigFromBootArgs();
-    if (!config.ok()) return 2;
-    Dht* dht = &*Dht::Get();
+    bool kill_member = argc > 3 && std::string(argv[3]) == "kill";
     auto control = [](NodeId, uint16_t handler, const uint8_t* data, size_t length) {
       if (length != 8) return;
       if (handler == kJoinGo) g_join_go = true;
@@ -593,33 +602,23 @@ int main(int argc, char** argv) {
       }
       if (handler == kCheck) g_check = fox::net::wire::Load64(data);
     };
-    CHECK(fox::ebb::Messenger::Get()->Listen(kControl, control).ok());
-    if (auto r = fox::am::Start(*config); !r.ok()) return 1;
-    int status = JoinTest(dht, keys, argc > 3 && std::string(argv[3]) == "kill");
-    std::printf("dht_node: done\n");
-    std::fflush(stdout);
-    return status;
+    return RunMode(control, [keys, kill_member](Dht* dht) { return JoinTest(dht, keys, kill_member); });
   }
   if (argc >= 3 && std::string(argv[1]) == "sync") {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
     uint64_t rounds = std::strtoull(argv[2], nullptr, 10);
-    auto config = fox::am::ConfigFromBootArgs();
-    if (!config.ok()) return 2;
-    Dht* dht = &*Dht::Get();
+    uint32_t r = argc > 3 ? uint32_t(std::strtoul(argv[3], nullptr, 10)) : 2;
     auto quit = [](NodeId, uint16_t handler, const uint8_t*, size_t length) {
       if (handler == kQuit && length == 8) g_quit = true;
     };
-    CHECK(fox::ebb::Messenger::Get()->Listen(kControl, quit).ok());
-    if (auto r = fox::am::Start(*config); !r.ok()) return 1;
-    fox::ebb::RingConfig ring;
-    ring.replication = argc > 3 ? uint32_t(std::strtoul(argv[3], nullptr, 10)) : 2;
-    CHECK(dht->Start(ring).ok());
-    auto peers = fox::am::Peers();
-    bool listed = std::find(peers.begin(), peers.end(), fox::am::Self()) != peers.end();
-    Sync(dht, rounds, peers.size() + (listed ? 0 : 1));
-    std::printf("dht_node: done\n");
-    std::fflush(stdout);
-    return 0;
+    return RunMode(quit, [rounds, r](Dht* dht) {
+      fox::ebb::RingConfig ring;
+      ring.replication = r;
+      CHECK(dht->Start(ring).ok());
+      auto peers = fox::am::Peers();
+      bool listed = std::find(peers.begin(), peers.end(), fox::am::Self()) != peers.end();
+      Sync(dht, rounds, peers.size() + (listed ? 0 : 1));
+      return 0;
+    });
   }
   if (argc < 4) {
     std::printf(
