@@ -29,7 +29,7 @@ bool ProbeFaultHandler(interrupts::Frame* frame) {
   return true;
 }
 
-// Whether MWAIT waits. With the APIC timer 300 us ahead, a real MWAIT
+// Whether MWAIT waits. With the APIC timer 100 us ahead, a real MWAIT
 // lasts until that interrupt (or another one); an emulated one returns
 // before it, with no interrupt taken. The majority of three tries decides,
 // so that neither a stray wake-up nor the emulator's thread being
@@ -40,7 +40,7 @@ bool MwaitWaits() {
   while (waited < 2 && returned < 2) {
     uint64_t interrupts = local->interrupts;
     uint64_t start = x86::Rdtsc();
-    uint64_t deadline = start + tsc::NsToTicks(300000);
+    uint64_t deadline = start + tsc::NsToTicks(100000);
     lapic::ArmTimer(deadline);
     x86::Monitor(g_probe_line);
     x86::StiMwaitCli(0);
@@ -89,7 +89,7 @@ void ChooseIdle() {
   x86::CpuidResult leaf5{};
   if (has_monitor && x86::Cpuid(0).eax >= 5) leaf5 = x86::Cpuid(5);
   // Processors MWAIT properly; only under a hypervisor or emulator
-  // (CPUID.01H:ECX bit 31) is it worth the probe's half millisecond.
+  // (CPUID.01H:ECX bit 31) is it worth the probe's fifth of a millisecond.
   bool hypervisor = (x86::Cpuid(1).ecx >> 31) & 1;
   // The probes time the APIC timer: its calibration must not wait inside them.
   lapic::FinishCalibration();

@@ -1,5 +1,7 @@
 #include "lapic.h"
 
+#include <algorithm>
+
 #include "cpu.h"
 #include "fox/log.h"
 #include "fox/panic.h"
@@ -59,14 +61,17 @@ void WriteIcr(uint32_t apic_id, uint32_t low) {
 }
 
 // One-shot mode fallback: how fast the APIC timer counts, in TSC terms,
-// measured over at least 1 ms of the boot core's boot: StartCalibration lets
-// its timer count down (masked) from InitCore on, and the first ArmTimer
-// reads how far it got, waiting only for what is left of the 1 ms. So the
-// measurement overlaps the rest of the boot instead of stalling it. Both ends
-// are paired readings (tsc::ReadPaired): a vCPU preempted between the two
-// clocks under emulation once made timers fire 20% late. A measurement more
-// uncertain than 1000 ppm (or one whose countdown ran out) is taken again over
-// 2 ms, up to 40 times, keeping the best.
+// measured over the boot core's boot: StartCalibration (InitCore, early in
+// the boot) lets its timer count down (masked), and the first ArmTimer reads
+// how far it got, waiting only for what is left of the window (1 ms, or as
+// long as the start reading's spread needs: the first reading runs code an
+// emulator has not translated yet). So the measurement overlaps the rest of
+// the boot instead of stalling it. Both ends are paired readings
+// (tsc::ReadPaired): a vCPU preempted between the two clocks under emulation
+// once made timers fire 20% late. A measurement more uncertain than 1000 ppm
+// (or one whose countdown ran out) is taken again over 2 ms, up to 40 times,
+// keeping the best.
+constexpr uint64_t kMaxErrorPpm = 1000;
 tsc::Paired<uint32_t> g_calibration_start{};
 bool g_calibration_pending = false;
 uint32_t g_calibration_apic_id = 0;
@@ -77,7 +82,7 @@ void StartCalibration() {
   Write(kTimerDivide, 0xB);  // divide by 1
   Write(kLvtTimer, kMasked);
   Write(kTimerInitial, 0xFFFFFFFF);
-  g_calibration_start = tsc::ReadPaired(ReadCurrent);
+  g_calibration_start = tsc::ReadPaired(ReadCurrent, 8);
   g_calibration_apic_id = Id();
   g_calibration_pending = true;
 }
@@ -85,9 +90,13 @@ void StartCalibration() {
 void FinishCalibrationNow() {
   if (Id() != g_calibration_apic_id) Panic("lapic: timer calibration finished on another core than it started");
   uint64_t best_ppm = ~0ull;
-  for (int attempt = 0; attempt <= 40 && best_ppm > 1000; ++attempt) {
+  for (int attempt = 0; attempt <= 40 && best_ppm > kMaxErrorPpm; ++attempt) {
     if (attempt > 0) StartCalibration();
-    uint64_t wait = tsc::FrequencyHz() / (attempt == 0 ? 1000 : 500);  // 1 ms, then 2 ms
+    // 1 ms, then 2 ms; and long enough that the start reading's spread
+    // alone leaves under kMaxErrorPpm / 2 (the first reading runs code the
+    // emulator has not translated yet).
+    uint64_t wait = tsc::FrequencyHz() / (attempt == 0 ? 1000 : 500);
+    wait = std::max(wait, g_calibration_start.spread * (2000000 / kMaxErrorPpm));
     while (x86::Rdtsc() - g_calibration_start.tsc < wait) x86::Pause();
     auto end = tsc::ReadPaired(ReadCurrent);
     uint64_t elapsed_apic = uint64_t(g_calibration_start.value) - end.value;
@@ -104,7 +113,7 @@ void FinishCalibrationNow() {
   if (best_ppm == ~0ull) {
     g_apic_ticks_per_tsc_q32 = (uint64_t(1000000000) << 32) / tsc::FrequencyHz();  // QEMU's 1 GHz
     LOG_WARN("lapic: the timer could not be calibrated; assuming it counts at 1 GHz");
-  } else if (best_ppm > 1000) {
+  } else if (best_ppm > kMaxErrorPpm) {
     LOG_WARN("lapic: timer calibration uncertain (%llu ppm): timers will fire off by as much",
              (unsigned long long)best_ppm);
   }

@@ -34,7 +34,8 @@ void SendStartup(uint32_t apic_id, uint8_t page);
 // disarms it with 0. Interrupts must be disabled while calling. In one-shot
 // mode the first call, which must come from the boot core, finishes timing
 // the APIC timer against the TSC (after tsc::FinishCalibration), waiting
-// for whatever is left of 1 ms since InitCore.
+// for whatever is left of its window since InitCore (1 ms, more when the
+// first reading was slow).
 void ArmTimer(uint64_t tsc_deadline);
 // Finishes timing the one-shot timer now if it is pending (see ArmTimer):
 // for callers that time the timer themselves and must not have the wait

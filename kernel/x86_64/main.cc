@@ -113,6 +113,10 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   percpu::InitCore(&g_boot_core, 0, true);
   gdt::InitBootCore();
   interrupts::Init();
+  // The APIC timer's calibration (one-shot mode) runs from here until the
+  // processors' start, which ends it (the boot page tables map the APIC).
+  lapic::InitCore();
+  g_boot_core.apic_id = lapic::Id();
   Mark("cpu");
   ParseBootInfo(magic, info);
   Mark("boot info");
@@ -132,8 +136,6 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   Mark("clock");
   rtc::Init();
   Mark("rtc");
-  lapic::InitCore();
-  g_boot_core.apic_id = lapic::Id();
   ioapic::Init();
   interrupts::InstallSystemHandlers();
   StartCores();

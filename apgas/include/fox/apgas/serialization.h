@@ -25,11 +25,26 @@
 // program), so places built from other sources are refused at the start.
 #pragma once
 
+// cereal's access.hpp includes <iostream>, which (libstdc++ before GCC 13)
+// puts a static ios_base::Init in every file that includes it: the eight
+// standard streams and the classic locale's facets built before main (4 ms
+// of a node's boot under emulation). cereal uses nothing of it, so it is
+// kept out here; a file that includes <iostream> itself still gets it.
+#include <istream>
+#include <ostream>
+#if defined(__GLIBCXX__) && !defined(_GLIBCXX_IOSTREAM)
+#define _GLIBCXX_IOSTREAM 1
+#define FOX_CEREAL_WITHOUT_IOSTREAM
+#endif
 #include <cereal/cereal.hpp>
 #include <cereal/types/map.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/utility.hpp>
 #include <cereal/types/vector.hpp>
+#ifdef FOX_CEREAL_WITHOUT_IOSTREAM
+#undef _GLIBCXX_IOSTREAM
+#undef FOX_CEREAL_WITHOUT_IOSTREAM
+#endif
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
