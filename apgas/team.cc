@@ -3,9 +3,20 @@
 //
 // Messages: kContribute (member -> gatherer): team id, op number, the
 // members, this member's index, its bytes; kResult (gatherer -> members):
-// team id, op number, one optional byte string per member. The gatherer
-// answers once every member has contributed or died; it keeps the answer so
-// that a member whose first gatherer died and who asks again gets the same.
+// team id, op number, one optional byte string per member; kKnown (member ->
+// next gatherer): an answer this member was given by a gatherer that died
+// since. The gatherer answers once every member has contributed or died; it
+// keeps the answers of the team's last two operations, so that a member whose
+// first gatherer died and who asks again gets the same.
+//
+// A gatherer that dies while it sends an answer may have reached only some
+// members. Those it reached have moved on (at most one operation: the next
+// one needs every live member's contribution) and will not contribute to
+// that operation again, so the next gatherer could neither complete it nor
+// answer it alike. Every member therefore keeps the last answer it was given
+// per team (kKeptTeams teams) and, when the place that gave it dies, hands
+// it to the next live member (kKnown), which answers with it whoever asks
+// for that operation: every survivor sees the same set.
 #include "fox/apgas/team.h"
 
 #include <map>
@@ -22,7 +33,8 @@
 namespace fox::apgas {
 namespace detail {
 namespace {
-enum : uint16_t { kContribute = 1, kResult = 2 };
+enum : uint16_t { kContribute = 1, kResult = 2, kKnown = 3 };
+constexpr size_t kKeptTeams = 64;  // last answers kept per place (teams)
 using Slots = std::vector<std::optional<std::vector<uint8_t>>>;
 
 void Send(uint32_t place, uint16_t handler, const std::vector<uint8_t>& bytes) {
@@ -50,10 +62,26 @@ struct Answer {
   }
 };
 
+// kKnown: an answer and the team's members (the receiver may not have heard
+// of the operation).
+struct Known {
+  std::vector<uint32_t> members;
+  Answer answer;
+  template <class A>
+  void serialize(A& ar) {
+    ar(members, answer);
+  }
+};
+
 struct TeamService::Waiting {
   Contribution mine;
   uint32_t gatherer;
   Promise<Slots> promise;
+};
+struct TeamService::Given {
+  std::vector<uint32_t> members;
+  uint32_t gatherer;
+  Answer answer;
 };
 struct TeamService::Gathering {
   std::vector<uint32_t> members;
@@ -114,7 +142,11 @@ void TeamService::OnMessage(NodeId from, uint16_t handler, const uint8_t* data, 
     } else if (handler == kResult) {
       Answer a;
       in(a);
-      OnAnswer(std::move(a));
+      OnAnswer(from, std::move(a));
+    } else if (handler == kKnown) {
+      Known k;
+      in(k);
+      OnKnown(std::move(k));
     }
   } catch (const std::exception& e) {
     LOG_WARN("apgas: malformed Team message from place %u: %s", from, e.what());
@@ -155,7 +187,16 @@ std::optional<Answer> TeamService::CompleteLocked(uint64_t team, uint64_t op, Ga
   }
   gather.answer = a;
   gather.got.clear();
+  ForgetOldLocked(team, op);
   return a;
+}
+
+// Answers older than the operation before `op` of `team` are asked for by
+// nobody: a member is at most one operation behind another.
+void TeamService::ForgetOldLocked(uint64_t team, uint64_t op) {
+  if (op < 2) return;
+  auto end = gathering_.lower_bound({team, op - 1});
+  gathering_.erase(gathering_.lower_bound({team, 0}), end);
 }
 
 void TeamService::Deliver(const std::optional<Answer>& answer, const std::vector<uint32_t>& to) {
@@ -163,10 +204,13 @@ void TeamService::Deliver(const std::optional<Answer>& answer, const std::vector
   std::vector<uint8_t> message;
   OutArchive out(message);
   out(*answer);
-  for (uint32_t m : to) Send(m, kResult, message);
+  for (uint32_t m : to) {
+    if (deliver_filter_ && !deliver_filter_(answer->op, m)) return;
+    Send(m, kResult, message);
+  }
 }
 
-void TeamService::OnAnswer(Answer a) {
+void TeamService::OnAnswer(uint32_t from, Answer a) {
   std::shared_ptr<Waiting> w;
   {
     SpinGuard g(lock_);
@@ -174,6 +218,16 @@ void TeamService::OnAnswer(Answer a) {
     if (it == waiting_.end()) return;  // answered already
     w = it->second;
     waiting_.erase(it);
+    auto [given, fresh] = given_.try_emplace(a.team);
+    if (fresh) {
+      given_order_.push_back(a.team);
+      if (given_order_.size() > kKeptTeams) {
+        given_.erase(given_order_.front());
+        given_order_.pop_front();
+      }
+    }
+    given->second = Given{w->mine.members, from, a};
+    if (dead_.count(from) != 0) HandOnLocked(given->second);  // its death came first
   }
   Slots slots(a.present.size());
   for (size_t i = 0; i < a.present.size() && i < a.bytes.size(); ++i) {
@@ -182,12 +236,47 @@ void TeamService::OnAnswer(Answer a) {
   w->promise.SetValue(std::move(slots));
 }
 
+// Sends `given` to the team's gatherer now (its own gatherer died).
+void TeamService::HandOnLocked(Given& given) {
+  given.gatherer = GathererLocked(given.members);
+  std::vector<uint8_t> message;
+  OutArchive out(message);
+  out(Known{given.members, given.answer});
+  Send(given.gatherer, kKnown, message);
+}
+
+// An answer a dead gatherer gave some members: the answer to that operation
+// here too, to those waiting for it and to whoever asks later.
+void TeamService::OnKnown(Known k) {
+  std::optional<Answer> reply;
+  std::vector<uint32_t> to;
+  {
+    SpinGuard g(lock_);
+    size_t n = k.members.size();
+    if (n == 0 || k.answer.present.size() != n || k.answer.bytes.size() != n) return;
+    Gathering& gather = gathering_[{k.answer.team, k.answer.op}];
+    if (gather.members.empty()) gather.members = k.members;
+    if (gather.answer || gather.members != k.members) return;
+    for (auto& [index, bytes] : gather.got) {
+      if (index < n && dead_.count(gather.members[index]) == 0) to.push_back(gather.members[index]);
+    }
+    gather.answer = k.answer;
+    gather.got.clear();
+    reply = std::move(k.answer);
+    ForgetOldLocked(reply->team, reply->op);
+  }
+  Deliver(reply, to);
+}
+
 void TeamService::OnDeath(uint32_t place) {
   std::vector<std::pair<std::optional<Answer>, std::vector<uint32_t>>> answers;
   std::vector<std::shared_ptr<Waiting>> resend;
   {
     SpinGuard g(lock_);
     if (!dead_.insert(place).second) return;
+    for (auto& [team, given] : given_) {
+      if (given.gatherer == place) HandOnLocked(given);
+    }
     for (auto& [key, gather] : gathering_) {
       if (gather.answer) continue;
       std::vector<uint32_t> to;
@@ -268,5 +357,11 @@ int Team::agree(int value) {
   }
   return result;
 }
+
+namespace testing {
+void SetTeamDeliverFilter(std::function<bool(uint64_t, uint32_t)> filter) {
+  detail::TeamService::Get()->SetDeliverFilter(std::move(filter));
+}
+}  // namespace testing
 
 }  // namespace fox::apgas

@@ -2,6 +2,8 @@
 // at kTeamId (the gatherer's side and the members' side).
 #pragma once
 
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -21,6 +23,7 @@ namespace fox::apgas::detail {
 
 struct Contribution;
 struct Answer;
+struct Known;
 
 class TeamService : public ebb::SharedEbb<TeamService> {
  public:
@@ -38,6 +41,10 @@ class TeamService : public ebb::SharedEbb<TeamService> {
     SpinGuard g(lock_);
     return waiting_.size();
   }
+  // testing::SetTeamDeliverFilter (team.h).
+  void SetDeliverFilter(std::function<bool(uint64_t op, uint32_t member)> filter) {
+    deliver_filter_ = std::move(filter);
+  }
   // How many teams over places hashing to `group` this place made before.
   uint64_t NextTeamOver(uint64_t group) {
     SpinGuard g(lock_);
@@ -47,10 +54,14 @@ class TeamService : public ebb::SharedEbb<TeamService> {
  private:
   struct Waiting;
   struct Gathering;
+  struct Given;  // the last answer this member was given, per team
   void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
   void OnContribution(Contribution c);
-  void OnAnswer(Answer a);
+  void OnAnswer(uint32_t from, Answer a);
+  void OnKnown(Known k);
   void OnDeath(uint32_t place);
+  void HandOnLocked(Given& given) REQUIRES(lock_);
+  void ForgetOldLocked(uint64_t team, uint64_t op) REQUIRES(lock_);
   std::optional<Answer> CompleteLocked(uint64_t team, uint64_t op, Gathering& gather, std::vector<uint32_t>* to)
       REQUIRES(lock_);
   void Deliver(const std::optional<Answer>& answer, const std::vector<uint32_t>& to);
@@ -63,6 +74,9 @@ class TeamService : public ebb::SharedEbb<TeamService> {
   std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<Waiting>> waiting_ GUARDED_BY(lock_);
   std::map<std::pair<uint64_t, uint64_t>, Gathering> gathering_ GUARDED_BY(lock_);
   std::map<uint64_t, uint64_t> made_ GUARDED_BY(lock_);
+  std::map<uint64_t, Given> given_ GUARDED_BY(lock_);
+  std::deque<uint64_t> given_order_ GUARDED_BY(lock_);  // given_'s teams, oldest first
+  std::function<bool(uint64_t, uint32_t)> deliver_filter_;
 };
 
 }  // namespace fox::apgas::detail

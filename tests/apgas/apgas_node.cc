@@ -11,6 +11,9 @@
 //   team_kill,K  place K dies between barriers: the survivors' next barrier
 //              throws DeadPlaceException naming K (no hang), and agree then
 //              gives every survivor the same answer
+//   team_gatherer_kill  a Team over places 1..: its gatherer dies while
+//              answering, having answered only some members: every
+//              survivor agrees alike (the others are answered as they were)
 //   random_kill,K,MS[,tree|nested]  place K dies MS ms into repeated
 //              fan-out-fan-out rounds (tree: rounds of a binary tree of
 //              activities 5 levels deep over the places, 32 leaves; nested:
@@ -320,6 +323,64 @@ void DieIn(uint64_t ms) {
     std::fflush(stdout);
     std::_Exit(9);
   });
+}
+
+// Team over places 1.. (at least three): its gatherer, place 1, answers its
+// agree to itself and place 2 only, then dies (fox::apgas::testing's
+// filter). Place 3 asks place 2, the next gatherer, which must answer as
+// place 1 did: every survivor agrees on the AND of all three contributions
+// (0xff without bits 1, 2 and 3), then its next barrier throws
+// DeadPlaceException(1).
+void TeamGathererKill() {
+  auto all = fox::apgas::places();
+  std::vector<Place> group(all.begin() + 1, all.end());
+  CHECK(group.size() >= 3);
+  g_results.clear();
+  try {
+    fox::apgas::finish([&] {
+      for (Place p : group) {
+        fox::apgas::asyncAt(
+            p,
+            [](std::vector<Place> group) {
+              fox::apgas::Team team(group);
+              team.barrier();
+              uint32_t cut = group[2].id;
+              if (fox::apgas::here() == group[0]) {
+                fox::apgas::testing::SetTeamDeliverFilter([cut](uint64_t op, uint32_t member) {
+                  if (op != 1 || member != cut) return true;
+                  DieIn(300);  // the answers sent are acknowledged by then
+                  return false;
+                });
+              }
+              int agreed = team.agree(0xff & ~(1 << fox::apgas::here().id));
+              std::string seen = "no exception";
+              try {
+                team.barrier();
+              } catch (const fox::apgas::DeadPlaceException& e) {
+                seen = "DeadPlaceException " + std::to_string(e.place().id);
+              }
+              fox::apgas::at(
+                  Place{0}, [](std::string l) { Record(l); },
+                  std::string("place ") + std::to_string(fox::apgas::here().id) + ": agreed " + std::to_string(agreed) +
+                      ", then " + seen);
+            },
+            group);
+      }
+    });
+  } catch (const fox::apgas::MultipleExceptions& m) {
+    std::printf("apgas: team_gatherer_kill: the finish threw: %s\n", m.what());
+  }
+  int expect = 0xff;
+  for (Place p : group) expect &= ~(1 << p.id);
+  size_t right = 0;
+  for (auto& r : g_results) {
+    std::printf("apgas: team_gatherer_kill: %s\n", r.c_str());
+    right += r.find(": agreed " + std::to_string(expect) + ", then DeadPlaceException " +
+                    std::to_string(group[0].id)) != std::string::npos;
+  }
+  std::printf("apgas: team gatherer %u died while answering: %zu of %zu survivors agreed alike, then saw it dead\n",
+              group[0].id, right, group.size() - 1);
+  CHECK(right == group.size() - 1);
 }
 
 // A binary tree of activities: node `index` at depth `depth` runs at
@@ -839,6 +900,8 @@ int main(int argc, char** argv) {
         Basic();
       } else if (step == "team") {
         TeamOps();
+      } else if (step == "team_gatherer_kill") {
+        TeamGathererKill();
       } else if (step.rfind("team_kill,", 0) == 0) {
         TeamKill(uint32_t(std::strtoul(step.c_str() + 10, nullptr, 10)));
       } else if (step == "global") {

@@ -66,6 +66,11 @@ endforeach()
 apgas_hosted_test(apgas_team_kill --nodes 4 --timeout 120 --killed 2
   --expect "0:apgas: team member 2 died: 3 of 3 survivors saw DeadPlaceException and agreed alike"
   $<TARGET_FILE:apgas_node> team_kill,2)
+# The gatherer dies while it answers, having answered only some members:
+# those hand its answer on, and every survivor agrees alike (no hang).
+apgas_hosted_test(apgas_team_gatherer_kill --nodes 4 --timeout 120 --killed 1
+  --expect "0:apgas: team gatherer 1 died while answering: 2 of 2 survivors agreed alike, then saw it dead"
+  $<TARGET_FILE:apgas_node> team_gatherer_kill)
 
 # ResilientStore (apgas/include/fox/apgas/store.h) on the job's Dht: the API,
 # then a place killed at a moment it does not choose while it writes (Set2

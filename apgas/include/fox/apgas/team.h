@@ -17,8 +17,9 @@
 // returns, at every survivor, the bitwise AND of the values of the members
 // that contributed (ULFM's agreement), so the survivors decide alike. If
 // the gathering member itself dies, the others send their contributions to
-// the next live member. (If it dies after answering only some members,
-// those and the others may see different sets: not yet handled.)
+// the next live member; if it dies while answering, having reached only
+// some members, those hand its answer on to the next live member, which
+// gives the others the same (every survivor sees the same set).
 #pragma once
 
 #include <cstdint>
@@ -112,5 +113,13 @@ class Team {
   uint64_t id_;
   uint64_t next_op_ = 0;
 };
+
+namespace testing {
+// Fault injection for tests, at this place as a Team gatherer: `filter` is
+// asked before the answer to operation `op` (0, 1, ... of a team) goes to
+// `member`; false stops that delivery and the rest, as if this place died
+// while answering. Set it before the operation; nullptr removes it.
+void SetTeamDeliverFilter(std::function<bool(uint64_t op, uint32_t member)> filter);
+}  // namespace testing
 
 }  // namespace fox::apgas
