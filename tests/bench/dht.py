@@ -11,11 +11,15 @@ accelerator qemu_run.bench_accel picks).
 
 The load is tests/bench/mc_load.c (built here with gcc; memcslap prints no
 latencies) on the host side of the namespace: CONNS connections, one request
-outstanding each, a set phase then a get phase of random keys. Prints, per
-system, `dht.<system>_<set|get>_ops_per_s` and `..._p99_us`, then
+outstanding each, a set phase then a get phase of random keys, in the text
+protocol and then (one node and Linux) in the binary one. Prints, per system,
+`dht.<system>_<set|get>_ops_per_s` and `..._p99_us` (text; `dht.<system>_binary_...`
+binary), then
 
     dht.throughput_vs_linux_ratio  fox get ops/s over Linux's
     dht.p99_vs_linux_ratio         fox get p99 over Linux's (lower is better)
+    dht.binary_throughput_vs_linux_ratio, dht.binary_p99_vs_linux_ratio
+                                   the same in the binary protocol
     dht.replication_cost_ratio     3 nodes r=2 set ops/s over one node's
     dht.rebuild_s_per_100k_keys    a node of 3 killed (r = 2): seconds from
                                    the kill until every key has 2 copies
@@ -44,7 +48,7 @@ cluster = linux_udp_rtt.cluster
 IMAGE = os.path.join(ROOT, "build", "native", "memcached.elf")
 LOAD = os.path.join(ROOT, "build", "bench", "mc_load")
 GUEST_DIR = os.path.join(ROOT, "build", "linux-guest-memcached")
-RESULT = re.compile(r"mc_load: (set|get) (\d+) ops in ([\d.]+) s: (\d+) ops/s p50 (\d+) us p99 (\d+) us "
+RESULT = re.compile(r"mc_load: (text|binary) (set|get) (\d+) ops in ([\d.]+) s: (\d+) ops/s p50 (\d+) us p99 (\d+) us "
                     r"errors (\d+) misses (\d+)")
 
 
@@ -54,20 +58,21 @@ def build_load():
                    check=True)
 
 
-def parse(text, what):
+def parse(text, what, protocols=("text",)):
+    """{protocol: {phase: figures}} from mc_load's lines."""
     figures = {}
     for m in RESULT.finditer(text):
-        if int(m.group(7)) != 0:
-            raise RuntimeError("%s: %s errors in the %s phase" % (what, m.group(7), m.group(1)))
-        figures[m.group(1)] = {"ops": int(m.group(4)), "p50": int(m.group(5)), "p99": int(m.group(6)),
-                               "misses": int(m.group(8))}
-    if set(figures) != {"set", "get"}:
-        raise RuntimeError("%s: no load figures in:\n%s" % (what, text[-4000:]))
+        if int(m.group(8)) != 0:
+            raise RuntimeError("%s: %s errors in the %s %s phase" % (what, m.group(8), m.group(1), m.group(2)))
+        figures.setdefault(m.group(1), {})[m.group(2)] = {"ops": int(m.group(5)), "p50": int(m.group(6)),
+                                                          "p99": int(m.group(7)), "misses": int(m.group(9))}
+    if set(figures) != set(protocols) or any(set(f) != {"set", "get"} for f in figures.values()):
+        raise RuntimeError("%s: no load figures for %s in:\n%s" % (what, "/".join(protocols), text[-4000:]))
     return figures
 
 
-def load_command(ips, a):
-    return "%s %s 11211 %d %g %d %d" % (LOAD, ",".join(ips), a.conns, a.seconds, a.keys, a.value)
+def load_command(ips, a, protocol="text"):
+    return "%s %s 11211 %d %g %d %d %s" % (LOAD, ",".join(ips), a.conns, a.seconds, a.keys, a.value, protocol)
 
 
 # The load starts 3 s after the last node says it serves: connections made at
@@ -77,12 +82,13 @@ def load_command(ips, a):
 SETTLE = "sleep 3; "
 
 
-def fox(nodes, a, accel):
+def fox(nodes, a, accel, protocols=("text",)):
     ips = [cluster.node_ip(i) for i in range(nodes)]
+    load = "; ".join(load_command(ips, a, p) for p in protocols)
     out = am_cluster.run_cluster(nodes, "", accel, timeout=600, image=IMAGE, extra=[
         "--peers", "--until-host", "--host-after", "%d:memcached: node %d serving" % (nodes - 1, nodes - 1),
-        "--host-cmd", SETTLE + load_command(ips, a)])
-    return parse(out, "fox, %d nodes" % nodes)
+        "--host-cmd", SETTLE + load])
+    return parse(out, "fox, %d nodes" % nodes, protocols)
 
 
 def linux(a, accel):
@@ -113,8 +119,8 @@ def linux(a, accel):
                 if time.monotonic() > deadline or not guest.is_alive():
                     raise RuntimeError("memcached in the Linux guest never listened")
                 time.sleep(1)
-            load = subprocess.run(ns.exec_prefix() + load_command([ip], a).split(), capture_output=True, text=True,
-                                  timeout=a.seconds * 2 + 120)
+            loads = [subprocess.run(ns.exec_prefix() + load_command([ip], a, p).split(), capture_output=True,
+                                    text=True, timeout=a.seconds * 2 + 120) for p in ("text", "binary")]
         finally:
             try:
                 with open(pidfile) as f:
@@ -122,7 +128,7 @@ def linux(a, accel):
             except (OSError, ValueError):
                 pass
             guest.join()
-    return parse(load.stdout + load.stderr, "Linux guest memcached")
+    return parse("".join(r.stdout + r.stderr for r in loads), "Linux guest memcached", ("text", "binary"))
 
 
 def rebuild(a, accel):
@@ -149,16 +155,24 @@ def main():
         return 0
     accel = qemu_run.bench_accel("dht", "; the Linux guest runs under TCG")
     build_load()
-    figures = {"fox_1node": fox(1, a, accel), "linux_memcached": linux(a, accel), "fox_3nodes_r2": fox(3, a, accel)}
-    for system, f in figures.items():
-        for phase in ("set", "get"):
-            print("dht.%s_%s_ops_per_s %d ops/s" % (system, phase, f[phase]["ops"]))
-            print("dht.%s_%s_p99_us %d us (p50 %d us)" % (system, phase, f[phase]["p99"], f[phase]["p50"]))
-    fox1, lin, fox3 = figures["fox_1node"], figures["linux_memcached"], figures["fox_3nodes_r2"]
-    print("dht.throughput_vs_linux_ratio %.2f x (get; set %.2f x; %d connections, %d-byte values, accel %s)" %
-          (fox1["get"]["ops"] / lin["get"]["ops"], fox1["set"]["ops"] / lin["set"]["ops"], a.conns, a.value, accel))
-    print("dht.p99_vs_linux_ratio %.2f x (get; set %.2f x; below 1 is better)" %
-          (fox1["get"]["p99"] / max(lin["get"]["p99"], 1), fox1["set"]["p99"] / max(lin["set"]["p99"], 1)))
+    both = ("text", "binary")
+    figures = {"fox_1node": fox(1, a, accel, both), "linux_memcached": linux(a, accel),
+               "fox_3nodes_r2": fox(3, a, accel)}
+    for system, by_protocol in figures.items():
+        for protocol, f in by_protocol.items():
+            name = system if protocol == "text" else system + "_binary"
+            for phase in ("set", "get"):
+                print("dht.%s_%s_ops_per_s %d ops/s" % (name, phase, f[phase]["ops"]))
+                print("dht.%s_%s_p99_us %d us (p50 %d us)" % (name, phase, f[phase]["p99"], f[phase]["p50"]))
+    for protocol in both:
+        fox1, lin = figures["fox_1node"][protocol], figures["linux_memcached"][protocol]
+        prefix = "" if protocol == "text" else "binary_"
+        print("dht.%sthroughput_vs_linux_ratio %.2f x (get; set %.2f x; %s protocol, %d connections, %d-byte values, "
+              "accel %s)" % (prefix, fox1["get"]["ops"] / lin["get"]["ops"], fox1["set"]["ops"] / lin["set"]["ops"],
+                             protocol, a.conns, a.value, accel))
+        print("dht.%sp99_vs_linux_ratio %.2f x (get; set %.2f x; below 1 is better)" %
+              (prefix, fox1["get"]["p99"] / max(lin["get"]["p99"], 1), fox1["set"]["p99"] / max(lin["set"]["p99"], 1)))
+    fox1, fox3 = figures["fox_1node"]["text"], figures["fox_3nodes_r2"]["text"]
     print("dht.replication_cost_ratio %.2f x (3 nodes r = 2 over 1 node, set; get %.2f x)" %
           (fox3["set"]["ops"] / fox1["set"]["ops"], fox3["get"]["ops"] / fox1["get"]["ops"]))
     print("dht.rebuild_s_per_100k_keys %.1f s" % rebuild(a, accel))

@@ -1,12 +1,13 @@
 // mc_load: a memcached load generator for make bench B=dht (memcslap prints
 // no latencies). CONNS connections, one thread each, each with one request
-// outstanding (text protocol): first a set phase over KEYS keys, then a get
-// phase of random keys, each SECONDS long. Prints per phase
-//   mc_load: set|get OPS ops in S s: R ops/s p50 X us p99 Y us errors E misses M
+// outstanding (text protocol, or binary: memcached's binary protocol), first
+// a set phase over KEYS keys, then a get phase of random keys, each SECONDS
+// long. Prints per phase
+//   mc_load: PROTOCOL set|get OPS ops in S s: R ops/s p50 X us p99 Y us errors E misses M
 // and exits 1 if a connection fails. The server is the system under test;
 // this runs on the host, in the benchmark's network namespace.
 //
-//   mc_load HOST[,HOST...] PORT CONNS SECONDS KEYS VALUE_BYTES
+//   mc_load HOST[,HOST...] PORT CONNS SECONDS KEYS VALUE_BYTES [text|binary]
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,6 +28,7 @@ static const char* g_hosts[kMaxHosts];
 static int g_host_count, g_port, g_conns, g_keys, g_value_bytes;
 static double g_seconds;
 static volatile int g_phase;  // 0: set, 1: get
+static int g_binary;
 
 struct Worker {
   pthread_t thread;
@@ -81,6 +83,43 @@ static ssize_t ReadReply(int fd, char* buf, size_t cap, const char* end) {
   }
 }
 
+// Binary protocol: a request of `opcode` (0x00 get, 0x01 set: flags and
+// expiry 0) for `key`, into `out`; its length.
+static size_t BinaryRequest(char* out, uint8_t opcode, const char* key, const char* value, size_t value_length) {
+  size_t key_length = strlen(key), extras = opcode == 0x01 ? 8 : 0;
+  uint32_t body = (uint32_t)(extras + key_length + value_length);
+  memset(out, 0, 24 + extras);
+  out[0] = (char)0x80;
+  out[1] = (char)opcode;
+  out[2] = (char)(key_length >> 8);
+  out[3] = (char)key_length;
+  out[4] = (char)extras;
+  out[8] = (char)(body >> 24);
+  out[9] = (char)(body >> 16);
+  out[10] = (char)(body >> 8);
+  out[11] = (char)body;
+  memcpy(out + 24 + extras, key, key_length);
+  memcpy(out + 24 + extras + key_length, value, value_length);
+  return 24 + body;
+}
+
+// Reads one binary response; its status (0 ok, 1 not found, ...), or -1.
+static int ReadBinaryReply(int fd, char* buf, size_t cap) {
+  size_t got = 0, want = 24;
+  while (got < want) {
+    ssize_t k = recv(fd, buf + got, want - got, 0);
+    if (k <= 0) return -1;
+    got += (size_t)k;
+    if (got == 24 && want == 24) {
+      if ((uint8_t)buf[0] != 0x81) return -1;
+      want = 24 + (((uint32_t)(uint8_t)buf[8] << 24) | ((uint32_t)(uint8_t)buf[9] << 16) |
+                   ((uint32_t)(uint8_t)buf[10] << 8) | (uint8_t)buf[11]);
+      if (want > cap) return -1;
+    }
+  }
+  return ((uint8_t)buf[6] << 8) | (uint8_t)buf[7];
+}
+
 static void* Run(void* arg) {
   struct Worker* w = arg;
   const char* host = g_hosts[w->index % g_host_count];
@@ -99,7 +138,29 @@ static void* Run(void* arg) {
   unsigned seed = (unsigned)w->index * 7919u + 1;
   int phase = g_phase;
   int key = w->index;
-  while (g_phase == phase) {
+  while (g_phase == phase && g_binary) {
+    char name[32];
+    snprintf(name, sizeof name, "key:%08d", phase == 0 ? key % g_keys : (int)(rand_r(&seed) % (unsigned)g_keys));
+    if (phase == 0) key += g_conns;
+    size_t n = BinaryRequest(request, phase == 0 ? 0x01 : 0x00, name, value, phase == 0 ? (size_t)g_value_bytes : 0);
+    double t0 = Now();
+    int status = SendAll(fd, request, n) != 0 ? -1 : ReadBinaryReply(fd, reply, cap);
+    if (status < 0) {
+      fprintf(stderr, "mc_load: connection %d to %s failed after %llu binary %s requests: %s\n", w->index, host,
+              (unsigned long long)w->ops, phase == 0 ? "set" : "get", errno ? strerror(errno) : "closed");
+      w->failed = 1;
+      break;
+    }
+    double us = (Now() - t0) * 1e6;
+    if (status == 1 && phase == 1) {
+      ++w->misses;
+    } else if (status != 0) {
+      ++w->errors;
+    }
+    ++w->ops;
+    if (w->sample_count < kMaxSamples) w->samples[w->sample_count++] = us > 4e9 ? 4000000000u : (uint32_t)us;
+  }
+  while (g_phase == phase && !g_binary) {
     int n;
     const char* end;
     if (phase == 0) {
@@ -173,8 +234,8 @@ static int Phase(struct Worker* workers, int phase) {
   }
   qsort(all, samples, sizeof *all, Compare);
   uint32_t p50 = samples ? all[samples / 2] : 0, p99 = samples ? all[samples * 99 / 100] : 0;
-  printf("mc_load: %s %llu ops in %.2f s: %.0f ops/s p50 %u us p99 %u us errors %llu misses %llu\n",
-         phase == 0 ? "set" : "get", (unsigned long long)ops, took, ops / took, p50, p99, (unsigned long long)errors,
+  printf("mc_load: %s %s %llu ops in %.2f s: %.0f ops/s p50 %u us p99 %u us errors %llu misses %llu\n",
+         g_binary ? "binary" : "text", phase == 0 ? "set" : "get", (unsigned long long)ops, took, ops / took, p50, p99, (unsigned long long)errors,
          (unsigned long long)misses);
   fflush(stdout);
   free(all);
@@ -182,10 +243,15 @@ static int Phase(struct Worker* workers, int phase) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 7) {
-    fprintf(stderr, "usage: mc_load HOST[,HOST...] PORT CONNS SECONDS KEYS VALUE_BYTES\n");
+  if (argc != 7 && argc != 8) {
+    fprintf(stderr, "usage: mc_load HOST[,HOST...] PORT CONNS SECONDS KEYS VALUE_BYTES [text|binary]\n");
     return 2;
   }
+  if (argc == 8 && strcmp(argv[7], "text") != 0 && strcmp(argv[7], "binary") != 0) {
+    fprintf(stderr, "mc_load: the protocol is text or binary, not %s\n", argv[7]);
+    return 2;
+  }
+  g_binary = argc == 8 && strcmp(argv[7], "binary") == 0;
   char* hosts = strdup(argv[1]);
   for (char* h = strtok(hosts, ","); h && g_host_count < kMaxHosts; h = strtok(NULL, ",")) g_hosts[g_host_count++] = h;
   g_port = atoi(argv[2]);
