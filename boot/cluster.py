@@ -46,7 +46,8 @@ of every console at the end.
 
 Host commands (--host-cmd, repeatable) run with `sh -c` inside the namespace,
 from the repository root, once every node has printed its boot banner (or,
-with --host-after I:REGEX, once node I's console matches REGEX). Each must
+with --host-after I:REGEX, once node I's console matches REGEX; all:REGEX,
+once every node's does). Each must
 exit 0; one still running --host-grace seconds after the nodes finished is
 killed and fails the run. With --until-host the nodes are stopped once every
 host command has exited (a node that had not exited by then is not checked for
@@ -403,12 +404,15 @@ def host_env(ns, nodes):
     return env
 
 
-def parse_node_regex(spec, nodes, what):
+def parse_node_regex(spec, nodes, what, allow_all=False):
+    """I:REGEX -> (I, regex); with allow_all, all:REGEX -> (None, regex): every node."""
     i, colon, regex = spec.partition(":")
-    if not colon or not i.isdigit() or int(i) >= nodes:
-        raise ValueError("bad %s %r: expected I:REGEX with 0 <= I < %d" % (what, spec, nodes))
+    every = allow_all and i == "all"
+    if not colon or not (every or (i.isdigit() and int(i) < nodes)):
+        raise ValueError("bad %s %r: expected I:REGEX with 0 <= I < %d%s" % (what, spec, nodes,
+                                                                           " or all:REGEX" if allow_all else ""))
     try:
-        return int(i), re.compile(regex, re.M)
+        return None if every else int(i), re.compile(regex, re.M)
     except re.error as e:
         raise ValueError("bad %s %r: %s" % (what, spec, e))
 
@@ -440,7 +444,8 @@ def main():
     ap.add_argument("--reject-node", action="append", default=[], help="I:REGEX that must not be on node I's console")
     ap.add_argument("--host-cmd", "--host-command", action="append", default=[], dest="host_cmd",
                     help="run inside the namespace (repeatable)")
-    ap.add_argument("--host-after", help="I:REGEX: start host commands once node I's console matches")
+    ap.add_argument("--host-after", help="I:REGEX: start host commands once node I's console matches (all:REGEX: "
+                                         "once every node's does)")
     ap.add_argument("--host-grace", type=float, default=10)
     ap.add_argument("--until-host", action="store_true", help="stop the nodes once the host commands exit")
     ap.add_argument("--dhcp", action="store_true",
@@ -460,7 +465,8 @@ def main():
         hub_args, asked = parse_impair(args.impair or "")
         expects = [parse_node_regex(s, args.nodes, "--expect-node") for s in args.expect_node]
         rejects = [parse_node_regex(s, args.nodes, "--reject-node") for s in args.reject_node]
-        after = parse_node_regex(args.host_after, args.nodes, "--host-after") if args.host_after else None
+        after = (parse_node_regex(args.host_after, args.nodes, "--host-after", allow_all=True)
+                 if args.host_after else None)
     except ValueError as e:
         ap.error(str(e))
     if args.host_after and not args.host_cmd:
@@ -575,10 +581,10 @@ def supervise(args, ns, nodes, hosts, after, failures):
         alive = [n for n in nodes if n.thread.is_alive()]
         if not started:
             # Liveness first, consoles second: a node seen dead has written all it will.
-            watched = [nodes[after[0]]] if after is not None else nodes
+            watched = [nodes[after[0]]] if after is not None and after[0] is not None else nodes
             dead = [not n.thread.is_alive() for n in watched]
             if after is not None:
-                due = after[1].search(watched[0].text())
+                due = all(after[1].search(n.text()) for n in watched)
             else:
                 due = all(qemu_run.BANNER.search(n.text()) for n in watched)
             if due:
@@ -587,7 +593,8 @@ def supervise(args, ns, nodes, hosts, after, failures):
                 started = True
             elif any(dead):
                 failures.append("host commands never started: %s" % (
-                    "node %d's console never matched /%s/" % (after[0], after[1].pattern) if after
+                    "%s console never matched /%s/" % ("a node's" if after[0] is None else "node %d's" % after[0],
+                                                       after[1].pattern) if after
                     else "not every node printed its boot banner"))
                 return
         if started and hosts and args.until_host and not any(h.running() for h in hosts):
