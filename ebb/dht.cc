@@ -15,6 +15,8 @@
 //                                   ring's members (the joiner routes by that ring)
 //   kJoinReady: u64 target tag      to the joiner: streamed for that target; reply: status
 //   kJoinSwitch: u64 target tag     from the joiner: route by the target; reply: status
+//   kCollect:   tombstones (dht_wire's collect), from their keys' primary:
+//               forget them                                         reply: status
 // Every reply's payload starts with a u32 status (fox::Error), so that the
 // Dht's own answers (kNotFound: no such key) are never confused with Rpc's
 // (kNotFound: the node is dead). kBusy means "not the key's primary here":
@@ -31,6 +33,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <set>
 
 #include "fox/clock.h"
@@ -55,11 +58,13 @@ enum : uint16_t {
   kCount = 6,
   kJoin = 7,
   kJoinReady = 8,
-  kJoinSwitch = 9
+  kJoinSwitch = 9,
+  kCollect = 10
 };
 constexpr uint64_t kSwitched = ~uint64_t(0);  // ready_: the member routes by a ring with the joiner
 constexpr uint64_t kRetryNs = 20'000'000;     // between attempts while rings disagree
 constexpr size_t kRebuildWindow = 32;         // copies in flight per rebuild
+constexpr size_t kCollectBatch = 256;         // tombstones per kCollect
 
 uint64_t HashOf(const std::string& key) { return DhtKeyHash(key.data(), key.size()); }
 
@@ -428,11 +433,117 @@ Dht::Stats Dht::stats() const {
 }
 
 void Dht::NoteItems() {
+  {
+    SpinGuard g(lock_);
+    stats_.items = items_.size();
+    stats_.live = items_.stored();
+    stats_.bytes = items_.bytes();
+    stats_.deduplicated = items_.deduplicated();
+  }
+  if (items_.tombstones() != 0 && !collecting_) {
+    collecting_ = true;
+    event::Spawn([this] { CollectTombstones(); });
+  }
+}
+
+void Dht::SetTombstoneGrace(uint64_t ns) { grace_ns_.store(std::max<uint64_t>(ns, 1'000'000)); }
+
+// ---- tombstones
+
+// While this node holds tombstones: every period, notes how far the
+// tombstones' numbering has gone (a mark); the tombstones numbered before
+// a mark at least the grace old are old, and go to CollectRound.
+void Dht::CollectTombstones() {
+  std::deque<std::pair<uint64_t, uint64_t>> marks;  // (NowNs, generation)
+  while (items_.tombstones() != 0) {
+    uint64_t grace = grace_ns_.load();
+    timer::Sleep(std::clamp<uint64_t>(grace / 4, 10'000'000, 5'000'000'000));
+    uint64_t now = clock::NowNs();
+    marks.emplace_back(now, items_.generation());
+    uint64_t up_to = 0;
+    while (!marks.empty() && marks.front().first + grace <= now) {
+      up_to = marks.front().second;
+      marks.pop_front();
+    }
+    if (up_to != 0) CollectRound(items_.OldTombstones(up_to));
+  }
+  collecting_ = false;
+}
+
+// A primary collects its old tombstones: each partition's other owners
+// forget them first (kCollect), then this node, if its ring did not change
+// meanwhile. Not during a join or a rebuild (a copy of a tombstone in
+// flight to a new owner would outlive the round there), nor for keys this
+// node is not the primary of (their primary's round collects them here):
+// those go back in the queue, as does a batch an owner did not acknowledge.
+// If the ring changed during the round this node keeps its tombstones, so
+// that a later write to such a key is numbered above them for every owner
+// that still holds one; the next round collects them everywhere.
+void Dht::CollectRound(std::vector<DhtItems::Tombstone> old) {
+  std::shared_ptr<const DhtRing> ring;
+  bool moving;
+  {
+    SpinGuard g(lock_);
+    ring = ring_;
+    moving = target_ != nullptr || stats_.rebuilds_running != 0;
+  }
+  std::map<std::vector<NodeId>, std::vector<DhtItems::Tombstone>> by_owners;
+  for (DhtItems::Tombstone& t : old) {
+    uint64_t hash = HashOf(t.key);
+    if (!ring || moving || joining_ || !Primary(*ring, hash)) {
+      items_.Requeue(t.key);
+    } else {
+      by_owners[ReplicasOf(hash)].push_back(std::move(t));
+    }
+  }
+  uint64_t collected = 0;
+  for (auto& [owners, list] : by_owners) {
+    for (size_t at = 0; at < list.size(); at += kCollectBatch) {
+      size_t end = std::min(list.size(), at + kCollectBatch);
+      std::vector<uint8_t> body = dht_wire::EncodeCollect({list.begin() + long(at), list.begin() + long(end)});
+      std::vector<Future<Result<Rpc::Bytes>>> calls;
+      for (NodeId n : owners) calls.push_back(Rpc::Get()->Call(n, kDhtId, kCollect, body.data(), body.size()));
+      bool acknowledged = true;
+      for (auto& call : calls) {
+        auto r = call.Block();
+        acknowledged &= r.ok() && r->size() >= 4 && Error(net::wire::Load32(r->data())) == Error::kOk;
+      }
+      bool same;
+      {
+        SpinGuard g(lock_);
+        same = ring_ == ring && target_ == nullptr && stats_.rebuilds_running == 0;
+      }
+      for (size_t i = at; i < end; ++i) {
+        if (acknowledged && same) {
+          collected += items_.Collect(list[i].key, list[i].version) ? 1 : 0;
+        } else {
+          items_.Requeue(list[i].key);
+        }
+      }
+    }
+  }
+  NoteItems();
   SpinGuard g(lock_);
-  stats_.items = items_.size();
-  stats_.live = items_.stored();
-  stats_.bytes = items_.bytes();
-  stats_.deduplicated = items_.deduplicated();
+  stats_.collected += collected;
+}
+
+void Dht::ServeCollect(NodeId from, uint64_t id, const uint8_t* body, size_t length) {
+  auto tombstones = dht_wire::DecodeCollect(body, length);
+  if (!tombstones.ok()) {
+    {
+      SpinGuard g(lock_);
+      ++stats_.bad_requests;
+    }
+    return Answer(from, id, Error::kInvalidArgument);
+  }
+  uint64_t collected = 0;
+  for (const DhtItems::Tombstone& t : *tombstones) collected += items_.Collect(t.key, t.version) ? 1 : 0;
+  NoteItems();
+  {
+    SpinGuard g(lock_);
+    stats_.collected += collected;
+  }
+  Answer(from, id, Error::kOk);
 }
 
 bool Dht::Primary(const DhtRing& ring, uint64_t key_hash) const {
@@ -639,6 +750,7 @@ void Dht::Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t lengt
     case kJoin: return ServeJoin(from, request->id);
     case kJoinReady: return ServeJoinReady(from, request->id, request->body, request->length);
     case kJoinSwitch: return ServeJoinSwitch(from, request->id, request->body, request->length);
+    case kCollect: return ServeCollect(from, request->id, request->body, request->length);
     default: {
       SpinGuard g(lock_);
       ++stats_.bad_requests;

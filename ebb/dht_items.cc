@@ -65,7 +65,47 @@ void DhtItems::Store(std::string_view key, DhtEntry entry) {
   }
   bytes_ += entry.value.size();
   stored_ += entry.tombstone ? 0 : 1;
+  bool tombstone = entry.tombstone;
   it->second = std::move(entry);
+  if (tombstone) {
+    NumberTombstone(it->first);
+  } else {
+    tomb_generation_.erase(it->first);
+  }
+}
+
+void DhtItems::NumberTombstone(const std::string& key) {
+  tomb_queue_.emplace_back(++generation_, key);
+  tomb_generation_[key] = generation_;
+}
+
+std::vector<DhtItems::Tombstone> DhtItems::OldTombstones(uint64_t up_to_generation) {
+  std::vector<Tombstone> old;
+  while (!tomb_queue_.empty() && tomb_queue_.front().first <= up_to_generation) {
+    auto& [generation, key] = tomb_queue_.front();
+    auto g = tomb_generation_.find(key);
+    auto it = map_.find(key);
+    if (g != tomb_generation_.end() && g->second == generation && it != map_.end() && it->second.tombstone) {
+      tomb_generation_.erase(g);  // handed out: Requeue numbers it again
+      old.push_back({std::move(key), it->second.version});
+    }
+    tomb_queue_.pop_front();
+  }
+  return old;
+}
+
+void DhtItems::Requeue(const std::string& key) {
+  auto it = map_.find(key);
+  if (it != map_.end() && it->second.tombstone) NumberTombstone(key);
+}
+
+bool DhtItems::Collect(std::string_view key, uint64_t version) {
+  auto it = map_.find(std::string(key));
+  if (it == map_.end() || !it->second.tombstone || it->second.version != version) return false;
+  tomb_generation_.erase(it->first);
+  bytes_ -= key.size();
+  map_.erase(it);
+  return true;
 }
 
 Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
@@ -182,6 +222,7 @@ bool DhtItems::Drop(std::string_view key) {
   if (it == map_.end()) return false;
   bytes_ -= key.size() + it->second.value.size();
   stored_ -= it->second.tombstone ? 0 : 1;
+  tomb_generation_.erase(it->first);
   map_.erase(it);
   return true;
 }
@@ -204,6 +245,7 @@ size_t DhtItems::Flush() {
     tomb.tombstone = true;
     tomb.applied = std::move(entry.applied);
     entry = std::move(tomb);
+    NumberTombstone(key);
     ++flushed;
   }
   return flushed;
@@ -372,6 +414,40 @@ Result<DhtEntry> DecodeItem(const uint8_t* data, size_t length) {
   e.flags = Load32(data + 8);
   e.value = Str(data + kItemHeader, length - kItemHeader);
   return e;
+}
+
+std::vector<uint8_t> EncodeCollect(const std::vector<DhtItems::Tombstone>& tombstones) {
+  std::vector<uint8_t> out;
+  Put<uint32_t>(out, uint32_t(tombstones.size()));
+  for (const DhtItems::Tombstone& t : tombstones) {
+    Put<uint64_t>(out, t.version);
+    Put<uint16_t>(out, uint16_t(t.key.size()));
+    out.insert(out.end(), t.key.begin(), t.key.end());
+  }
+  return out;
+}
+
+Result<std::vector<DhtItems::Tombstone>> DecodeCollect(const uint8_t* data, size_t length) {
+  if (length < 4) return Error::kInvalidArgument;
+  uint32_t count = Load32(data);
+  if (count > length / 11) return Error::kInvalidArgument;  // each takes 11 bytes at least
+  std::vector<DhtItems::Tombstone> out;
+  out.reserve(count);
+  size_t at = 4;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (length - at < 10) return Error::kInvalidArgument;
+    uint64_t version = Load64(data + at);
+    size_t key_length = Load16(data + at + 8);
+    at += 10;
+    if (version == 0 || version > kDhtMaxVersion || key_length == 0 || key_length > kDhtMaxKey ||
+        length - at < key_length) {
+      return Error::kInvalidArgument;
+    }
+    out.push_back({std::string(reinterpret_cast<const char*>(data) + at, key_length), version});
+    at += key_length;
+  }
+  if (at != length) return Error::kInvalidArgument;
+  return out;
 }
 
 }  // namespace dht_wire

@@ -60,7 +60,9 @@
 //      any order, in pieces, and the destination merges it by version
 //      (newer wins). The source starts it only once it is at T's epoch.
 //   3. Deletes are versioned tombstones (a plain removal could be undone by
-//      a stream carrying the old value).
+//      a stream carrying the old value). A tombstone is collected (dht.h,
+//      "Tombstones") only when no move runs, by every owner before the
+//      primary, and only once older than any copy can be on its way.
 // Claim: at every moment each holder of p holds every acknowledged write of
 // p. True at settle (definition of S). A write acknowledged since went to
 // the whole write set, holders included; holders only leave by dying. And

@@ -1,11 +1,14 @@
 // libFuzzer: the Dht's wire decoders and item map
 // (ebb/include/fox/ebb/dht_items.h). The first byte picks the decoder
-// (write, replicate, item, key); what decodes is encoded again and must
-// decode to the same thing, and writes and replicated states are applied
-// to one DhtItems (with a byte limit, flushed now and then). Checks: no
-// crash, no sanitizer report, sizes within the limits, versions that only
-// grow, and the map's byte and item counts equal to a recount.
+// (write, replicate, item, key and collect); what decodes is encoded again
+// and must decode to the same thing (collect: the same bytes), and writes,
+// replicated states and collects are applied to one DhtItems (with a byte
+// limit, flushed now and then, its old tombstones collected or requeued now
+// and then). Checks: no crash, no sanitizer report, sizes within the limits,
+// versions that only grow, only exact tombstones collected, and the map's
+// byte, item and tombstone counts equal to a recount.
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 
 #include "fox/ebb/dht_items.h"
@@ -84,6 +87,31 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto k = dht_wire::DecodeKey(body, length);
     if (k.ok()) (void)g_items.Delete(*k, now);
     if ((data[0] & 0xc0) == 0xc0) g_items.Flush();
+    // The same bytes as a kCollect: what decodes encodes back alike and is
+    // collected (only exact tombstones go); then every old tombstone is
+    // collected or requeued, and the numbering stays exact.
+    auto c = dht_wire::DecodeCollect(body, length);
+    if (c.ok()) {
+      auto again = dht_wire::EncodeCollect(*c);
+      if (again.size() != length || !std::equal(again.begin(), again.end(), body)) __builtin_trap();
+      for (const auto& t : *c) {
+        const DhtEntry* held = g_items.Held(t.key);
+        bool exact = held && held->tombstone && held->version == t.version;
+        if (g_items.Collect(t.key, t.version) != exact) __builtin_trap();
+      }
+    }
+    if ((data[0] & 0xc0) == 0x80) {
+      for (const auto& t : g_items.OldTombstones(g_items.generation())) {
+        if (t.version & 1) {
+          if (!g_items.Collect(t.key, t.version)) __builtin_trap();
+        } else {
+          g_items.Requeue(t.key);
+        }
+      }
+      size_t tombs = 0;
+      g_items.ForEach([&](const std::string&, const DhtEntry& e) { tombs += e.tombstone ? 1 : 0; });
+      if (tombs != g_items.tombstones()) __builtin_trap();
+    }
   }
   CheckCounts();
   return 0;

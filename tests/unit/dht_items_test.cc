@@ -278,6 +278,63 @@ TEST(DhtItems, TakeAndWait) {
   EXPECT_EQ(items.Write(exists, 0).error(), Error::kUnsupported);
 }
 
+// Tombstones are handed out oldest first, once each, only while they are
+// still the key's state; Collect forgets exactly the tombstone of that
+// version, and the key then starts again at version 1.
+TEST(DhtItems, OldTombstonesAreHandedOutOnceAndCollectedByVersion) {
+  DhtItems items;
+  for (const char* k : {"a", "b", "c", "d"}) ASSERT_TRUE(items.Write(W(k, "v"), 0).ok());
+  ASSERT_TRUE(items.Delete("a", 0).ok());
+  ASSERT_TRUE(items.Delete("b", 0).ok());
+  uint64_t marked = items.generation();
+  ASSERT_TRUE(items.Delete("c", 0).ok());
+  ASSERT_TRUE(items.Write(W("b", "back"), 0).ok());  // b is an item again
+  EXPECT_EQ(items.tombstones(), 2u);
+  auto old = items.OldTombstones(marked);
+  ASSERT_EQ(old.size(), 1u);  // a; not b (written since), not c (newer than the mark)
+  EXPECT_EQ(old[0].key, "a");
+  EXPECT_EQ(old[0].version, items.Held("a")->version);
+  EXPECT_TRUE(items.OldTombstones(marked).empty());  // handed out once
+  EXPECT_FALSE(items.Collect("a", old[0].version + 1));
+  EXPECT_FALSE(items.Collect("b", items.Held("b")->version));  // not a tombstone
+  size_t bytes = items.bytes();
+  EXPECT_TRUE(items.Collect("a", old[0].version));
+  EXPECT_EQ(items.Held("a"), nullptr);
+  EXPECT_EQ(items.bytes(), bytes - 1);
+  EXPECT_EQ(items.size(), 3u);
+  EXPECT_EQ(items.Write(W("a", "again"), 0)->version, 1u);
+  // Requeued: handed out again after the marks that follow.
+  auto c = items.OldTombstones(items.generation());
+  ASSERT_EQ(c.size(), 1u);
+  items.Requeue("c");
+  EXPECT_EQ(items.tombstones(), 1u);
+  EXPECT_TRUE(items.OldTombstones(marked).empty());
+  ASSERT_EQ(items.OldTombstones(items.generation()).size(), 1u);
+  // A replicated tombstone is numbered too; a newer one replaces the older's turn.
+  DhtItems replica;
+  ASSERT_TRUE(replica.Apply("k", DhtEntry{.version = 3, .tombstone = true}));
+  uint64_t first = replica.generation();
+  ASSERT_TRUE(replica.Apply("k", DhtEntry{.version = 4, .tombstone = true}));
+  EXPECT_TRUE(replica.OldTombstones(first).empty());
+  auto k = replica.OldTombstones(replica.generation());
+  ASSERT_EQ(k.size(), 1u);
+  EXPECT_EQ(k[0].version, 4u);
+  // Flushed items and dropped keys.
+  DhtItems flushed;
+  ASSERT_TRUE(flushed.Write(W("x", "1"), 0).ok());
+  ASSERT_TRUE(flushed.Write(W("y", "2"), 0).ok());
+  EXPECT_EQ(flushed.Flush(), 2u);
+  EXPECT_EQ(flushed.tombstones(), 2u);
+  EXPECT_TRUE(flushed.Drop("x"));
+  EXPECT_EQ(flushed.tombstones(), 1u);
+  auto y = flushed.OldTombstones(flushed.generation());
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(y[0].key, "y");
+  EXPECT_TRUE(flushed.Collect("y", y[0].version));
+  EXPECT_EQ(flushed.size(), 0u);
+  EXPECT_EQ(flushed.bytes(), 0u);
+}
+
 TEST(DhtItems, FlushTombstonesEverythingAndCountsBytes) {
   DhtItems items;
   ASSERT_TRUE(items.Write(W("a", "12345"), 0).ok());

@@ -55,6 +55,16 @@
 // other not yet), a node asked for a key it is not primary of refuses it
 // and the caller retries (up to kRouteTimeoutMs).
 //
+// Tombstones. A delete leaves a tombstone at every owner (dht_items.h),
+// so that an older copy of the key still on its way cannot bring it back.
+// Once a tombstone is older than the grace (SetTombstoneGrace, 60 s by
+// default: far longer than any copy can be on its way), the key's primary
+// has every other owner forget it, then forgets it too; the key starts
+// again at version 1. Not during a join or a rebuild; a round during which
+// the ring changed leaves the primary's tombstones for the next round.
+// (A cas taken before such a delete could then match the re-created key's:
+// the grace after the delete is its bound.)
+//
 // Threads. The items live on the home core (the constructing core) and
 // are touched only by events there: requests are served there, deaths
 // handled and rebuilds run there, so the item map needs no lock (events
@@ -189,6 +199,10 @@ class Dht : public SharedEbb<Dht> {
   // any core.
   void Quiesce(NodeId origin);
 
+  // Tombstones are collected once older than this (Tombstones, above; at
+  // least 1 ms). Any context.
+  void SetTombstoneGrace(uint64_t ns);
+
   // The key's owners in this node's ring, primary first (empty before Start).
   std::vector<NodeId> OwnersOf(const std::string& key) const;
   // The members of this node's ring (empty before Start or Join).
@@ -216,6 +230,7 @@ class Dht : public SharedEbb<Dht> {
     uint64_t streamed = 0;          // items streamed to joining nodes
     uint64_t released = 0;          // items dropped after a join: no longer an owner
     uint64_t stale_copies = 0;      // copies refused: from a move this node's ring has gone past
+    uint64_t collected = 0;         // tombstones forgotten here (old: Tombstones, above)
   };
   Stats stats() const;
 
@@ -232,6 +247,11 @@ class Dht : public SharedEbb<Dht> {
   void ServeReplicate(NodeId from, uint64_t id, const uint8_t* body, size_t length);
   void ServeFlush(NodeId from, uint64_t id, const uint8_t* body, size_t length);
   void ServeCount(NodeId from, uint64_t id);
+  void ServeCollect(NodeId from, uint64_t id, const uint8_t* body, size_t length);
+  // Tombstones (above): the home core's collector, while any are held, and
+  // one primary's round.
+  void CollectTombstones();
+  void CollectRound(std::vector<DhtItems::Tombstone> old);
   // A take or wait the primary holds until it can be served or wait_ms passes.
   struct Waiter {
     NodeId from;
@@ -282,6 +302,8 @@ class Dht : public SharedEbb<Dht> {
   DhtItems items_;                                               // home core only
   std::unordered_map<std::string, std::deque<Waiter>> waiters_;  // home core only
   bool sweeping_ = false;                                        // home core only
+  bool collecting_ = false;                                      // home core only: CollectTombstones runs
+  std::atomic<uint64_t> grace_ns_{60'000'000'000};               // SetTombstoneGrace
   std::atomic<uint64_t> next_request_{1};                        // DhtWrite::request's count
   std::unordered_map<NodeId, uint32_t> in_progress_;             // home core only: writes being served, by caller
   mutable SpinLock lock_;

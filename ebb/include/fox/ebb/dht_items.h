@@ -22,14 +22,16 @@
 // replica acknowledged is gone with it, and applied once when sent again.
 //
 // Deletes leave tombstones (version kept, value dropped), so that a late
-// replication of an older state cannot bring a deleted key back. Tombstones
-// are never collected in this version (a delete costs its key's bytes).
+// replication of an older state cannot bring a deleted key back. The Dht
+// collects a tombstone once it is old (dht.h, "Tombstones"): every owner
+// forgets it, and the key starts again at version 1.
 //
 // Not thread-safe: one owner, or the owner's lock. Allocates (event
 // context).
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -175,6 +177,23 @@ class DhtItems {
   // after a join moved the key's partition away). False if not held.
   bool Drop(std::string_view key);
 
+  // Tombstones by age. Every tombstone stored (a delete, a replicated one,
+  // a flush) is numbered in order: generation() is the last number given.
+  // OldTombstones(g) takes those numbered up to g that are still the
+  // key's state, with their versions (each is handed out once; Requeue
+  // numbers it again, to be handed out later). Collect forgets the key if
+  // its state is still the tombstone of that version (false if the key was
+  // written since, or is not held).
+  struct Tombstone {
+    std::string key;
+    uint64_t version;
+  };
+  uint64_t generation() const { return generation_; }
+  std::vector<Tombstone> OldTombstones(uint64_t up_to_generation);
+  void Requeue(const std::string& key);
+  bool Collect(std::string_view key, uint64_t version);
+  size_t tombstones() const { return tomb_generation_.size(); }
+
   // Every key held (tombstones too), in no order. `fn` must not modify.
   template <class F>
   void ForEach(F&& fn) const {
@@ -185,9 +204,15 @@ class DhtItems {
   size_t stored() const { return stored_; }    // not tombstones (expired ones too, until written)
 
  private:
-  // Stores `entry` for `key`, keeping bytes_.
+  // Stores `entry` for `key`, keeping bytes_ and the tombstones' numbers.
   void Store(std::string_view key, DhtEntry entry);
+  void NumberTombstone(const std::string& key);
   std::unordered_map<std::string, DhtEntry> map_;
+  // Tombstones in the order stored (generation, key), and each tombstone
+  // key's current generation (an older queue entry of the key is stale).
+  std::deque<std::pair<uint64_t, std::string>> tomb_queue_;
+  std::unordered_map<std::string, uint64_t> tomb_generation_;
+  uint64_t generation_ = 0;
   size_t bytes_ = 0;
   size_t stored_ = 0;
   size_t limit_ = 0;
@@ -208,6 +233,7 @@ class DhtItems {
 //              u64 version, u8 answer length <= kDhtMaxRecordedAnswer,
 //              answer), value
 //   item:      u64 version (cas), u32 flags, value (a get's reply)
+//   collect:   u32 count, then per tombstone u64 version, u16 key length, key
 namespace dht_wire {
 std::vector<uint8_t> EncodeWrite(const DhtWrite& write);
 Result<DhtWrite> DecodeWrite(const uint8_t* data, size_t length);
@@ -221,6 +247,8 @@ struct Replicate {
 Result<Replicate> DecodeReplicate(const uint8_t* data, size_t length, uint64_t now_ns);
 std::vector<uint8_t> EncodeItem(const DhtEntry& entry);
 Result<DhtEntry> DecodeItem(const uint8_t* data, size_t length);
+std::vector<uint8_t> EncodeCollect(const std::vector<DhtItems::Tombstone>& tombstones);
+Result<std::vector<DhtItems::Tombstone>> DecodeCollect(const uint8_t* data, size_t length);
 }  // namespace dht_wire
 
 }  // namespace fox::ebb
