@@ -15,6 +15,8 @@
 //                                   ring's members (the joiner routes by that ring)
 //   kJoinReady: u64 target tag      to the joiner: streamed for that target; reply: status
 //   kJoinSwitch: u64 target tag     from the joiner: route by the target; reply: status
+//   kConfirm:   (empty), from a key's primary to its other owners before
+//               it serves a read without a lease (below)   reply: status
 //   kCollect:   tombstones (dht_wire's collect), from their keys' primary:
 //               forget them                                         reply: status
 // Every reply's payload starts with a u32 status (fox::Error), so that the
@@ -59,7 +61,8 @@ enum : uint16_t {
   kJoin = 7,
   kJoinReady = 8,
   kJoinSwitch = 9,
-  kCollect = 10
+  kCollect = 10,
+  kConfirm = 11
 };
 constexpr uint64_t kSwitched = ~uint64_t(0);  // ready_: the member routes by a ring with the joiner
 constexpr uint64_t kRetryNs = 20'000'000;     // between attempts while rings disagree
@@ -751,6 +754,8 @@ void Dht::Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t lengt
     case kJoinReady: return ServeJoinReady(from, request->id, request->body, request->length);
     case kJoinSwitch: return ServeJoinSwitch(from, request->id, request->body, request->length);
     case kCollect: return ServeCollect(from, request->id, request->body, request->length);
+    case kConfirm:  // a node the transport holds dead gets no answer: its frames are dropped
+      return Answer(from, request->id, am::State(from) == am::PeerState::kDead ? Error::kNotFound : Error::kOk);
     default: {
       SpinGuard g(lock_);
       ++stats_.bad_requests;
@@ -768,6 +773,8 @@ void Dht::ServeGet(NodeId from, uint64_t id, const uint8_t* body, size_t length)
     status = Error::kInvalidArgument;
   } else if (!ring || !Primary(*ring, HashOf(*key))) {
     status = Error::kBusy;
+  } else if (!HoldsLease(HashOf(*key))) {
+    status = Error::kBusy;  // the caller retries: the ring drops a dead owner, or this zombie is fenced
   } else {
     entry = items_.Find(*key, clock::NowNs());
     if (!entry) status = Error::kNotFound;
@@ -839,6 +846,39 @@ void Dht::ServeWrite(NodeId from, uint64_t id, const uint8_t* body, size_t lengt
   std::vector<uint8_t> cas(8);
   net::wire::StoreLe<uint64_t>(cas.data(), applied->version);
   Answer(from, id, Error::kOk, cas);
+}
+
+// Read leases. A primary that the job has declared dead but that does not
+// know it yet (a node paused, or cut off, for longer than the detector's
+// timeout: a zombie) would serve stale reads from its copy: the others have
+// a new primary that may have taken writes since. Its writes are safe (the
+// other owners refuse a dead node's copies); for reads it holds a lease per
+// other owner: that owner sent it a frame (any) within half the suspicion
+// timeout, so it did not hold this node dead then, and nobody declares a
+// node dead sooner than that after last hearing from it. Without a lease,
+// the primary first asks each such owner (kConfirm): an owner that holds
+// it dead drops its frames and never answers. False if one did not answer:
+// the read is refused as by a node that is not the primary (kBusy), and the
+// caller retries; meanwhile the ring drops an owner that died, or this
+// zombie learns it is dead and stops (am's fencing).
+bool Dht::HoldsLease(uint64_t key_hash) {
+  int64_t lease_ms = int64_t(am::SuspicionMs() / 2);
+  std::vector<Future<Result<Rpc::Bytes>>> calls;
+  for (NodeId n : ReplicasOf(key_hash)) {
+    int64_t silent = am::SilentMs(n);
+    if (silent >= 0 && silent < lease_ms) continue;
+    calls.push_back(Rpc::Get()->Call(n, kDhtId, kConfirm, nullptr, 0, uint64_t(std::max<int64_t>(lease_ms, 100))));
+  }
+  bool held = true;
+  for (auto& call : calls) {
+    auto r = call.Block();
+    held &= r.ok() && r->size() >= 4 && Error(net::wire::Load32(r->data())) == Error::kOk;
+  }
+  if (!calls.empty()) {
+    SpinGuard g(lock_);
+    ++(held ? stats_.leases_renewed : stats_.leases_refused);
+  }
+  return held;
 }
 
 bool Dht::Replicate(const std::string& key, uint64_t key_hash) {

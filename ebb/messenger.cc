@@ -222,6 +222,9 @@ std::string Messenger::LocalStatus() const {
     add("dht.resent %llu", (unsigned long long)d.resent);
     add("dht.rebuilt %llu", (unsigned long long)d.rebuilt);
     add("dht.rebuild_failures %llu", (unsigned long long)d.rebuild_failures);
+    add("dht.collected %llu", (unsigned long long)d.collected);
+    add("dht.leases_renewed %llu", (unsigned long long)d.leases_renewed);
+    add("dht.leases_refused %llu", (unsigned long long)d.leases_refused);
   }
   return out;
 }

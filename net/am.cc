@@ -301,6 +301,7 @@ Result<void> Start(const Config& config) {
 
 bool Started() { return g.started.load(std::memory_order_acquire); }
 NodeId Self() { return g.config.self; }
+uint64_t SuspicionMs() { return g.config.tuning.membership.suspicion_ns / 1'000'000; }
 
 Result<void> Send(NodeId node, uint32_t ebb, uint16_t handler, const void* data, size_t length) {
   return internal::SendOrMaybeDefer(node, ebb, handler, data, length, false);

@@ -644,6 +644,7 @@ int RunMode(Control control, Body body) {
 int main(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[1]) == "zombie") {
     uint64_t keys = std::strtoull(argv[2], nullptr, 10);
+    g_expected = keys;  // the zombie reads one of them
     auto control = [](NodeId, uint16_t handler, const uint8_t* data, size_t length) {
       if (length != 8) return;
       if (handler == kQuit) {
@@ -654,8 +655,20 @@ int main(int argc, char** argv) {
         std::printf("dht_zombie: node %u stops itself (SIGSTOP)\n", fox::am::Self());
         std::fflush(stdout);
         kill(getpid(), SIGSTOP);
-        // Resumed, still holding its old ring and stale copies: a write
-        // now must never be acknowledged (its replicas hold this node dead).
+        // Resumed, still holding its old ring and stale copies: a read of a
+        // key it is the primary of must not answer from its stale copy (its
+        // lease ran out while it was stopped: dht.cc, "Read leases"), and a
+        // write must never be acknowledged (its replicas hold this node dead).
+        for (uint64_t i = 0; i < g_expected.load(); ++i) {
+          if (Dht::Get()->OwnersOf(Key(i)).front() != fox::am::Self()) continue;
+          auto got = Dht::Get()->Get(Key(i));
+          std::printf("dht_zombie: node %u's read of %s after resuming: %s\n", fox::am::Self(), Key(i).c_str(),
+                      !got.ok()                ? fox::ErrorName(got.error())
+                      : got->value == "before" ? "READ STALE"
+                                               : "fresh");
+          std::fflush(stdout);
+          break;
+        }
         auto r = Dht::Get()->Set("zombie-write", "stale");
         std::printf("dht_zombie: node %u's write after resuming: %s\n", fox::am::Self(),
                     r.ok() ? "ACKNOWLEDGED" : fox::ErrorName(r.error()));

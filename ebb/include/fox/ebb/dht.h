@@ -231,6 +231,8 @@ class Dht : public SharedEbb<Dht> {
     uint64_t released = 0;          // items dropped after a join: no longer an owner
     uint64_t stale_copies = 0;      // copies refused: from a move this node's ring has gone past
     uint64_t collected = 0;         // tombstones forgotten here (old: Tombstones, above)
+    uint64_t leases_renewed = 0;    // reads that asked the other owners first (no lease: dht.cc)
+    uint64_t leases_refused = 0;    // of those, reads refused: an owner did not answer
   };
   Stats stats() const;
 
@@ -272,6 +274,9 @@ class Dht : public SharedEbb<Dht> {
   // After the home core changed items_: the counters' copies of its sizes.
   void NoteItems();
   bool Primary(const DhtRing& ring, uint64_t key_hash) const;
+  // Whether this primary may serve a read of `key_hash` from its copy (read
+  // leases: dht.cc); asks the other owners when it must. Blocks.
+  bool HoldsLease(uint64_t key_hash);
   // Sends the key's current state to every owner but this node; true when
   // all acknowledged (waits for the ring to drop dead replicas and tries
   // the new owners).

@@ -162,6 +162,10 @@ PeerState State(NodeId node);
 // Milliseconds since the peer last gave a sign of life (any authenticated
 // frame); -1: never heard from, or unknown.
 int64_t SilentMs(NodeId node);
+// How long a member may be silent before it is suspected, then declared
+// dead unless it refutes (fox.suspect_ms): no node declares this one dead
+// sooner after it last heard from it. 0 before Start.
+uint64_t SuspicionMs();
 // Every peer of this node (alive or not), in no particular order. Event context.
 std::vector<NodeId> Peers();
 // The frontend saw the node die. Event context.
