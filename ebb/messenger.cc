@@ -48,11 +48,46 @@ Messenger::Messenger()
         stats_.dropped += dropped;
       },
       core_);
+  am::OnStatusRequest([this] {
+    if (reporting_.exchange(true)) return;  // the last round is not over
+    event::SpawnRemote(core_, [this] {
+      ReportToFrontend();
+      reporting_ = false;
+    });
+  });
 }
 
 Messenger::~Messenger() {
+  am::OnStatusRequest(nullptr);
   am::StopPeerState(subscription_);
   am::Unregister(kMessengerId);
+}
+
+// Place 0 of a `fox run` job, asked by the frontend (am::OnStatusRequest):
+// every live peer's report (QueryStatus), one line each to the frontend:
+// "status N" and the report's lines but the per-peer ones, tab-separated.
+void Messenger::ReportToFrontend() {
+  std::vector<std::pair<NodeId, Future<Result<std::string>>>> asked;
+  for (NodeId p : am::Peers()) {
+    if (am::State(p) != am::PeerState::kDead) asked.emplace_back(p, QueryStatus(p, 3'000));
+  }
+  for (auto& [node, future] : asked) {
+    Result<std::string> report = future.Block();
+    if (!report.ok()) continue;
+    std::string line = "status " + std::to_string(node);
+    size_t at = 0;
+    while (at < report->size()) {
+      size_t end = report->find('\n', at);
+      if (end == std::string::npos) end = report->size();
+      std::string_view item(report->data() + at, end - at);
+      at = end + 1;
+      if (item.empty() || item.substr(0, 5) == "peer." || item.find('\t') != std::string_view::npos) continue;
+      if (line.size() + 1 + item.size() > 4000) break;
+      line += '\t';
+      line += item;
+    }
+    if (!am::TellFrontend(line).ok()) return;  // not a fox run job, or the frontend went away
+  }
 }
 
 void Messenger::OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length) {

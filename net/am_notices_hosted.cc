@@ -3,18 +3,21 @@
 // `fox run` starts place 0 with FOX_NOTICE_FD naming the read end of a pipe;
 // the frontend writes one line per notice:
 //     dead N      node N is gone: am::NotifyDead(N) tells the whole job
+//     status      report the nodes' status (am::OnStatusRequest's handler)
 // The transport core watches the pipe like the AM socket (an interrupt
 // trigger fired from the epoll loop, drained in an event). Unknown or
 // malformed lines are logged and ignored; end of file (the frontend went
 // away) closes the pipe, which leaves the epoll set with it.
 //
-// Requests the other way (am::RequestNodes): FOX_CONTROL_FD names the
-// write end of a pipe the frontend reads; one line per request:
-//     add N       start N more nodes in this job
+// Requests the other way: FOX_CONTROL_FD names the write end of a pipe the
+// frontend reads; one line each (am::TellFrontend):
+//     add N       start N more nodes in this job (am::RequestNodes)
+//     status N\tKEY VALUE\t...   node N's status report (ebb/messenger.cc)
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -24,6 +27,7 @@
 #include "fox/hosted.h"
 #include "fox/log.h"
 #include "fox/net/am.h"
+#include "fox/spinlock.h"
 
 namespace fox::am::internal {
 namespace {
@@ -31,8 +35,19 @@ namespace {
 int g_notice_fd = -1;
 event::InterruptTrigger* g_notice_rx = nullptr;
 std::string g_partial;  // the transport core only
+SpinLock g_status_lock;
+std::shared_ptr<Function<void()>> g_status_handler GUARDED_BY(g_status_lock);
 
 void OnNotice(std::string_view line) {
+  if (line == "status") {
+    std::shared_ptr<Function<void()>> handler;
+    {
+      SpinGuard g(g_status_lock);
+      handler = g_status_handler;
+    }
+    if (handler) (*handler)();
+    return;
+  }
   if (line.substr(0, 5) == "dead ") {
     auto n = ParseUInt(line.substr(5));
     if (n.ok() && *n <= 0x7FFFFFFF) {
@@ -96,15 +111,28 @@ void WatchFrontendNotices(int core) {
 
 namespace fox::am {
 
-Result<void> RequestNodes(uint32_t count) {
-  if (count == 0 || count > 64) return Error::kInvalidArgument;
+void OnStatusRequest(Function<void()> handler) {
+  auto shared = handler ? std::make_shared<Function<void()>>(std::move(handler)) : nullptr;
+  SpinGuard g(internal::g_status_lock);
+  internal::g_status_handler.swap(shared);  // the old one is freed after the lock
+}
+
+Result<void> TellFrontend(std::string_view line) {
+  if (line.empty() || line.size() > 4000 || line.find('\n') != std::string_view::npos) return Error::kInvalidArgument;
   const char* env = std::getenv("FOX_CONTROL_FD");
   if (env == nullptr || *env == '\0') return Error::kUnsupported;
   auto fd = ParseUInt(env);
   if (!fd.ok() || *fd > 1 << 20) return Error::kUnsupported;
-  std::string line = "add " + std::to_string(count) + "\n";
-  ssize_t n = write(int(*fd), line.data(), line.size());      // a few bytes: atomic on a pipe
-  if (n != ssize_t(line.size())) return Error::kUnsupported;  // the frontend went away
+  std::string whole(line);
+  whole += '\n';
+  ssize_t n = write(int(*fd), whole.data(), whole.size());     // under PIPE_BUF: one piece
+  if (n != ssize_t(whole.size())) return Error::kUnsupported;  // the frontend went away
+  return Ok();
+}
+
+Result<void> RequestNodes(uint32_t count) {
+  if (count == 0 || count > 64) return Error::kInvalidArgument;
+  FOX_TRY(TellFrontend("add " + std::to_string(count)));
   LOG_INFO("am: asked the frontend for %u more nodes", count);
   return Ok();
 }

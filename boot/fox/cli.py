@@ -140,12 +140,20 @@ def format_uptime(s):
 
 
 def print_table(reply, out=sys.stdout):
-    rows = [("NODE", "ADDRESS", "STATE", "CORES", "UPTIME", "JOB/PLACE", "APP", "BOOTS", "FRAMES RX/TX")]
+    rows = [("NODE", "ADDRESS", "STATE", "CORES", "UPTIME", "JOB/PLACE", "APP", "BOOTS", "FRAMES RX/TX",
+             "AM MSGS TX/RX", "RETX", "PEERS DEAD")]
     for r in reply["nodes"]:
         sw = r["switch"]
+        am = r.get("am") or {}  # in a job: its transport's counters (place 0 asks it: QueryStatus)
+
+        def counter(name):
+            value = am.get("am." + name)
+            return str(value) if isinstance(value, int) else "-"
         rows.append((str(r["node"]), r["address"], r["state"], "%d (%s)" % (r["cores"], r["roles"]),
                      format_uptime(r["uptime"]), "%d/%d" % (r["job"], r["place"]) if r["job"] else "-",
-                     r["app"] or "-", str(r["boots"]), "%d/%d" % (sw["rx"], sw["tx"])))
+                     r["app"] or "-", str(r["boots"]), "%d/%d" % (sw["rx"], sw["tx"]),
+                     "%s/%s" % (counter("messages_sent"), counter("messages_delivered")) if am else "-",
+                     counter("frames_retransmitted") if am else "-", counter("peers_dead") if am else "-"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         out.write("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")

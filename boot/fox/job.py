@@ -6,10 +6,13 @@ status.
 Place 0 is started with
     FOX_ARGS       fox.node=0 fox.job=J fox.key=K fox.amport=P
                    fox.peers=0@127.0.0.1:P,K1@127.0.0.1:B1,...  (Bi: node Ki's bridge port on the switch)
-    FOX_NOTICE_FD  the read end of a pipe: "dead K" lines (net/am_notices_hosted.cc)
+    FOX_NOTICE_FD  the read end of a pipe: "dead K" lines (net/am_notices_hosted.cc), and a
+                   "status" line every STATUS_PERIOD_S
     FOX_CONTROL_FD the write end of a pipe: place 0's "add N" requests for more places
                    (am::RequestNodes, PlaceManager::addPlaces): fox run asks the supervisor
-                   (op grow), which boots idle or new pool nodes into the job
+                   (op grow), which boots idle or new pool nodes into the job; and its
+                   "status K..." answers, each node's report, which fox run relays to the
+                   supervisor (op node_status) for fox status
 and the job's arguments as its argv. The job's status is place 0's; when
 place 0 succeeds, the first failing node's (a node that died counts as
 failed only through what place 0 makes of it).
@@ -32,6 +35,7 @@ import build_id  # noqa: E402 (boot/, on the path through fox.nodes)
 ENDPOINT = re.compile(r"^fox: endpoint (\S+) (\S+)")
 
 NODE_GRACE_S = 15  # how long nodes may run on after place 0 exited
+STATUS_PERIOD_S = 2  # how often place 0 is asked for its nodes' status reports (fox status)
 
 
 
@@ -74,16 +78,19 @@ def place_command(program, app_args):
 
 
 class ControlPipe:
-    """Place 0's requests (am::RequestNodes, net/am_notices_hosted.cc): "add N" lines."""
+    """Place 0's lines (net/am_notices_hosted.cc): "add N" (am::RequestNodes) and "status N<TAB>KEY
+    VALUE<TAB>..." (a node's status report, asked for by a "status" notice: ebb/messenger.cc)."""
 
     def __init__(self, fd):
         self.fd = fd
         self.buf = b""
+        self.reports = {}  # node -> {key: value}, the latest
 
     def read(self):
-        """The counts asked for since the last call; None at end of file (place 0 exited)."""
+        """The counts asked for since the last call (reports go to self.reports); None at end of
+        file (place 0 exited)."""
         try:
-            chunk = os.read(self.fd, 4096)
+            chunk = os.read(self.fd, 8192)
         except BlockingIOError:
             return []
         if not chunk:
@@ -92,9 +99,19 @@ class ControlPipe:
         counts = []
         while b"\n" in self.buf:
             line, self.buf = self.buf.split(b"\n", 1)
-            words = line.decode("ascii", "replace").split()
+            text = line.decode("ascii", "replace")
+            words = text.split()
+            fields = text.split("\t")
+            head = fields[0].split()
             if len(words) == 2 and words[0] == "add" and words[1].isdigit() and 1 <= int(words[1]) <= 64:
                 counts.append(int(words[1]))
+            elif len(head) == 2 and head[0] == "status" and head[1].isdigit():
+                report = {}
+                for field in fields[1:200]:
+                    key, _, value = field.partition(" ")
+                    if key and len(key) <= 64:
+                        report[key] = int(value) if value.isdigit() else value[:64]
+                self.reports[int(head[1])] = report
             else:
                 print("fox run: ignoring a bad request from place 0: %r" % line[:80], file=sys.stderr)
         return counts
@@ -215,6 +232,7 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out, k
             conn.send(op="endpoint", service=endpoint.group(1), address=endpoint.group(2))
 
     place0_lines = Lines(0, place0.stdout, endpoint_line)
+    status_asked_at = time.monotonic() - STATUS_PERIOD_S + 0.5  # the first time half a second in
     place0_eof = False
     place0_status = None
     place0_done_at = None
@@ -233,6 +251,9 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out, k
                     for count in counts or ():
                         print("fox run: place 0 asked for %d more nodes" % count, file=sys.stderr)
                         conn.send(op="grow", count=count)
+                    for node, report in control.reports.items():  # fox status shows them
+                        conn.send(op="node_status", node=node, report=report)
+                    control.reports.clear()
                 else:
                     try:
                         msg = conn.receive(0)
@@ -265,6 +286,9 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out, k
                         msg = conn.receive(0)
             for t in tails:
                 t.poll(out)
+            if place0_status is None and time.monotonic() - status_asked_at >= STATUS_PERIOD_S:
+                status_asked_at = time.monotonic()
+                ask_status(notice_w)
             if place0_status is None and place0.poll() is not None:
                 place0_status = place0.returncode
                 place0_done_at = time.monotonic()
@@ -444,6 +468,14 @@ def run_hosted(app, places, app_args, timeout, out=sys.stdout, kargs=()):
             if i != 0 and ended[i] != 0:
                 return exit_status(ended[i])
     return status
+
+
+def ask_status(notice_w):
+    """Asks place 0 for its nodes' status reports (a "status" notice; it answers on FOX_CONTROL_FD)."""
+    try:
+        os.write(notice_w, b"status\n")
+    except OSError:
+        pass  # place 0 is gone
 
 
 def tell_dead(notice_w, node, why):

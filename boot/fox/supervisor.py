@@ -20,6 +20,8 @@ per line each way. Requests ({"op": ...}) and their replies:
     status                      {"ok": true, "name", "nodes": [row...], "job": {...}|null, "pid"}
     endpoint service address    (the running job's `fox run`) a place 0 line "fox: endpoint SERVICE ADDRESS":
                                 shown by status as where clients on this machine reach the job
+    node_status node report     (the running job's `fox run`) a node's status report, asked of place 0
+                                (Messenger::QueryStatus): status shows its AM counters
     add   count, wrong_key      {"ok": true, "nodes": [ids]}    (wrong_key: for tests)
     kill  node                  {"ok": true} | {"ok": false, "error"}
     down                        {"ok": true}, then everything stops and the directory goes
@@ -73,6 +75,8 @@ class Node:
         self.port = None
         self.boots = 0
         self.last_status = None
+        self.report = None  # its latest status report in a job ({key: value}), and when it came
+        self.report_at = None
 
 
 class Job:
@@ -147,6 +151,7 @@ class Supervisor:
         key = self.key if not n.wrong_key else "%032x" % (int(self.key, 16) ^ 1)
         append = nodes.boot_args(n.k, "agent", key, nodes.POOL_JOB, "0@%s" % nodes.FRONTEND_IP)
         n.job = n.place = None
+        n.report = n.report_at = None
         n.app = "agent"
         n.port.route = None
         self.boot(n, nodes.node_image(), append, "booting")
@@ -229,7 +234,9 @@ class Supervisor:
                         "roles": "%d kernel, %d app" % (1, self.args.cores - 1) if self.args.cores > 1 else "1 kernel",
                         "uptime": round(now - n.booted_at, 1) if n.proc is not None else None,
                         "job": n.job, "place": n.place, "app": n.app if n.proc is not None else None,
-                        "boots": n.boots, "switch": self.switch.counters(n.k), "pid": n.proc.pid if n.proc else None})
+                        "boots": n.boots, "switch": self.switch.counters(n.k), "pid": n.proc.pid if n.proc else None,
+                        "am": n.report if n.job is not None else None,
+                        "am_age": round(now - n.report_at, 1) if n.report_at and n.job is not None else None})
         return out
 
     # ---- jobs ----
@@ -458,6 +465,13 @@ class Supervisor:
             if self.job and self.job.conn is conn and len(self.job.endpoints) < 16:
                 self.job.endpoints.append({"service": str(request.get("service", ""))[:64],
                                            "address": str(request.get("address", ""))[:64]})
+            return None
+        if op == "node_status":  # from the job's `fox run`: a node's report, through place 0
+            n = self.nodes.get(request.get("node"))
+            report = request.get("report")
+            if self.job and self.job.conn is conn and n is not None and n.job == self.job.id and \
+                    isinstance(report, dict) and len(report) <= 200:
+                n.report, n.report_at = report, time.time()
             return None
         if op == "end":
             for job in list(self.queue) + ([self.job] if self.job else []):

@@ -29,23 +29,29 @@ bool ProbeFaultHandler(interrupts::Frame* frame) {
   return true;
 }
 
-// Whether MWAIT waits. With the APIC timer 100 us ahead, a real MWAIT
+// Whether MWAIT waits. With the APIC timer 300 us ahead, a real MWAIT
 // lasts until that interrupt (or another one); an emulated one returns
 // before it, with no interrupt taken. The majority of three tries decides,
 // so that neither a stray wake-up nor the emulator's thread being
-// descheduled (or translating this code the first time) decides alone.
+// descheduled (or translating this code the first time) decides alone. A
+// try that reached MWAIT only after the deadline (its thread descheduled
+// on the way) says nothing and is not counted: under a loaded host such
+// tries once made an emulator's MWAIT look like a waiting one, and idle
+// cores then waited on it for wake-ups that never came (a hung node).
 bool MwaitWaits() {
   percpu::CoreLocal* local = percpu::Current();
   int waited = 0, returned = 0;
-  while (waited < 2 && returned < 2) {
+  for (int tries = 0; tries < 64 && waited < 2 && returned < 2; ++tries) {
     uint64_t interrupts = local->interrupts;
     uint64_t start = x86::Rdtsc();
-    uint64_t deadline = start + tsc::NsToTicks(100000);
+    uint64_t deadline = start + tsc::NsToTicks(300000);
     lapic::ArmTimer(deadline);
     x86::Monitor(g_probe_line);
+    uint64_t entered = x86::Rdtsc();
     x86::StiMwaitCli(0);
     uint64_t end = x86::Rdtsc();
     lapic::ArmTimer(0);
+    if (entered >= deadline) continue;
     if (local->interrupts == interrupts && end < deadline) {
       ++returned;
     } else {
@@ -89,7 +95,7 @@ void ChooseIdle() {
   x86::CpuidResult leaf5{};
   if (has_monitor && x86::Cpuid(0).eax >= 5) leaf5 = x86::Cpuid(5);
   // Processors MWAIT properly; only under a hypervisor or emulator
-  // (CPUID.01H:ECX bit 31) is it worth the probe's fifth of a millisecond.
+  // (CPUID.01H:ECX bit 31) is it worth the probe's half millisecond.
   bool hypervisor = (x86::Cpuid(1).ecx >> 31) & 1;
   // The probes time the APIC timer: its calibration must not wait inside them.
   lapic::FinishCalibration();

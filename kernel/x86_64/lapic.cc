@@ -94,9 +94,11 @@ void FinishCalibrationNow() {
     if (attempt > 0) StartCalibration();
     // 1 ms, then 2 ms; and long enough that the start reading's spread
     // alone leaves under kMaxErrorPpm / 2 (the first reading runs code the
-    // emulator has not translated yet).
-    uint64_t wait = tsc::FrequencyHz() / (attempt == 0 ? 1000 : 500);
-    wait = std::max(wait, g_calibration_start.spread * (2000000 / kMaxErrorPpm));
+    // emulator has not translated yet), but at most 4 times that: a start
+    // reading a descheduled vCPU made slow is taken again rather than
+    // waited out (a spread of milliseconds would ask for seconds).
+    uint64_t base = tsc::FrequencyHz() / (attempt == 0 ? 1000 : 500);
+    uint64_t wait = std::clamp(g_calibration_start.spread * (2000000 / kMaxErrorPpm), base, 4 * base);
     while (x86::Rdtsc() - g_calibration_start.tsc < wait) x86::Pause();
     auto end = tsc::ReadPaired(ReadCurrent);
     uint64_t elapsed_apic = uint64_t(g_calibration_start.value) - end.value;

@@ -315,12 +315,21 @@ def consecutive_jobs(e):
     name = e.name("seq")
     e.fox_cmd("cluster", "up", "--nodes", "2", "--name", name, check=0)
     e.fox_cmd("run", "ring", "--name", name, "--timeout", "200", "--", "laps=5", check=0)
-    run = e.start("run", "ring", "--name", name, "--timeout", "200", "--", "laps=3000")
+    run = e.start("run", "ring", "--name", name, "--timeout", "200", "--", "laps=20000")
     wait_for(lambda: any("nodes joined" in line for line in run.lines), 180, "the second job to start")
     st = e.status(name)
     running = {r["node"]: (r["state"], r["place"]) for r in st["nodes"]}
     if running != {1: ("running", 1), 2: ("running", 2)} or st["job"] is None:
         raise Failure("status during the job: %s, job %s" % (running, st["job"]))
+    # The nodes' AM counters, from their status reports (place 0 asks them: Messenger::QueryStatus).
+    def counted():
+        rows = e.status(name)["nodes"]
+        return all((r.get("am") or {}).get("am.messages_sent", 0) > 0 and
+                   (r.get("am") or {}).get("am.messages_delivered", 0) > 0 for r in rows if r["node"] in (1, 2))
+    wait_for(counted, 30, "the nodes' AM counters in the status")
+    _, out = e.fox_cmd("status", "--name", name, check=0)
+    expect(out, r"AM MSGS TX/RX\s+RETX\s+PEERS DEAD", "the AM columns of the status table")
+    expect(out, r"^1\s.*\s[0-9]+/[0-9]+\s+[0-9]+\s+0$", "node 1's AM counters in the status table")
     _, out = e.fox_cmd("add", "--nodes", "1", "--name", name, check=0)
     expect(out, r"nodes 3: booting", "add during a job")
     rc = run.wait(timeout=260)

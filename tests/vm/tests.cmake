@@ -44,8 +44,11 @@ function(fox_vm_test name)
     set(acmd ${cmd})
     list(TRANSFORM acmd REPLACE "@LATE_MS@" "${late_${accel}}")
     add_test(NAME vm.${name}.${accel} COMMAND ${acmd} --accel ${accel})
+    # CTest's timeout is later than qemu_run's, so that a node that hangs
+    # is reported by qemu_run with its console rather than killed silently.
+    math(EXPR ctest_timeout "${T_TIMEOUT} + 30")
     set_tests_properties(vm.${name}.${accel} PROPERTIES LABELS vm SKIP_RETURN_CODE 77
-                         TIMEOUT ${T_TIMEOUT} RESOURCE_LOCK qemu_${accel})
+                         TIMEOUT ${ctest_timeout} RESOURCE_LOCK qemu_${accel})
   endforeach()
 endfunction()
 

@@ -143,6 +143,7 @@ class Messenger : public SharedEbb<Messenger> {
   };
   void Deliver(NodeId from, EbbId id, uint16_t handler, std::vector<uint8_t> data);
   void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
+  void ReportToFrontend();
   void AnswerStatus(NodeId from, const uint8_t* data, size_t length);
   void Dropped(NodeId from, const char* why);
 
@@ -156,6 +157,7 @@ class Messenger : public SharedEbb<Messenger> {
   // peer-state callback both run there).
   Reassembler reassembler_;
   uint64_t last_warning_ns_ = 0;
+  std::atomic<bool> reporting_{false};  // ReportToFrontend runs
 };
 
 }  // namespace fox::ebb
