@@ -63,6 +63,10 @@ Doorbell g_doorbells[core::kMaxCores];
 
 void WaitHlt() { asm volatile("sti; hlt; cli" ::: "memory"); }
 
+// MWAIT may end for no reason now and then; this many times in one wait
+// means it does not wait at all.
+constexpr int kMaxEarlyReturns = 256;
+
 // Returns when the doorbell rang, an interrupt arrived or the deadline
 // passed. MWAIT may also return for no reason: such returns wait again here
 // rather than go round the whole loop.
@@ -75,16 +79,21 @@ void WaitMwait(Doorbell& bell, uint64_t deadline_ns) {
     bell.state.store(kAwake, std::memory_order_relaxed);
     return;
   }
+  int early = 0;  // MWAITs that returned with nothing to show for it
   for (;;) {
     x86::Monitor(&bell.state);
     if (bell.state.load(std::memory_order_seq_cst) != kPolling) break;
     uint64_t now = (deadline_ns | poll_until) != 0 ? clock::NowNs() : 0;
     if (deadline_ns != 0 && now >= deadline_ns) break;
-    if (poll_until != 0 && now >= poll_until) {
+    // Polled long enough, or MWAIT keeps returning at once (it does not
+    // wait: an emulator the probe misjudged; spinning on it there starved
+    // the other cores of the emulator's lock and hung a node): halt.
+    if (poll_until != 0 ? now >= poll_until : early >= kMaxEarlyReturns) {
       uint32_t polling = kPolling;
       if (bell.state.compare_exchange_strong(polling, kHalted, std::memory_order_seq_cst)) WaitHlt();
       break;
     }
+    ++early;
     if (idle.interrupt_break) {
       // Interrupts stay masked: one ends the wait and is taken when the
       // loop unmasks them, right after we return.
