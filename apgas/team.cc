@@ -40,6 +40,14 @@ using Slots = std::vector<std::optional<std::vector<uint8_t>>>;
 void Send(uint32_t place, uint16_t handler, const std::vector<uint8_t>& bytes) {
   (void)ebb::Messenger::Get()->SendAny(place, ebb::kTeamId, handler, bytes.data(), bytes.size());
 }
+// `value` encoded, to `place` (may block: never under lock_).
+template <class T>
+void SendValue(uint32_t place, uint16_t handler, const T& value) {
+  std::vector<uint8_t> message;
+  OutArchive out(message);
+  out(value);
+  Send(place, handler, message);
+}
 }  // namespace
 
 struct Contribution {
@@ -125,10 +133,7 @@ Future<Slots> TeamService::Contribute(uint64_t team, uint64_t op, std::vector<ui
     w->gatherer = GathererLocked(w->mine.members);
     waiting_[{team, op}] = w;
   }
-  std::vector<uint8_t> message;
-  OutArchive out(message);
-  out(w->mine);
-  Send(w->gatherer, kContribute, message);
+  SendValue(w->gatherer, kContribute, w->mine);
   return future;
 }
 
@@ -212,6 +217,7 @@ void TeamService::Deliver(const std::optional<Answer>& answer, const std::vector
 
 void TeamService::OnAnswer(uint32_t from, Answer a) {
   std::shared_ptr<Waiting> w;
+  std::vector<std::pair<uint32_t, Known>> hand_on;
   {
     SpinGuard g(lock_);
     auto it = waiting_.find({a.team, a.op});
@@ -227,8 +233,9 @@ void TeamService::OnAnswer(uint32_t from, Answer a) {
       }
     }
     given->second = Given{w->mine.members, from, a};
-    if (dead_.count(from) != 0) HandOnLocked(given->second);  // its death came first
+    if (dead_.count(from) != 0) hand_on.push_back(HandOnLocked(given->second));  // its death came first
   }
+  for (auto& [to, known] : hand_on) SendValue(to, kKnown, known);
   Slots slots(a.present.size());
   for (size_t i = 0; i < a.present.size() && i < a.bytes.size(); ++i) {
     if (a.present[i]) slots[i] = std::move(a.bytes[i]);
@@ -236,13 +243,11 @@ void TeamService::OnAnswer(uint32_t from, Answer a) {
   w->promise.SetValue(std::move(slots));
 }
 
-// Sends `given` to the team's gatherer now (its own gatherer died).
-void TeamService::HandOnLocked(Given& given) {
+// `given` for the team's gatherer now (its own gatherer died): where to
+// send it, and what.
+std::pair<uint32_t, Known> TeamService::HandOnLocked(Given& given) {
   given.gatherer = GathererLocked(given.members);
-  std::vector<uint8_t> message;
-  OutArchive out(message);
-  out(Known{given.members, given.answer});
-  Send(given.gatherer, kKnown, message);
+  return {given.gatherer, Known{given.members, given.answer}};
 }
 
 // An answer a dead gatherer gave some members: the answer to that operation
@@ -271,11 +276,12 @@ void TeamService::OnKnown(Known k) {
 void TeamService::OnDeath(uint32_t place) {
   std::vector<std::pair<std::optional<Answer>, std::vector<uint32_t>>> answers;
   std::vector<std::shared_ptr<Waiting>> resend;
+  std::vector<std::pair<uint32_t, Known>> hand_on;
   {
     SpinGuard g(lock_);
     if (!dead_.insert(place).second) return;
     for (auto& [team, given] : given_) {
-      if (given.gatherer == place) HandOnLocked(given);
+      if (given.gatherer == place) hand_on.push_back(HandOnLocked(given));
     }
     for (auto& [key, gather] : gathering_) {
       if (gather.answer) continue;
@@ -289,13 +295,9 @@ void TeamService::OnDeath(uint32_t place) {
       resend.push_back(w);
     }
   }
+  for (auto& [to, known] : hand_on) SendValue(to, kKnown, known);
   for (auto& [a, to] : answers) Deliver(a, to);
-  for (auto& w : resend) {
-    std::vector<uint8_t> message;
-    OutArchive out(message);
-    out(w->mine);
-    Send(w->gatherer, kContribute, message);
-  }
+  for (auto& w : resend) SendValue(w->gatherer, kContribute, w->mine);
 }
 
 }  // namespace detail

@@ -60,7 +60,7 @@ class TeamService : public ebb::SharedEbb<TeamService> {
   void OnAnswer(uint32_t from, Answer a);
   void OnKnown(Known k);
   void OnDeath(uint32_t place);
-  void HandOnLocked(Given& given) REQUIRES(lock_);
+  std::pair<uint32_t, Known> HandOnLocked(Given& given) REQUIRES(lock_);
   void ForgetOldLocked(uint64_t team, uint64_t op) REQUIRES(lock_);
   std::optional<Answer> CompleteLocked(uint64_t team, uint64_t op, Gathering& gather, std::vector<uint32_t>* to)
       REQUIRES(lock_);

@@ -125,6 +125,14 @@ void Answer(NodeId to, uint64_t id, Error status, const std::vector<uint8_t>& pa
 
 bool KeyOk(const std::string& key) { return !key.empty() && key.size() <= kDhtMaxKey; }
 
+// The Dht's status in a reply: Rpc's error if the call failed, kCorrupt if
+// there is none.
+Error StatusOf(const Result<Rpc::Bytes>& r) {
+  if (!r.ok()) return r.error();
+  const Rpc::Bytes& bytes = r.value();
+  return bytes.size() >= 4 ? Error(net::wire::Load32(bytes.data())) : Error::kCorrupt;
+}
+
 // Waits (sleeping the event) until `done` or `deadline_ns`; true if done.
 template <class F>
 bool SleepUntil(F done, uint64_t deadline_ns) {
@@ -236,7 +244,7 @@ void Dht::AskToJoin() {
       if (n == am::Self() || answered.count(n) != 0) continue;
       auto r = Rpc::Get()->Call(n, kDhtId, kJoin, nullptr, 0, 10'000).Block();
       if (!joining_ || generation != ask_generation_) return;
-      Error status = r.ok() && r->size() >= 4 ? Error(net::wire::Load32(r->data())) : Error::kCorrupt;
+      Error status = StatusOf(r);
       uint64_t epoch = 0;
       std::vector<NodeId> nodes;
       if (r.ok() && status == Error::kOk) {
@@ -483,17 +491,11 @@ void Dht::CollectTombstones() {
 // that a later write to such a key is numbered above them for every owner
 // that still holds one; the next round collects them everywhere.
 void Dht::CollectRound(std::vector<DhtItems::Tombstone> old) {
-  std::shared_ptr<const DhtRing> ring;
-  bool moving;
-  {
-    SpinGuard g(lock_);
-    ring = ring_;
-    moving = target_ != nullptr || stats_.rebuilds_running != 0;
-  }
+  std::shared_ptr<const DhtRing> ring = RingAtRest();
   std::map<std::vector<NodeId>, std::vector<DhtItems::Tombstone>> by_owners;
   for (DhtItems::Tombstone& t : old) {
     uint64_t hash = HashOf(t.key);
-    if (!ring || moving || joining_ || !Primary(*ring, hash)) {
+    if (!ring || joining_ || !Primary(*ring, hash)) {
       items_.Requeue(t.key);
     } else {
       by_owners[ReplicasOf(hash)].push_back(std::move(t));
@@ -504,20 +506,9 @@ void Dht::CollectRound(std::vector<DhtItems::Tombstone> old) {
     for (size_t at = 0; at < list.size(); at += kCollectBatch) {
       size_t end = std::min(list.size(), at + kCollectBatch);
       std::vector<uint8_t> body = dht_wire::EncodeCollect({list.begin() + long(at), list.begin() + long(end)});
-      std::vector<Future<Result<Rpc::Bytes>>> calls;
-      for (NodeId n : owners) calls.push_back(Rpc::Get()->Call(n, kDhtId, kCollect, body.data(), body.size()));
-      bool acknowledged = true;
-      for (auto& call : calls) {
-        auto r = call.Block();
-        acknowledged &= r.ok() && r->size() >= 4 && Error(net::wire::Load32(r->data())) == Error::kOk;
-      }
-      bool same;
-      {
-        SpinGuard g(lock_);
-        same = ring_ == ring && target_ == nullptr && stats_.rebuilds_running == 0;
-      }
+      bool collect = AllAcknowledge(owners, kCollect, body, Rpc::kDefaultTimeoutMs) && RingAtRest() == ring;
       for (size_t i = at; i < end; ++i) {
-        if (acknowledged && same) {
+        if (collect) {
           collected += items_.Collect(list[i].key, list[i].version) ? 1 : 0;
         } else {
           items_.Requeue(list[i].key);
@@ -528,6 +519,20 @@ void Dht::CollectRound(std::vector<DhtItems::Tombstone> old) {
   NoteItems();
   SpinGuard g(lock_);
   stats_.collected += collected;
+}
+
+std::shared_ptr<const DhtRing> Dht::RingAtRest() const {
+  SpinGuard g(lock_);
+  return target_ == nullptr && stats_.rebuilds_running == 0 ? ring_ : nullptr;
+}
+
+bool Dht::AllAcknowledge(const std::vector<NodeId>& nodes, uint16_t handler, const std::vector<uint8_t>& body,
+                         uint64_t timeout_ms) {
+  std::vector<Future<Result<Rpc::Bytes>>> calls;
+  for (NodeId n : nodes) calls.push_back(Rpc::Get()->Call(n, kDhtId, handler, body.data(), body.size(), timeout_ms));
+  bool all = true;
+  for (auto& call : calls) all &= StatusOf(call.Block()) == Error::kOk;
+  return all;
 }
 
 void Dht::ServeCollect(NodeId from, uint64_t id, const uint8_t* body, size_t length) {
@@ -702,7 +707,7 @@ std::vector<std::vector<uint8_t>> Dht::AskEveryNode(uint16_t handler, const std:
   *asked = calls.size();
   for (auto& call : calls) {
     auto r = call.Block();
-    if (r.ok() && r->size() >= 4 && Error(net::wire::Load32(r->data())) == Error::kOk) {
+    if (StatusOf(r) == Error::kOk) {
       answers.emplace_back(r->begin() + 4, r->end());
     } else {
       *last_error = r.ok() ? Error::kCorrupt : r.error();
@@ -862,22 +867,26 @@ void Dht::ServeWrite(NodeId from, uint64_t id, const uint8_t* body, size_t lengt
 // caller retries; meanwhile the ring drops an owner that died, or this
 // zombie learns it is dead and stops (am's fencing).
 bool Dht::HoldsLease(uint64_t key_hash) {
-  int64_t lease_ms = int64_t(am::SuspicionMs() / 2);
-  std::vector<Future<Result<Rpc::Bytes>>> calls;
+  uint64_t lease_ns = am::SuspicionMs() / 2 * 1'000'000;
+  uint64_t now = clock::NowNs();
+  std::vector<NodeId> ask;
   for (NodeId n : ReplicasOf(key_hash)) {
+    uint64_t& until = lease_until_[n];
+    if (now < until) continue;
     int64_t silent = am::SilentMs(n);
-    if (silent >= 0 && silent < lease_ms) continue;
-    calls.push_back(Rpc::Get()->Call(n, kDhtId, kConfirm, nullptr, 0, uint64_t(std::max<int64_t>(lease_ms, 100))));
+    if (silent >= 0 && uint64_t(silent) * 1'000'000 < lease_ns) {
+      until = now - uint64_t(silent) * 1'000'000 + lease_ns;  // from its last frame on
+    } else {
+      ask.push_back(n);
+    }
   }
-  bool held = true;
-  for (auto& call : calls) {
-    auto r = call.Block();
-    held &= r.ok() && r->size() >= 4 && Error(net::wire::Load32(r->data())) == Error::kOk;
+  if (ask.empty()) return true;
+  bool held = AllAcknowledge(ask, kConfirm, {}, std::max<uint64_t>(lease_ns / 1'000'000, 100));
+  if (held) {
+    for (NodeId n : ask) lease_until_[n] = now + lease_ns;  // they held this node alive after `now`
   }
-  if (!calls.empty()) {
-    SpinGuard g(lock_);
-    ++(held ? stats_.leases_renewed : stats_.leases_refused);
-  }
+  SpinGuard g(lock_);
+  ++(held ? stats_.leases_renewed : stats_.leases_refused);
   return held;
 }
 
@@ -896,7 +905,7 @@ bool Dht::Replicate(const std::string& key, uint64_t key_hash) {
     bool failed = false;
     for (size_t i = 0; i < calls.size(); ++i) {
       auto r = calls[i].Block();
-      if (r.ok() && r->size() >= 4 && Error(net::wire::Load32(r->data())) == Error::kOk) continue;
+      if (StatusOf(r) == Error::kOk) continue;
       if (!r.ok() && r.error() == Error::kNotFound && am::State(replicas[i]) == am::PeerState::kDead) {
         dead.push_back(replicas[i]);
       } else {
@@ -1155,7 +1164,7 @@ uint64_t Dht::Rebuild(std::shared_ptr<const DhtRing> before, std::shared_ptr<con
   auto drain_one = [&] {
     auto r = window.front().Block();
     window.pop_front();
-    bool ok = r.ok() && r->size() >= 4 && Error(net::wire::Load32(r->data())) == Error::kOk;
+    bool ok = StatusOf(r) == Error::kOk;
     ++(ok ? copied : failures);
   };
   for (const std::string& key : keys) {

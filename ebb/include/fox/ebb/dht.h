@@ -277,6 +277,12 @@ class Dht : public SharedEbb<Dht> {
   // Whether this primary may serve a read of `key_hash` from its copy (read
   // leases: dht.cc); asks the other owners when it must. Blocks.
   bool HoldsLease(uint64_t key_hash);
+  // The ring when no join or rebuild moves data, else null.
+  std::shared_ptr<const DhtRing> RingAtRest() const;
+  // Sends `body` under `handler` to each of `nodes`; true if all answer kOk.
+  // Blocks.
+  bool AllAcknowledge(const std::vector<NodeId>& nodes, uint16_t handler, const std::vector<uint8_t>& body,
+                      uint64_t timeout_ms);
   // Sends the key's current state to every owner but this node; true when
   // all acknowledged (waits for the ring to drop dead replicas and tries
   // the new owners).
@@ -308,6 +314,7 @@ class Dht : public SharedEbb<Dht> {
   std::unordered_map<std::string, std::deque<Waiter>> waiters_;  // home core only
   bool sweeping_ = false;                                        // home core only
   bool collecting_ = false;                                      // home core only: CollectTombstones runs
+  std::unordered_map<NodeId, uint64_t> lease_until_;             // home core only: NowNs a read lease holds until
   std::atomic<uint64_t> grace_ns_{60'000'000'000};               // SetTombstoneGrace
   std::atomic<uint64_t> next_request_{1};                        // DhtWrite::request's count
   std::unordered_map<NodeId, uint32_t> in_progress_;             // home core only: writes being served, by caller
