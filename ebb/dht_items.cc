@@ -102,10 +102,7 @@ void DhtItems::Requeue(const std::string& key) {
 bool DhtItems::Collect(std::string_view key, uint64_t version) {
   auto it = map_.find(std::string(key));
   if (it == map_.end() || !it->second.tombstone || it->second.version != version) return false;
-  tomb_generation_.erase(it->first);
-  bytes_ -= key.size();
-  map_.erase(it);
-  return true;
+  return Drop(key);
 }
 
 Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {

@@ -139,21 +139,23 @@ def format_uptime(s):
     return "%dh%02dm" % (s // 3600, s // 60 % 60) if s >= 3600 else "%dm%02ds" % (s // 60, s % 60)
 
 
+def am_counter(report, name):
+    """A transport counter of a node's status report, as the table shows it ("-": none)."""
+    value = report.get("am." + name)
+    return str(value) if isinstance(value, int) else "-"
+
+
 def print_table(reply, out=sys.stdout):
     rows = [("NODE", "ADDRESS", "STATE", "CORES", "UPTIME", "JOB/PLACE", "APP", "BOOTS", "FRAMES RX/TX",
              "AM MSGS TX/RX", "RETX", "PEERS DEAD")]
     for r in reply["nodes"]:
         sw = r["switch"]
         am = r.get("am") or {}  # in a job: its transport's counters (place 0 asks it: QueryStatus)
-
-        def counter(name):
-            value = am.get("am." + name)
-            return str(value) if isinstance(value, int) else "-"
         rows.append((str(r["node"]), r["address"], r["state"], "%d (%s)" % (r["cores"], r["roles"]),
                      format_uptime(r["uptime"]), "%d/%d" % (r["job"], r["place"]) if r["job"] else "-",
                      r["app"] or "-", str(r["boots"]), "%d/%d" % (sw["rx"], sw["tx"]),
-                     "%s/%s" % (counter("messages_sent"), counter("messages_delivered")) if am else "-",
-                     counter("frames_retransmitted") if am else "-", counter("peers_dead") if am else "-"))
+                     "%s/%s" % (am_counter(am, "messages_sent"), am_counter(am, "messages_delivered")) if am else "-",
+                     am_counter(am, "frames_retransmitted"), am_counter(am, "peers_dead")))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         out.write("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")

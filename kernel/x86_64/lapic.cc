@@ -71,7 +71,6 @@ void WriteIcr(uint32_t apic_id, uint32_t low) {
 // once made timers fire 20% late. A measurement more uncertain than 1000 ppm
 // (or one whose countdown ran out) is taken again over 2 ms, up to 40 times,
 // keeping the best.
-constexpr uint64_t kMaxErrorPpm = 1000;
 tsc::Paired<uint32_t> g_calibration_start{};
 bool g_calibration_pending = false;
 uint32_t g_calibration_apic_id = 0;
@@ -90,15 +89,15 @@ void StartCalibration() {
 void FinishCalibrationNow() {
   if (Id() != g_calibration_apic_id) Panic("lapic: timer calibration finished on another core than it started");
   uint64_t best_ppm = ~0ull;
-  for (int attempt = 0; attempt <= 40 && best_ppm > kMaxErrorPpm; ++attempt) {
+  for (int attempt = 0; attempt <= 40 && best_ppm > tsc::kMaxErrorPpm; ++attempt) {
     if (attempt > 0) StartCalibration();
     // 1 ms, then 2 ms; and long enough that the start reading's spread
-    // alone leaves under kMaxErrorPpm / 2 (the first reading runs code the
+    // alone leaves under tsc::kMaxErrorPpm / 2 (the first reading runs code the
     // emulator has not translated yet), but at most 4 times that: a start
     // reading a descheduled vCPU made slow is taken again rather than
     // waited out (a spread of milliseconds would ask for seconds).
     uint64_t base = tsc::FrequencyHz() / (attempt == 0 ? 1000 : 500);
-    uint64_t wait = std::clamp(g_calibration_start.spread * (2000000 / kMaxErrorPpm), base, 4 * base);
+    uint64_t wait = std::clamp(g_calibration_start.spread * (2000000 / tsc::kMaxErrorPpm), base, 4 * base);
     while (x86::Rdtsc() - g_calibration_start.tsc < wait) x86::Pause();
     auto end = tsc::ReadPaired(ReadCurrent);
     uint64_t elapsed_apic = uint64_t(g_calibration_start.value) - end.value;
@@ -115,7 +114,7 @@ void FinishCalibrationNow() {
   if (best_ppm == ~0ull) {
     g_apic_ticks_per_tsc_q32 = (uint64_t(1000000000) << 32) / tsc::FrequencyHz();  // QEMU's 1 GHz
     LOG_WARN("lapic: the timer could not be calibrated; assuming it counts at 1 GHz");
-  } else if (best_ppm > kMaxErrorPpm) {
+  } else if (best_ppm > tsc::kMaxErrorPpm) {
     LOG_WARN("lapic: timer calibration uncertain (%llu ppm): timers will fire off by as much",
              (unsigned long long)best_ppm);
   }

@@ -74,7 +74,6 @@ uint64_t FromKvmClock() {
 // kMaxErrorPpm is taken again, over 10 ms, up to kPitTries times.
 constexpr uint32_t kPitHz = 1193182;
 constexpr uint32_t kMinPitTicks = kPitHz / 200;  // 5 ms: +-1 tick is 170 ppm
-constexpr uint64_t kMaxErrorPpm = 1000;
 constexpr int kPitTries = 40;
 Paired<int64_t> g_pit_start{};
 bool g_pit_pending = false;

@@ -28,6 +28,9 @@ auto ReadPaired(Read read, int tries = 3) {
   }
   return best;
 }
+// The uncertainty above which a calibration (the TSC's, the APIC timer's)
+// is taken again.
+inline constexpr uint64_t kMaxErrorPpm = 1000;
 // Parts per million of uncertainty that two paired readings `ticks` TSC ticks
 // apart leave in a rate measured between them.
 inline uint64_t PairedErrorPpm(uint64_t spread_a, uint64_t spread_b, uint64_t ticks) {
