@@ -63,8 +63,9 @@ fox_vm_test(hello IMAGE hello ARGS "-- world" EXIT 0 EXPECT "Hello from fox on w
 # No static constructor builds the standard streams before main (4 ms of the
 # boot under TCG): cereal's <iostream> is kept out (fox/apgas/serialization.h),
 # and with --gc-sections an image that never calls ios_base::Init lacks it.
+set(images "${FOX_NATIVE_DIR}/hello.elf ${FOX_NATIVE_DIR}/fox.elf")
 add_test(NAME image.no_stream_init COMMAND sh -c
-         "nm ${FOX_NATIVE_DIR}/hello.elf ${FOX_NATIVE_DIR}/fox.elf | grep -c _ZNSt8ios_base4InitC | grep -qx 0")
+         "nm ${images} > /dev/null && ! nm ${images} | grep -q _ZNSt8ios_base4InitC")
 fox_vm_test(alloc_stress IMAGE vmtest ARGS "-- alloc_stress 2000000" MEM 256 EXIT 0 TIMEOUT 300
   EXPECT "alloc_stress: 2000000 operations \\([0-9]+ allocations\\), peak [0-9]+ live bytes, all contents verified")
 fox_vm_test(alloc_oom IMAGE vmtest ARGS "-- alloc_oom" MEM 64 EXIT 0
