@@ -82,6 +82,7 @@ std::exception_ptr Rebuild(const ExceptionInfo& info) {
 Activity* Current() { return static_cast<Activity*>(event::Local()); }
 
 Runtime::Runtime() : core_(core::Current()) {
+  JoinStealGroup();
   (void)ebb::Rpc::Get()->pending();  // `at` and joins need the Rpc Ebb here
   auto on_message = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
     OnMessage(from, handler, data, length);
@@ -121,15 +122,24 @@ Runtime::Stats Runtime::stats() const {
   return stats_;
 }
 
-int Runtime::NextCore() {
-  int online = core::Online();
-  int app = online - core::KernelCores();
-  if (app <= 0) return core::Current();
-  return core::KernelCores() + int(next_core_.fetch_add(1, std::memory_order_relaxed) % uint32_t(app));
+// Activities run on the application cores natively; hosted, every core takes
+// events, so all of them do.
+static int FirstActivityCore() { return core::Online() > core::KernelCores() ? core::KernelCores() : 0; }
+
+void Runtime::JoinStealGroup() {
+  for (int c = FirstActivityCore(); c < core::Online(); ++c) event::SetStealGroup(c, kStealGroup);
 }
 
+int Runtime::NextCore() {
+  int first = FirstActivityCore();
+  int cores = core::Online() - first;
+  return first + int(next_core_.fetch_add(1, std::memory_order_relaxed) % uint32_t(cores));
+}
+
+// Activities are shared work: spread round-robin at spawn, and an idle
+// activity core takes them from a busy one (work stealing).
 void Runtime::Launch(FinishKey f, Function<void()> body) {
-  event::SpawnRemote(NextCore(), [this, f, body = std::move(body)]() mutable {
+  event::SpawnShared(NextCore(), [this, f, body = std::move(body)]() mutable {
     Activity a{f};
     event::Local() = &a;
     std::exception_ptr error;

@@ -400,6 +400,8 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   // DeadPlaceException naming it.
   void NoteDeathLocked(FinishKey f, State& s, uint32_t d) REQUIRES(lock_);
   int NextCore();
+  static constexpr int kStealGroup = 1;  // event::SetStealGroup of the activity cores
+  static void JoinStealGroup();
 
   int core_;
   uint64_t subscription_ = 0;

@@ -61,6 +61,14 @@ foreach(mode place0 optimistic)
   set_tests_properties(hosted.apgas_home_kill_${mode} hosted.apgas_home_kill_via_${mode} PROPERTIES LABELS hosted TIMEOUT 180)
 endforeach()
 
+# Work stealing: at every place (4 cores each) the long activities, all
+# spawned onto one core, are taken by the idle ones.
+add_test(NAME hosted.apgas_balance COMMAND ${apgas_hosted} --nodes 2 --cores 4 --timeout 120
+  --expect "0:apgas: place 1: 4 activities of 60 ms .* ran on [2-4] of 4 activity cores"
+  --expect "0:apgas: work stealing: balanced at 2 of 2 places" --expect "0:apgas_node: done"
+  $<TARGET_FILE:apgas_node> balance,60)
+set_tests_properties(hosted.apgas_balance PROPERTIES LABELS hosted TIMEOUT 180)
+
 # A Team member dies: the survivors' collectives throw instead of hanging,
 # and agree gives them all the same answer.
 apgas_hosted_test(apgas_team_kill --nodes 4 --timeout 120 --killed 2
@@ -120,6 +128,9 @@ fox_cluster_test(apgas_store_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- 
          "0:apgas: store: place 2 died writing after 1500 ms: [1-9][0-9]* rounds written, 0 half Set2s, 0 keys past the first gap, [0-9]+ rounds 1.5 s later, DeadPlaceException alone")
 fox_cluster_test(apgas_home_kill NODES 4 IMAGE apgas_node LOCAL PEERS ARGS "fox.finish=optimistic -- home_kill,2,1,9000" TIMEOUT 150 KILLED 2
   EXPECT "0:apgas: finishes homed at dead place 2: 6 of 6 of their activities ended before place 1's finish returned, 0 after. DeadPlaceException named it, 0 other exceptions")
+fox_cluster_test(apgas_balance NODES 2 SMP 4 IMAGE apgas_node LOCAL PEERS ARGS "-- balance,60" TIMEOUT 120
+  EXPECT "0:apgas: place 1: 4 activities of 60 ms .* ran on [23] of 3 activity cores"
+         "0:apgas: work stealing: balanced at 2 of 2 places")
 fox_cluster_test(apgas_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- kill,1" TIMEOUT 120 KILLED 1
   EXPECT "0:apgas: place 1 died inside a fan-out: DeadPlaceException named it, 0 other exceptions, 2 of 2 activities back"
          "0:apgas: at\\(dead place 1\\) threw DeadPlaceException")

@@ -27,6 +27,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--cores", type=int, default=1, help="cores (threads) per node: FOX_CORES")
     ap.add_argument("--expect", action="append", default=[], help="I:REGEX on node I's output")
     ap.add_argument("--node-args", action="append", default=[], help="I:ARGS added to node I's FOX_ARGS")
     ap.add_argument("--args", action="append", default=[], help="ARGS added to every node's FOX_ARGS")
@@ -60,7 +61,7 @@ def main():
     procs = []
     try:
         for i in range(a.nodes):
-            env = dict(os.environ, FOX_ARGS="fox.node=%d fox.amport=%d %s%s" % (i, ports[i], peers, extra[i]))
+            env = dict(os.environ, FOX_CORES=str(a.cores), FOX_ARGS="fox.node=%d fox.amport=%d %s%s" % (i, ports[i], peers, extra[i]))
             procs.append(subprocess.Popen(a.program, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                           stderr=subprocess.STDOUT, text=True, errors="replace"))
         outs = [""] * a.nodes

@@ -149,6 +149,11 @@ fox_vm_test(cores_kcores2 IMAGE vmtest SMP 4 ARGS "fox.kcores=2 -- cores 4 2" EX
   EXPECT "smp: 4 cores online: 2 kernel, 2 application" "core 1 here \\(kernel\\)" "vmtest cores: PASS")
 fox_vm_test(spawn_storm IMAGE vmtest SMP 4 MEM 1024 ARGS "-- spawn_storm 250000" EXIT 0 TIMEOUT 300
   EXPECT "spawn_storm: 4000000 cross-core events in [0-9]+ ms, counts exact")
+# Work stealing (event::SpawnShared): the three application cores share
+# work queued at one of them; core 0 is outside the group.
+fox_vm_test(steal IMAGE vmtest SMP 4 MEM 1024 ARGS "-- steal 24 5 20000" EXIT 0 TIMEOUT 300
+  EXPECT "steal: 24 tasks of 5 ms queued at core 1 ran on [23] of 3 cores" "ran exactly once each"
+         "steal: 12 blocking tasks ran on [23] cores, 0 resumed elsewhere" "vmtest steal: PASS")
 # Tolerance: a timer fires no earlier than asked and at most @LATE_MS@ late
 # (a CI run once saw 30 ms under TCG with the host busy).
 fox_vm_test(timers IMAGE vmtest SMP 4 ARGS "-- timers @LATE_MS@" EXIT 0
@@ -223,6 +228,9 @@ target_sources(hosted_vmtest PRIVATE ${CMAKE_CURRENT_LIST_DIR}/escape_tests.cc)
 fox_hosted_test(cores CORES 4 ARGS cores 4 4 EXIT 0 EXPECT "core 3 here" "vmtest cores: PASS")
 fox_hosted_test(spawn_storm CORES 4 ARGS spawn_storm 250000 EXIT 0
   EXPECT "spawn_storm: 4000000 cross-core events in [0-9]+ ms, counts exact")
+fox_hosted_test(steal CORES 4 ARGS steal 24 5 20000 EXIT 0
+  EXPECT "steal: 24 tasks of 5 ms queued at core 1 ran on [23] of 3 cores" "ran exactly once each"
+         "steal: 12 blocking tasks ran on [23] cores, 0 resumed elsewhere" "vmtest steal: PASS")
 fox_hosted_test(timers CORES 2 ARGS timers 20 EXIT 0 EXPECT "vmtest timers: PASS")
 fox_hosted_test(futures CORES 4 ARGS futures EXIT 0 EXPECT "vmtest futures: PASS")
 # SAS segments in a Linux program: the same name gives the same address as on

@@ -97,6 +97,114 @@ void Loop::Activate(Context* context, bool local) {
   }
 }
 
+// ---- shared work (work stealing) ----
+
+void Loop::PushShared(Node* node) {
+  node->next.store(nullptr, std::memory_order_relaxed);
+  {
+    SpinGuard g(shared_lock_);
+    if (shared_tail_ != nullptr)
+      shared_tail_->next.store(node, std::memory_order_relaxed);
+    else
+      shared_head_ = node;
+    shared_tail_ = node;
+    shared_count_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  shared_received.fetch_add(1, std::memory_order_relaxed);
+  // As PushRemote: the work is published before `sleeping` is read, and a
+  // core going to sleep publishes `sleeping` before it looks for work.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeping.load(std::memory_order_seq_cst)) {
+    wakeups_sent.fetch_add(1, std::memory_order_relaxed);
+    if (platform::Wake(core_)) wakeup_ipis.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    WakeThief();  // this core is busy: an idle one of its group may take it
+  }
+}
+
+Node* Loop::TakeShared() {
+  if (shared_count_.load(std::memory_order_acquire) == 0) return nullptr;
+  Node* n;
+  bool more;
+  {
+    SpinGuard g(shared_lock_);
+    n = shared_head_;
+    if (n == nullptr) return nullptr;
+    shared_head_ = n->next.load(std::memory_order_relaxed);
+    if (shared_head_ == nullptr) shared_tail_ = nullptr;
+    more = shared_count_.fetch_sub(1, std::memory_order_seq_cst) > 1;
+  }
+  // Work is left here while this task runs: one more idle core of the
+  // group joins in (each taker wakes the next: a cascade, not a herd).
+  if (more) WakeThief();
+  return n;
+}
+
+// Wakes one sleeping core of this core's steal group (the first after it).
+// Its `sleeping` is cleared here, so that the next call picks another one
+// rather than the same core again before it has woken.
+void Loop::WakeThief() {
+  int group = steal_group.load(std::memory_order_relaxed);
+  if (group == 0) return;
+  int n = core::Online();
+  for (int i = 1; i < n; ++i) {
+    Loop* l = g_loops[(core_ + i) % n];
+    if (l == nullptr || l->steal_group.load(std::memory_order_relaxed) != group) continue;
+    if (!l->sleeping.load(std::memory_order_seq_cst) || !l->sleeping.exchange(false, std::memory_order_seq_cst))
+      continue;
+    l->wakeups_sent.fetch_add(1, std::memory_order_relaxed);
+    if (platform::Wake(l->core_)) l->wakeup_ipis.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+}
+
+// Whether another core of this core's group has shared work queued.
+bool Loop::StealableWork() const {
+  int group = steal_group.load(std::memory_order_relaxed);
+  if (group == 0) return false;
+  int n = core::Online();
+  for (int c = 0; c < n; ++c) {
+    Loop* l = g_loops[c];
+    if (l != nullptr && l != this && l->steal_group.load(std::memory_order_relaxed) == group && l->HasShared())
+      return true;
+  }
+  return false;
+}
+
+// Runs one shared task of this core's own queue.
+bool Loop::RunShared() {
+  Node* n = TakeShared();
+  if (n == nullptr) return false;
+  Task task = std::move(n->task);
+  delete n;
+  event_local_ = nullptr;
+  task();
+  return true;
+}
+
+// Takes one shared task from another core of the group (victims in turn,
+// starting after the last one robbed) and runs it here.
+bool Loop::Steal() {
+  int group = steal_group.load(std::memory_order_relaxed);
+  if (group == 0) return false;
+  int n = core::Online();
+  for (int i = 0; i < n; ++i) {
+    int c = (next_victim_ + i) % n;
+    Loop* l = g_loops[c];
+    if (l == nullptr || l == this || l->steal_group.load(std::memory_order_relaxed) != group) continue;
+    Node* node = l->TakeShared();
+    if (node == nullptr) continue;
+    next_victim_ = c;
+    ++steals_;
+    Task task = std::move(node->task);
+    delete node;
+    event_local_ = nullptr;
+    task();
+    return true;
+  }
+  return false;
+}
+
 uint64_t Loop::AddIdle(Function<void()> handler) {
   idle_.emplace_back(next_idle_id_, std::move(handler));
   return next_idle_id_++;
@@ -171,7 +279,7 @@ void Loop::Sleep() {
   sleeping.store(true, std::memory_order_seq_cst);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   uint64_t deadline = NextDeadline();
-  bool can_sleep = !remote_.MaybeNonEmpty() && (deadline == 0 || platform::HasTimerInterrupt());
+  bool can_sleep = !remote_.MaybeNonEmpty() && !HasShared() && !StealableWork() && (deadline == 0 || platform::HasTimerInterrupt());
   if (can_sleep && (deadline == 0 || deadline > clock::NowNs())) {
     ++sleeps_;
     platform::WaitForWork(deadline);
@@ -270,7 +378,11 @@ void Loop::Loop_() {
       n->task();
       delete n;
     }
+    // One shared task per round, so that idle cores of the group can take
+    // the rest meanwhile.
+    if (RunShared()) worked = true;
     if (worked || local_head_ < local_.size()) continue;
+    if (Steal()) continue;
     bool compact = false;
     for (size_t i = 0; i < idle_.size(); ++i) {
       if (idle_[i].second)
@@ -309,7 +421,9 @@ Stats Loop::stats() const {
                blocks_,
                resumes_,
                timers_fired_,
-               stacks_};
+               stacks_,
+               shared_received.load(std::memory_order_relaxed),
+               steals_};
 }
 
 namespace {
@@ -350,6 +464,20 @@ void SpawnRemote(int core, Task task) {
   auto* n = new Node;
   n->task = std::move(task);
   loop->PushRemote(n);
+}
+
+void SpawnShared(int core, Task task) {
+  Loop* loop = LoopOf(core);
+  if (loop == nullptr) Panic("event::SpawnShared to core %d, which is not online", core);
+  auto* n = new Node;
+  n->task = std::move(task);
+  loop->PushShared(n);
+}
+
+void SetStealGroup(int core, int group) {
+  Loop* loop = LoopOf(core);
+  if (loop == nullptr) Panic("event::SetStealGroup for core %d, which is not online", core);
+  loop->steal_group.store(group, std::memory_order_seq_cst);
 }
 
 InterruptTrigger::~InterruptTrigger() { delete static_cast<Node*>(armed_.exchange(nullptr)); }

@@ -24,6 +24,7 @@
 #include "fox/core.h"
 #include "fox/event.h"
 #include "fox/function.h"
+#include "fox/spinlock.h"
 
 namespace fox::event {
 
@@ -69,6 +70,13 @@ class Loop {
   void PushRemote(Node* node);  // from any core
   void Activate(Context* context, bool local);
 
+  // Shared work (SpawnShared): queued here, taken by this core or by an idle
+  // core of the same steal group. Take is callable from any core.
+  void PushShared(Node* node);
+  Node* TakeShared();
+  bool HasShared() const { return shared_count_.load(std::memory_order_seq_cst) != 0; }
+  std::atomic<int> steal_group{0};
+
   uint64_t AddIdle(Function<void()> handler);
   void RemoveIdle(uint64_t id);
   uint64_t AddTimer(uint64_t deadline_ns, uint64_t period_ns, Function<void()> callback);
@@ -84,6 +92,7 @@ class Loop {
   std::atomic<uint64_t> remote_received{0};
   std::atomic<uint64_t> wakeups_sent{0};
   std::atomic<uint64_t> wakeup_ipis{0};
+  std::atomic<uint64_t> shared_received{0};
 
  private:
   struct Timer {
@@ -103,6 +112,10 @@ class Loop {
   bool RunTimers(uint64_t now);
   uint64_t NextDeadline() const;
   void Sleep();
+  bool RunShared();
+  bool Steal();
+  bool StealableWork() const;
+  void WakeThief();
   Context* NewLoopContext();
   void SwitchTo(Context* target);
   void ReleaseAbandoned();
@@ -111,6 +124,11 @@ class Loop {
   std::vector<Task> local_;  // FIFO as a ring over a vector
   size_t local_head_ = 0;
   MpscQueue remote_;
+  SpinLock shared_lock_;
+  Node* shared_head_ GUARDED_BY(shared_lock_) = nullptr;  // FIFO through Node::next
+  Node* shared_tail_ GUARDED_BY(shared_lock_) = nullptr;
+  std::atomic<size_t> shared_count_{0};  // shared_.size(), readable without the lock
+  int next_victim_ = 0;
   std::vector<std::pair<uint64_t, Function<void()>>> idle_;
   uint64_t next_idle_id_ = 1;
   std::multimap<uint64_t, Timer> timers_;  // by deadline
@@ -125,6 +143,7 @@ class Loop {
   std::atomic<bool> sleeping{false};
 
  private:
+  uint64_t steals_ = 0;
   uint64_t local_events_ = 0, sleeps_ = 0, blocks_ = 0, resumes_ = 0, timers_fired_ = 0, stacks_ = 0;
 };
 

@@ -26,6 +26,22 @@ void Spawn(Task task);
 // IPI is sent only if the target is asleep. Allocates the queue node.
 void SpawnRemote(int core, Task task);
 
+// Work that any core of a steal group may run (work stealing; DESIGN.md
+// "Cores, memory, events"): `task` is queued at core `core`, which runs it
+// after its other events, one shared task per round; meanwhile an idle core
+// of the same steal group takes it from there. A sleeping member of the group
+// is woken when `core` is busy. For independent work a runtime spreads over
+// cores (APGAS activities). A task runs exactly once, on one core, to
+// completion or until it blocks (it then resumes on the core that took it).
+// Event context (it takes a spin lock), any core; allocates the queue slot.
+void SpawnShared(int core, Task task);
+
+// Puts core `core` into steal group `group` (0, the default: none). A core of
+// a group takes shared work queued at other cores of its group when it has
+// none of its own; cores outside every group only run their own. Any core,
+// at any time (a core that leaves keeps running its own queue).
+void SetStealGroup(int core, int group);
+
 // Adds a callback the loop runs whenever it has no events: for polling
 // devices. A core with idle handlers never sleeps. Returns an id for
 // RemoveIdleHandler. This core only.
@@ -111,6 +127,8 @@ struct Stats {
   uint64_t resumes;
   uint64_t timers_fired;
   uint64_t stacks_allocated;
+  uint64_t shared_events;  // SpawnShared queued here
+  uint64_t steals;         // shared tasks this core took from other cores
 };
 Stats GetStats(int core);
 
