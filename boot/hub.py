@@ -103,7 +103,8 @@ class TapPort(Port):
                 f.write("1")
         except OSError:
             pass
-        for cmd in (["ip", "addr", "add", address, "dev", ifname], ["ip", "link", "set", ifname, "up"]):
+        cmds = [["ip", "addr", "add", address, "dev", ifname]] if address else []  # None: a bridge port
+        for cmd in cmds + [["ip", "link", "set", ifname, "up"]]:
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
                 raise OSError("%s: %s" % (" ".join(cmd), r.stderr.strip()))

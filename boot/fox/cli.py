@@ -25,8 +25,6 @@ import time
 from fox import job, nodes, state
 
 BOOT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-UNIMPLEMENTED = {"bridge": "--bridge (a namespace bridge with taps and dnsmasq)",
-                 "pxe": "--pxe (iPXE through dnsmasq)"}
 
 
 def positive(limit):
@@ -126,6 +124,11 @@ def fail(text):
     return 1
 
 
+def usage(text):
+    print(text, file=sys.stderr)
+    return 2
+
+
 def connect(name):
     if state.supervisor_pid(name) is None:
         raise state.SupervisorGone("no cluster %s is up (fox cluster up --name %s)" % (name, name))
@@ -198,12 +201,18 @@ def wait_joined(name, ids, timeout, progress):
         conn.close()
 
 
-def cluster_up(name, count, cores, mem, timeout, quiet=False, iso=False):
+def cluster_up(name, count, cores, mem, timeout, quiet=False, iso=False, bridge=False, pxe=False):
     if state.supervisor_pid(name) is not None:
         return fail("cluster %s is up already (fox cluster down --name %s first)" % (name, name))
     state.clean_up(name, log=lambda s: print(s, file=sys.stderr))
     if not os.path.exists(nodes.node_image()):
         return fail("%s does not exist: build fox first (make)" % nodes.node_image())
+    if (bridge or pxe) and os.geteuid() != 0:
+        return usage("fox cluster up: error: --bridge and --pxe need root (a network namespace, a bridge, taps)")
+    if (bridge or pxe) and shutil.which("dnsmasq") is None:
+        return fail("--bridge and --pxe need dnsmasq: make deps (or apt-get install dnsmasq-base)")
+    if pxe and iso:
+        return usage("fox cluster up: error: --pxe and --iso exclude each other (nodes boot one way)")
     d = state.cluster_dir(name)
     os.makedirs(d, mode=0o700)
     fd = os.open(os.path.join(d, "fox.key"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -212,7 +221,8 @@ def cluster_up(name, count, cores, mem, timeout, quiet=False, iso=False):
     env = dict(os.environ, PYTHONPATH=BOOT_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with open(os.path.join(d, "supervisor.log"), "ab") as logf:
         sup = subprocess.Popen([sys.executable, "-u", "-S", "-m", "fox.supervisor", "--name", name, "--nodes", str(count),
-                                "--cores", str(cores), "--mem", str(mem)] + (["--iso"] if iso else []), stdin=subprocess.DEVNULL, stdout=logf,
+                                "--cores", str(cores), "--mem", str(mem)] + (["--iso"] if iso else []) +
+                               (["--bridge"] if bridge else []) + (["--pxe"] if pxe else []), stdin=subprocess.DEVNULL, stdout=logf,
                                stderr=subprocess.STDOUT, env=env, cwd="/", start_new_session=True)
     started = time.monotonic()
     while state.supervisor_pid(name) is None:
@@ -400,10 +410,8 @@ def main(argv=None):
     try:
         if args.command == "cluster":
             if args.action == "up":
-                for opt, what in UNIMPLEMENTED.items():
-                    if getattr(args, opt):
-                        ap.exit(2, "fox cluster up: error: %s is not implemented yet\n" % what)
-                return cluster_up(args.name, args.nodes, args.cores, args.mem, args.timeout, iso=args.iso)
+                return cluster_up(args.name, args.nodes, args.cores, args.mem, args.timeout, iso=args.iso,
+                                  bridge=args.bridge, pxe=args.pxe)
             if args.action == "down":
                 return cluster_down(args.name)
             return cluster_list()

@@ -97,10 +97,12 @@ def qemu_tag(cluster, k):
     return "fox:%s:node%d" % (cluster, k)
 
 
-def boot_args(k, app, key, job, peers, app_args=(), fd_args=()):
-    """Node K's boot arguments; `fd_args` the membership's timers (qemu_run.membership_args)."""
-    words = ["fox.app=%s" % app, "fox.node=%d" % k, "fox.ip=%s/%d" % (node_ip(k), PREFIX), "fox.gw=%s" % FRONTEND_IP,
-             "fox.key=%s" % key, "fox.job=%d" % job, "fox.peers=%s" % peers] + list(fd_args)
+def boot_args(k, app, key, job, peers, app_args=(), fd_args=(), dhcp=False):
+    """Node K's boot arguments; `fd_args` the membership's timers (qemu_run.membership_args).
+    `dhcp`: the node asks for its address (a bridge's dnsmasq gives it the plan's)."""
+    where = [] if dhcp else ["fox.ip=%s/%d" % (node_ip(k), PREFIX), "fox.gw=%s" % FRONTEND_IP]
+    words = ["fox.app=%s" % app, "fox.node=%d" % k] + where + [
+        "fox.key=%s" % key, "fox.job=%d" % job, "fox.peers=%s" % peers] + list(fd_args)
     if app_args:
         words += ["--"] + list(app_args)
     return " ".join(words)
@@ -115,16 +117,24 @@ def make_iso(image, append, out):
         raise OSError("make_iso.sh failed: %s" % (r.stdout + r.stderr).strip())
 
 
-def qemu_command(cluster, k, image, append, cores, mem, accel, console, local_port, switch_port, cdrom=None):
-    """Node K's QEMU: console appended to `console`, its NIC a -netdev dgram to the switch;
-    with `cdrom`, it boots that ISO (whose GRUB entry carries the boot arguments) instead of -kernel."""
+def qemu_command(cluster, k, image, append, cores, mem, accel, console, local_port, switch_port, cdrom=None,
+                 tap=None, pxe=False):
+    """Node K's QEMU: console appended to `console`, its NIC a -netdev dgram to the switch, or
+    with `tap` that tap (bridge mode; run it in the cluster's namespace); with `cdrom`, it boots
+    that ISO (whose GRUB entry carries the boot arguments) instead of -kernel; with `pxe`, from
+    its NIC's iPXE ROM (the boot arguments travel in its iPXE script: netns.py)."""
     cmd = qemu_run.qemu_command(image, append, cores, mem, accel, cdrom, False)
+    if pxe:
+        i = cmd.index("-kernel")
+        cmd[i:i + 4] = ["-boot", "n"]
     i = cmd.index("-serial")
     cmd[i:i + 2] = ["-chardev", "file,id=con0,path=%s,append=on" % console, "-serial", "chardev:con0"]
-    cmd += ["-name", qemu_tag(cluster, k),
-            "-netdev", "dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port=%d,"
-                       "remote.type=inet,remote.host=127.0.0.1,remote.port=%d" % (local_port, switch_port),
-            "-device", "virtio-net-pci,netdev=n0,mac=%s" % node_mac(k)]
+    if tap:
+        netdev = "tap,id=n0,ifname=%s,script=no,downscript=no" % tap
+    else:
+        netdev = ("dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port=%d,"
+                  "remote.type=inet,remote.host=127.0.0.1,remote.port=%d" % (local_port, switch_port))
+    cmd += ["-name", qemu_tag(cluster, k), "-netdev", netdev, "-device", "virtio-net-pci,netdev=n0,mac=%s" % node_mac(k)]
     return cmd
 
 

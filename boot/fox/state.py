@@ -96,6 +96,9 @@ def clean_up(name, log=print):
     deadline = time.monotonic() + 5
     while any(process_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.02)
+    from fox import netns  # bridge mode: its dnsmasq and namespace
+    if netns.clean_up(d):
+        found = True
     if os.path.isdir(d):
         shutil.rmtree(d, ignore_errors=True)
         found = True

@@ -47,7 +47,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from fox import nodes, state, switch  # noqa: E402
+from fox import netns, nodes, state, switch  # noqa: E402
 import build_id  # noqa: E402
 import qemu_run  # noqa: E402
 
@@ -73,6 +73,7 @@ class Node:
         self.wrong_key = False
         self.qemu_port = nodes.free_udp_port()
         self.port = None
+        self.tap = None  # bridge mode: its tap in the cluster's namespace
         self.boots = 0
         self.last_status = None
         self.report = None  # its latest status report in a job ({key: value}), and when it came
@@ -102,6 +103,7 @@ class Supervisor:
         self.accel, _ = qemu_run.choose_accel(args.accel)
         self.sel = selectors.DefaultSelector()
         self.switch = switch.Switch(self.key, self.on_join, self.on_refuse)
+        self.net = None  # bridge mode: the cluster's namespace, bridge and dnsmasq (netns.py)
         self.nodes = {}
         self.next_id = 1
         self.next_job = nodes.POOL_JOB + 1
@@ -121,7 +123,10 @@ class Supervisor:
             n = Node(k)
             n.wrong_key = wrong_key
             n.port = self.switch.add_node(k, n.qemu_port)
-            self.sel.register(n.port.sock, selectors.EVENT_READ, lambda p=n.port: self.switch.drain(p))
+            if self.net is not None:
+                n.tap = self.net.add_node(k, nodes.node_mac(k), nodes.node_ip(k))
+            else:
+                self.sel.register(n.port.sock, selectors.EVENT_READ, lambda p=n.port: self.switch.drain(p))
             self.sel.register(n.port.bridge, selectors.EVENT_READ, lambda p=n.port: self.switch.drain_bridge(p))
             self.nodes[k] = n
             self.boot_agent(n)
@@ -135,9 +140,14 @@ class Supervisor:
         if self.args.iso:  # the boot arguments travel in the ISO's GRUB menu entry
             iso = os.path.join(self.dir, "node%d.iso" % n.k)
             nodes.make_iso(image, append, iso)
+        if self.args.pxe:  # the arguments travel in the node's iPXE script
+            self.net.set_pxe_boot(nodes.node_mac(n.k), image, append)
         cmd = nodes.qemu_command(self.name, n.k, image, append, self.args.cores, self.args.mem, self.accel,
-                                 console, n.qemu_port, n.port.listen_port, cdrom=iso)
+                                 console, n.qemu_port, getattr(n.port, "listen_port", None), cdrom=iso,
+                                 tap=n.tap, pxe=self.args.pxe)
         cmd += ["-pidfile", os.path.join(self.dir, "node%d.pid" % n.k)]
+        if self.net is not None:
+            cmd = self.net.exec_prefix() + cmd
         with open(os.path.join(self.dir, "node%d.qemu.log" % n.k), "ab") as err:
             n.proc = subprocess.Popen(["setpriv", "--pdeathsig", "KILL", "--"] + cmd, stdin=subprocess.DEVNULL,
                                       stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
@@ -149,7 +159,7 @@ class Supervisor:
 
     def boot_agent(self, n):
         key = self.key if not n.wrong_key else "%032x" % (int(self.key, 16) ^ 1)
-        append = nodes.boot_args(n.k, "agent", key, nodes.POOL_JOB, "0@%s" % nodes.FRONTEND_IP)
+        append = nodes.boot_args(n.k, "agent", key, nodes.POOL_JOB, "0@%s" % nodes.FRONTEND_IP, dhcp=self.dhcp)
         n.job = n.place = None
         n.report = n.report_at = None
         n.app = "agent"
@@ -311,7 +321,8 @@ class Supervisor:
         n.job, n.place, n.app = job.id, place, r["app"]
         n.port.route = ("127.0.0.1", int(r["place0_port"]))
         self.boot(n, image, nodes.boot_args(n.k, r["app"], self.key, job.id, peers, r.get("args", []),
-                                            job.fd_args + r.get("kargs", []) + list(extra_kargs)), "running")
+                                            job.fd_args + r.get("kargs", []) + list(extra_kargs), dhcp=self.dhcp),
+                  "running")
         return {"node": n.k, "place": place, "ip": nodes.node_ip(n.k), "bridge_port": n.port.bridge_port,
                 "console": console, "offset": offset}
 
@@ -426,6 +437,7 @@ class Supervisor:
         op = request["op"]
         if op == "status":
             return {"ok": True, "name": self.name, "pid": os.getpid(), "nodes": self.rows(), "accel": self.accel,
+                    "network": self.network(), "netns": self.net.ns if self.net else None, "boot": self.boot_method(),
                     "job": {"id": self.job.id, "app": self.job.request["app"], "nodes": self.job.nodes,
                             "endpoints": self.job.endpoints} if self.job else None, "queued": len(self.queue)}
         if op == "add":
@@ -494,9 +506,11 @@ class Supervisor:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, lambda *a: setattr(self, "stopping", True))
         self.sel.register(stop_r, selectors.EVENT_READ, lambda: os.read(stop_r, 64))
-        log("supervisor %d: cluster %s, %d nodes of %d cores and %d MiB, accel %s, booting %s, state in %s",
+        log("supervisor %d: cluster %s, %d nodes of %d cores and %d MiB, accel %s, booting %s, network %s, state in %s",
             os.getpid(), self.name, self.args.nodes, self.args.cores, self.args.mem, self.accel,
-            "GRUB ISOs" if self.args.iso else "by -kernel", self.dir)
+            self.boot_method(), self.network(), self.dir)
+        if self.args.bridge:
+            self.bridge_up()
         self.add_nodes(self.args.nodes)
         with open(os.path.join(self.dir, "supervisor.pid.tmp"), "w") as f:
             f.write("%d\n" % os.getpid())
@@ -510,6 +524,33 @@ class Supervisor:
         finally:
             self.shut_down(server)
 
+    @property
+    def dhcp(self):
+        return self.net is not None
+
+    def boot_method(self):
+        return "by iPXE" if self.args.pxe else "GRUB ISOs" if self.args.iso else "by -kernel"
+
+    def network(self):
+        if self.net is None:
+            return "the switch on 127.0.0.1 (rootless)"
+        return "bridge in namespace %s (DHCP and TFTP at %s, the switch at %s)" % (
+            self.net.ns, netns.SERVER_IP, nodes.FRONTEND_IP)
+
+    def bridge_up(self):
+        """Bridge mode: the namespace, bridge and dnsmasq; the switch's port is its tap there."""
+        self.net = netns.BridgeNetwork(self.name, self.dir, pxe=self.args.pxe)
+        try:
+            self.net.up()
+            tap = self.net.open_tap(netns.SWITCH_TAP)
+        except (netns.NetError, OSError) as e:
+            self.net.close()
+            log("supervisor: cannot set up the bridge: %s", e)
+            shutil.rmtree(self.dir, ignore_errors=True)
+            sys.exit(1)
+        self.switch.attach_tap(tap)
+        self.sel.register(tap.fd, selectors.EVENT_READ, lambda: self.switch.drain(tap))
+
     def shut_down(self, server):
         self.stopping = True
         log("supervisor: cluster %s going down", self.name)
@@ -522,6 +563,8 @@ class Supervisor:
             if n.proc is not None:
                 n.proc.wait()
         self.switch.close()
+        if self.net is not None:
+            self.net.close()
         server.close()
         for conn in list(self.conns):
             conn.close()
@@ -536,7 +579,10 @@ def main():
     ap.add_argument("--mem", type=int, default=128)
     ap.add_argument("--accel", default="auto")
     ap.add_argument("--iso", action="store_true", help="nodes boot a GRUB ISO made per boot (boot/make_iso.sh)")
+    ap.add_argument("--bridge", action="store_true", help="a namespace with a bridge, taps and dnsmasq (root)")
+    ap.add_argument("--pxe", action="store_true", help="nodes boot by iPXE (implies --bridge)")
     args = ap.parse_args()
+    args.bridge = args.bridge or args.pxe
     Supervisor(args).run()
     return 0
 

@@ -44,14 +44,13 @@ def ip_checksum(header):
     return ~total & 0xFFFF
 
 
-class NodePort(hub.UdpPort):
-    """The switch's port for node K: its QEMU's -netdev dgram, and its bridge port for place 0."""
+class PlaceZeroSide:
+    """What the switch keeps of node K for place 0: its bridge port on 127.0.0.1, the route to the
+    job's place 0, whether its key checked, counters. `out`: the port its frames leave by."""
 
-    def __init__(self, index, k, qemu_port):
-        super().__init__(index, 0, qemu_port)  # listen on a port the kernel picks
-        self.name = "node %d" % k
+    def init_side(self, k, out):
         self.k = k
-        self.listen_port = self.sock.getsockname()[1]
+        self.out = out
         self.mac = nodes.mac_bytes(nodes.node_mac(k))
         self.ip = nodes.ip_bytes(nodes.node_ip(k))
         self.bridge = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -65,8 +64,31 @@ class NodePort(hub.UdpPort):
         self.ip_id = 0
         self.to_place0 = self.from_place0 = self.no_route = self.refused = 0
 
+
+class NodePort(hub.UdpPort, PlaceZeroSide):
+    """The switch's port for node K: its QEMU's -netdev dgram, and its bridge port for place 0."""
+
+    def __init__(self, index, k, qemu_port):
+        super().__init__(index, 0, qemu_port)  # listen on a port the kernel picks
+        self.name = "node %d" % k
+        self.listen_port = self.sock.getsockname()[1]
+        self.init_side(k, self)
+
     def close(self):
         self.sock.close()
+        self.bridge.close()
+
+
+class BridgedNode(PlaceZeroSide):
+    """Node K of a bridge-mode cluster (netns.py): its NIC is a tap on the Linux bridge, whose
+    frames for 10.77.0.1 reach the switch through the switch's own tap (`out`)."""
+
+    def __init__(self, k, tap):
+        self.name = "node %d" % k
+        self.counters = dict.fromkeys(hub.COUNTERS, 0)
+        self.init_side(k, tap)
+
+    def close(self):
         self.bridge.close()
 
 
@@ -81,12 +103,25 @@ class Switch(hub.Hub):
         self.on_refuse = on_refuse
         self.by_k = {}
         self.by_ip = {}  # IPv4 address (bytes) -> the node's port: the plan, for proxy ARP
+        self.by_mac = {}  # bridge mode: a node's MAC -> its BridgedNode
+        self.tap = None  # bridge mode: the switch's tap on the cluster's bridge
 
-    def add_node(self, k, qemu_port):
-        port = NodePort(len(self.ports), k, qemu_port)
+    def attach_tap(self, port):
+        """Bridge mode: the switch's only port is its tap on the Linux bridge, which switches the
+        nodes' frames to one another; the switch sees those for 10.77.0.1 and broadcasts."""
+        port.index = len(self.ports)
         self.ports.append(port)
+        self.tap = port
+
+    def add_node(self, k, qemu_port=None):
+        if self.tap is not None:
+            port = BridgedNode(k, self.tap)
+            self.by_mac[port.mac] = port
+        else:
+            port = NodePort(len(self.ports), k, qemu_port)
+            self.ports.append(port)
+            self.by_ip[port.ip] = port
         self.by_k[k] = port
-        self.by_ip[port.ip] = port
         return port
 
     def reset_node(self, k):
@@ -94,14 +129,6 @@ class Switch(hub.Hub):
         port = self.by_k[k]
         port.verified = False
         self.macs.pop(port.mac, None)
-
-    def fds(self):
-        """(fd, callback) pairs for the supervisor's selector."""
-        out = []
-        for port in self.ports:
-            out.append((port.sock, lambda p=port: self.drain(p)))
-            out.append((port.bridge, lambda p=port: self.drain_bridge(p)))
-        return out
 
     def drain_bridge(self, port):
         for _ in range(64):
@@ -115,7 +142,9 @@ class Switch(hub.Hub):
                 port.no_route += 1  # not this node's place 0 (a stale job's): dropped
                 continue
             port.from_place0 += 1
-            self.transmit(port, self.udp_frame(port, data))
+            if port.out is not port:  # bridge mode: the tap counts it too
+                port.counters["tx"] += 1
+            self.transmit(port.out, self.udp_frame(port, data))
 
     def udp_frame(self, port, payload):
         port.ip_id = (port.ip_id + 1) & 0xFFFF
@@ -126,48 +155,58 @@ class Switch(hub.Hub):
         return port.mac + SWITCH_MAC + ETH_IPV4 + bytes(ip) + udp + payload
 
     def on_frame(self, src, frame):
+        node = src
+        if src is self.tap:  # bridge mode: which node sent it, by its MAC
+            node = self.by_mac.get(bytes(frame[6:12]))
+            src.counters["rx"] += 1
         if len(frame) >= 42 and frame[12:14] == ETH_ARP:
             arp = frame[14:42]
             target = arp[24:28]
             # Who has 10.77.0.1 (us), or a node of the plan? Answered here (proxy ARP), not flooded:
             # 64 booting nodes asking for one another were 250k flooded frames. Announcements
-            # (gratuitous: sender == target) are flooded as usual.
+            # (gratuitous: sender == target) are flooded as usual. On a bridge, nodes answer for
+            # themselves.
             owner = self.by_ip.get(target)
             if arp[6:8] == b"\x00\x01" and arp[14:18] != target and (target == FRONTEND_IP or owner is not None):
-                src.counters["rx"] += 1
+                if src is not self.tap:
+                    src.counters["rx"] += 1
                 mac = SWITCH_MAC if target == FRONTEND_IP else owner.mac
                 reply = (arp[8:14] + mac + ETH_ARP + b"\x00\x01\x08\x00\x06\x04\x00\x02" + mac +
                          target + arp[8:14] + arp[14:18])
                 self.transmit(src, reply)
                 return
+        if node is None:  # bridge mode, not a node of this cluster (or not for us): the bridge's business
+            return
         if len(frame) >= 42 and frame[12:14] == ETH_IPV4 and frame[23] == 17:
             ihl = (frame[14] & 15) * 4
             payload = frame[14 + ihl + 8:14 + struct.unpack_from("!H", frame, 16)[0]]
-            if not src.verified:
+            if not node.verified:
                 ok = siphash.frame_mac_ok(self.key, payload)
                 if ok is False:
-                    src.counters["rx"] += 1
-                    src.refused += 1
+                    node.counters["rx"] += 1
+                    node.refused += 1
                     now = time.monotonic()
-                    if now - src.refused_at >= 10:
-                        src.refused_at = now
-                        self.on_refuse(src.k, "%d.%d.%d.%d" % tuple(frame[26:30]),
+                    if now - node.refused_at >= 10:
+                        node.refused_at = now
+                        self.on_refuse(node.k, "%d.%d.%d.%d" % tuple(frame[26:30]),
                                        ":".join("%02x" % b for b in frame[6:12]))
                     return
                 if ok:
-                    src.verified = True
-                    self.on_join(src.k)
+                    node.verified = True
+                    self.on_join(node.k)
             if frame[30:34] == FRONTEND_IP:
-                src.counters["rx"] += 1
-                if src.route is None:
-                    src.no_route += 1
+                node.counters["rx"] += 1
+                if node.route is None:
+                    node.no_route += 1
                 else:
-                    src.to_place0 += 1
+                    node.to_place0 += 1
                     try:
-                        src.bridge.sendto(payload, src.route)
+                        node.bridge.sendto(payload, node.route)
                     except OSError:
-                        src.counters["send_errors"] += 1
+                        node.counters["send_errors"] += 1
                 return
+        if src is self.tap:  # nodes' traffic among themselves (broadcasts): the bridge switches it
+            return
         if frame[0:6] == SWITCH_MAC:  # other traffic for the frontend: nothing listens
             src.counters["rx"] += 1
             src.counters["dropped"] += 1
@@ -180,5 +219,7 @@ class Switch(hub.Hub):
                     refused=p.refused)
 
     def close(self):
-        for p in self.ports:
+        for p in self.by_k.values():
             p.close()
+        if self.tap is not None:
+            os.close(self.tap.fd)

@@ -938,9 +938,10 @@ void Balance(uint64_t ms) {
     int used = 0, cores = 0;
     unsigned long long elapsed = 0, stolen = 0;
     CHECK(std::sscanf(r.c_str(), "%d %d %llu %llu", &used, &cores, &elapsed, &stolen) == 4);
-    std::printf("apgas: place %u: 4 activities of %llu ms (each first of a round of %d) ran on %d of %d activity cores "
-                "in %llu ms (one core: %llu ms), %llu steals\n",
-                p.id, (unsigned long long)ms, cores, used, cores, elapsed, (unsigned long long)(4 * ms), stolen);
+    std::printf(
+        "apgas: place %u: 4 activities of %llu ms (each first of a round of %d) ran on %d of %d activity cores "
+        "in %llu ms (one core: %llu ms), %llu steals\n",
+        p.id, (unsigned long long)ms, cores, used, cores, elapsed, (unsigned long long)(4 * ms), stolen);
     if (cores >= 2 && used >= 2) ++balanced;  // the time is printed, not checked (loaded hosts)
   }
   std::printf("apgas: work stealing: balanced at %d of %zu places\n", balanced, places.size());

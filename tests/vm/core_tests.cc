@@ -141,9 +141,10 @@ int Steal(int argc, char** argv) {
     std::printf("steal: core %d ran %llu\n", c, (unsigned long long)n);
   }
   CHECK((*ran)[0].value.load() == 0);
-  std::printf("steal: %d tasks of %d ms queued at core %d ran on %d of %d cores in %llu ms (serial %d ms), %llu steals\n",
-              tasks, ms, first, used, members, (unsigned long long)elapsed_ms, tasks * ms,
-              (unsigned long long)(steals() - steals0));
+  std::printf(
+      "steal: %d tasks of %d ms queued at core %d ran on %d of %d cores in %llu ms (serial %d ms), %llu steals\n",
+      tasks, ms, first, used, members, (unsigned long long)elapsed_ms, tasks * ms,
+      (unsigned long long)(steals() - steals0));
   // Taken by other cores is the property; the wall time is printed, not
   // checked (a loaded host deschedules the cores between tasks).
   CHECK(used >= 2);

@@ -279,7 +279,8 @@ void Loop::Sleep() {
   sleeping.store(true, std::memory_order_seq_cst);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   uint64_t deadline = NextDeadline();
-  bool can_sleep = !remote_.MaybeNonEmpty() && !HasShared() && !StealableWork() && (deadline == 0 || platform::HasTimerInterrupt());
+  bool can_sleep =
+      !remote_.MaybeNonEmpty() && !HasShared() && !StealableWork() && (deadline == 0 || platform::HasTimerInterrupt());
   if (can_sleep && (deadline == 0 || deadline > clock::NowNs())) {
     ++sleeps_;
     platform::WaitForWork(deadline);
