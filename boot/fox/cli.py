@@ -9,6 +9,7 @@
     fox kill NODE [--name NAME]
     fox add --nodes K [--name NAME]
     fox logs NODE [--follow] [--name NAME]
+    fox pxe serve --interface IF --range A,B [--image IMG] [--append ARGS] [--hosts FILE]
 
 Exit statuses: 0 done, 1 failed (the message says why), 2 bad arguments;
 `fox run` returns the job's status (124 timed out, 130 interrupted).
@@ -47,6 +48,18 @@ def seconds(text):
     if value <= 0:
         raise argparse.ArgumentTypeError("%r is not a positive number of seconds" % text)
     return value
+
+
+def address_range(text):
+    import ipaddress
+    first, comma, last = text.partition(",")
+    try:
+        a, b = ipaddress.IPv4Address(first.strip()), ipaddress.IPv4Address(last.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not A,B (two IPv4 addresses)" % text)
+    if not comma or a > b:
+        raise argparse.ArgumentTypeError("%r is not A,B with A <= B" % text)
+    return str(a), str(b)
 
 
 def cluster_name(text):
@@ -111,6 +124,22 @@ def parser():
                      help="they join the job that runs (its Dht rebalances onto them) instead of idling in the pool")
     add.add_argument("--timeout", type=seconds, default=120)
     add_name(add)
+
+    pxe = sub.add_parser("pxe", help="PXE-boot real machines: DHCP, TFTP and iPXE on an interface (root)")
+    psub = pxe.add_subparsers(dest="action", metavar="ACTION")
+    psub.required = True
+    serve = psub.add_parser("serve", help="serve until Ctrl-C",
+                            description="DHCP (dnsmasq) on IF with addresses A..B, TFTP of the image and iPXE "
+                                        "scripts: iPXE ROMs boot the image by multiboot with the boot arguments; "
+                                        "legacy PXE ROMs first chain-load Debian's undionly.kpxe (package ipxe). "
+                                        "--hosts FILE: lines 'MAC IP [BOOT ARGS...]' give machines a fixed address "
+                                        "and arguments of their own (fox.node=K fox.ip=... fox.key=...).")
+    serve.add_argument("--interface", required=True, help="the interface facing the machines (it needs an IPv4 address)")
+    serve.add_argument("--range", required=True, type=address_range, help="A,B: the addresses DHCP hands out")
+    serve.add_argument("--image", help="the multiboot image (default: build/native/fox.elf, every app)")
+    serve.add_argument("--append", default="fox.app=hello", help="boot arguments of machines not in --hosts")
+    serve.add_argument("--hosts", help="a file of 'MAC IP [BOOT ARGS...]' lines")
+    serve.add_argument("--dir", help="where its files go (default: a temporary directory, removed after)")
 
     logs = sub.add_parser("logs", help="a node's console (every boot)")
     logs.add_argument("node", type=positive(nodes.MAX_NODE_ID))
@@ -377,6 +406,45 @@ def add(args):
     return 1 if bad else 0
 
 
+def pxe_serve(args):
+    import signal
+    import tempfile
+    from fox import netns
+    if os.geteuid() != 0:
+        return usage("fox pxe serve: error: needs root (DHCP and TFTP ports)")
+    if shutil.which("dnsmasq") is None:
+        return fail("pxe serve needs dnsmasq: make deps (or apt-get install dnsmasq-base)")
+    if not os.path.exists("/sys/class/net/%s" % args.interface):
+        return usage("fox pxe serve: error: --interface: no interface %r here" % args.interface)
+    image = args.image or nodes.node_image()
+    if not os.path.isfile(image):
+        return usage("fox pxe serve: error: --image: %s does not exist%s" % (
+            image, "" if args.image else " (build fox first: make)"))
+    hosts = []
+    if args.hosts:
+        try:
+            hosts = netns.parse_hosts(args.hosts)
+        except OSError as e:
+            return usage("fox pxe serve: error: --hosts: %s" % e)
+        except ValueError as e:
+            return usage("fox pxe serve: error: --hosts: %s" % e)
+    directory = args.dir or tempfile.mkdtemp(prefix="fox-pxe-")
+    os.makedirs(directory, exist_ok=True)
+    stopping = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *a: stopping.append(1))
+    try:
+        netns.serve(args.interface, args.range[0], args.range[1], image, args.append, hosts, directory,
+                    lambda text: print(text, flush=True), lambda: bool(stopping))
+    except netns.NetError as e:
+        return fail("pxe serve: %s" % e)
+    finally:
+        if not args.dir:
+            shutil.rmtree(directory, ignore_errors=True)
+    print("fox pxe serve: stopped", flush=True)
+    return 0
+
+
 def logs(args):
     path = os.path.join(state.cluster_dir(args.name), "node%d.log" % args.node)
     if state.supervisor_pid(args.name) is None:
@@ -428,6 +496,8 @@ def main(argv=None):
             return add(args)
         if args.command == "logs":
             return logs(args)
+        if args.command == "pxe":
+            return pxe_serve(args)
     except state.SupervisorGone as e:
         return fail(str(e))
     except KeyboardInterrupt:

@@ -36,6 +36,10 @@ BRIDGE = "br0"
 SWITCH_TAP = "sw0"
 UNDIONLY = "/usr/lib/ipxe/undionly.kpxe"
 CLONE_NEWNET = 0x40000000
+# iPXE waits for IPv6 router advertisements (13 s here without one) and for
+# ProxyDHCP offers (4 s) before it boots: a stateless RA on the bridge's ULA
+# and iPXE's no-pxedhcp option (175.176) make it go at once.
+QUICK_IPXE = ["--enable-ra", "--dhcp-range=fd77::,ra-only", "--dhcp-option=encap:175,176,1b"]
 
 
 class NetError(Exception):
@@ -58,8 +62,8 @@ def mac_path_name(mac):
     return "node-%s.ipxe" % mac.lower().replace(":", "-")
 
 
-def ipxe_script(server, image_name, append):
-    return "#!ipxe\necho fox: loading %s\nkernel tftp://%s/%s %s\nboot\n" % (image_name, server, image_name, append)
+def ipxe_script(image_name, append):
+    return "#!ipxe\necho fox: loading %s\nkernel tftp://${next-server}/%s %s\nboot\n" % (image_name, image_name, append)
 
 
 BOOT_IPXE = "#!ipxe\nchain tftp://${next-server}/node-${net0/mac:hexhyp}.ipxe || chain tftp://${next-server}/default.ipxe\n"
@@ -192,12 +196,12 @@ class BridgeNetwork:
         self.run("ip", "link", "set", "lo", "up")
         self.run("ip", "link", "add", BRIDGE, "type", "bridge")
         self.run("ip", "addr", "add", "%s/%d" % (SERVER_IP, PREFIX), "dev", BRIDGE)
-        self.run("ip", "-6", "addr", "add", "fd77::fe/64", "dev", BRIDGE, "nodad")
+        self.run("ip", "-6", "addr", "add", "fd77::fe/64", "dev", BRIDGE, "nodad")  # for RAs: QUICK_IPXE
         self.run("ip", "link", "set", BRIDGE, "up")
         self.tftp = prepare_tftp(self.dir)
         self.dnsmasq = start_dnsmasq(
             dnsmasq_command(self.dir, BRIDGE, "10.77.0.10,static,255.255.0.0,12h", router="10.77.0.1",
-                            extra=["--enable-ra", "--dhcp-range=fd77::,ra-only", "--dhcp-option=encap:175,176,1b"]), self.dir,
+                            extra=QUICK_IPXE), self.dir,
             self.exec_prefix())
 
     def open_tap(self, ifname):
@@ -235,7 +239,7 @@ class BridgeNetwork:
     def set_pxe_boot(self, mac, image, append):
         """Node MAC's next PXE boot: `image` with `append`."""
         name = publish_image(self.tftp, image)
-        write_atomic(os.path.join(self.tftp, mac_path_name(mac)), ipxe_script(SERVER_IP, name, append))
+        write_atomic(os.path.join(self.tftp, mac_path_name(mac)), ipxe_script(name, append))
 
     def close(self):
         stop_process(self.dnsmasq)
@@ -266,3 +270,86 @@ def clean_up(directory, log=print):
         sh("ip", "netns", "del", ns, check=False)
         found = True
     return found
+
+
+# ---- fox pxe serve ----
+
+def interface_ipv4(interface):
+    """(address, prefix length) of `interface`'s first IPv4 address, or None."""
+    r = sh("ip", "-o", "-4", "addr", "show", "dev", interface, check=False)
+    for line in r.stdout.splitlines():
+        words = line.split()
+        if "inet" in words:
+            addr, _, plen = words[words.index("inet") + 1].partition("/")
+            return addr, int(plen or 32)
+    return None
+
+
+def parse_hosts(path):
+    """`MAC IP [ARGS...]` lines (# comments): (mac, ip, args). Raises ValueError with the line."""
+    import ipaddress
+    import re
+    out = []
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            words = line.split("#", 1)[0].split()
+            if not words:
+                continue
+            if len(words) < 2 or not re.fullmatch(r"([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}", words[0]):
+                raise ValueError("%s:%d: expected 'MAC IP [BOOT ARGS...]', got %r" % (path, number, line.strip()))
+            try:
+                ipaddress.IPv4Address(words[1])
+            except ValueError:
+                raise ValueError("%s:%d: %r is not an IPv4 address" % (path, number, words[1]))
+            out.append((words[0].lower(), words[1], " ".join(words[2:])))
+    return out
+
+
+def serve(interface, first, last, image, append, hosts, directory, out, stop):
+    """DHCP (first..last, and the hosts' fixed addresses), TFTP and iPXE scripts on `interface`,
+    until stop() is true. The caller checked the arguments; raises NetError when the service fails."""
+    import ipaddress
+    have = interface_ipv4(interface)
+    if have is None:
+        raise NetError("interface %s has no IPv4 address (dnsmasq answers from it)" % interface)
+    net = ipaddress.IPv4Network("%s/%d" % have, strict=False)
+    for a in (first, last):
+        if ipaddress.IPv4Address(a) not in net:
+            raise NetError("%s is not in %s's network %s" % (a, interface, net))
+    tftp = prepare_tftp(directory)
+    name = publish_image(tftp, image)
+    write_atomic(os.path.join(tftp, "default.ipxe"), ipxe_script(name, append))
+    lines = []
+    for mac, ip, args in hosts:
+        lines.append("%s,%s" % (mac, ip))
+        write_atomic(os.path.join(tftp, mac_path_name(mac)), ipxe_script(name, args or append))
+    write_atomic(os.path.join(directory, "dhcp-hosts"), "".join(line + "\n" for line in lines))
+    # No router advertisements here (a real network's router sends its own): only no-pxedhcp.
+    cmd = dnsmasq_command(directory, interface, "%s,%s,%s,12h" % (first, last, net.netmask), extra=QUICK_IPXE[2:])
+    proc = start_dnsmasq(cmd, directory)
+    out("fox pxe serve: DHCP %s-%s and TFTP on %s (%s), iPXE booting %s %s; legacy PXE ROMs chain-load "
+        "undionly.kpxe%s; %d fixed hosts; Ctrl-C stops" % (
+            first, last, interface, have[0], name, append,
+            "" if os.path.exists(os.path.join(tftp, "undionly.kpxe")) else " (missing: apt-get install ipxe)",
+            len(hosts)))
+    log_path = os.path.join(directory, "dnsmasq.log")
+    shown = 0
+    try:
+        while not stop():
+            if proc.poll() is not None:
+                raise NetError("dnsmasq exited with %d (log: %s)" % (proc.returncode, log_path))
+            try:
+                with open(log_path, "rb") as f:
+                    f.seek(shown)
+                    for raw in f:
+                        if not raw.endswith(b"\n"):
+                            break
+                        shown += len(raw)
+                        line = raw.decode(errors="replace")
+                        if "DHCPACK(" in line or ": sent /" in line or "failed" in line or "error" in line:
+                            out("fox pxe serve: %s" % line.split(": ", 1)[-1].strip())
+            except OSError:
+                pass
+            time.sleep(0.2)
+    finally:
+        stop_process(proc)

@@ -24,6 +24,15 @@ Scenarios:
     build_id           place 0 and node image from different sources: refused; an app not in the image too
     iso                nodes boot GRUB ISOs carrying their arguments, join and run a job
     bad_arguments      clear messages and status 2
+    bridge             (root) up --bridge: a namespace with a bridge, taps and dnsmasq (DHCP); run ring,
+                       kill, add, a wrong-key node refused; SIGKILL of the supervisor, down: nothing left
+                       (no namespace, tap, dnsmasq, QEMU)
+    pxe                (root) up --pxe: nodes boot from QEMU's iPXE ROM (DHCP, iPXE script by TFTP,
+                       multiboot), join, run a job twice (each a PXE boot); down: nothing left
+    pxe_serve          (root) fox pxe serve on a bridge in a namespace of the test's: an iPXE machine with
+                       a fixed address and arguments (--hosts) and one from the range boot the image; a
+                       legacy PXE client (no iPXE user class) is offered undionly.kpxe and reads it by TFTP;
+                       Ctrl-C stops it and nothing is left
     memcached_job      fox run memcached: every node serves on TCP 11211, and ends with place 0
     memcached_gateway  rootless clients reach the job's Dht through place 0 on 127.0.0.1, across a fox kill
     run32              what `make run NODES=32` runs: the ring on 32 nodes made for the job, 0 deaths
@@ -118,6 +127,9 @@ class Env:
         for n in self.names:
             if os.path.exists(os.path.join(self.dir, n)):
                 found.append("state directory %s" % os.path.join(self.dir, n))
+        for ns in namespaces():
+            if ns.startswith("fox-t%s-" % self.tag) or ns.startswith("foxtest-%s-" % self.tag):
+                found.append("namespace %s" % ns)
         return found
 
     def expect_nothing_left(self, when):
@@ -136,6 +148,8 @@ class Env:
             subprocess.run([self.fox, "cluster", "down", "--name", n], env=self.env, capture_output=True, timeout=60)
         left = self.leftovers()
         for line in left:
+            if line.startswith("namespace"):
+                subprocess.run(["ip", "netns", "del", line.split()[1]], capture_output=True)
             if line.startswith(("process", "QEMU")):
                 try:
                     os.kill(int(line.split()[1].rstrip(":")), signal.SIGKILL)
@@ -161,6 +175,13 @@ def wait_for(predicate, timeout, what):
             return
         time.sleep(0.2)
     raise Failure("timed out (%g s) waiting for %s" % (timeout, what))
+
+
+def namespaces():
+    if os.geteuid() != 0:
+        return []
+    r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+    return [line.split()[0] for line in r.stdout.splitlines() if line.strip()]
 
 
 def check_ring(out, places):
@@ -458,7 +479,14 @@ def bad_arguments(e):
         (["cluster", "up", "--nodes", "0"], r"--nodes: 0 is not from 1 to 200"),
         (["cluster", "up", "--nodes", "many"], r"--nodes: 'many' is not a whole number"),
         (["cluster", "up", "--name", "no/slash"], r"--name: 'no/slash' is not a cluster name"),
-        (["cluster", "up", "--pxe", "--name", name], r"--pxe .* is not implemented yet"),
+        (["cluster", "up", "--pxe", "--iso", "--name", name], r"--pxe and --iso exclude each other"),
+        (["pxe"], r"the following arguments are required: ACTION"),
+        (["pxe", "serve", "--interface", "lo"], r"the following arguments are required: --range"),
+        (["pxe", "serve", "--interface", "lo", "--range", "10.0.0.9,10.0.0.1"], r"--range: '10\.0\.0\.9,10\.0\.0\.1' is not A,B with A <= B"),
+        (["pxe", "serve", "--interface", "lo", "--range", "ten"], r"--range: 'ten' is not A,B"),
+        (["pxe", "serve", "--interface", "nosuch0", "--range", "10.0.0.1,10.0.0.9"], r"--interface: no interface 'nosuch0' here|needs root"),
+        (["pxe", "serve", "--interface", "lo", "--range", "10.0.0.1,10.0.0.9", "--image", "/nonexistent.elf"],
+         r"--image: /nonexistent\.elf does not exist|needs root"),
         (["cluster", "sideways"], r"invalid choice: 'sideways'"),
         (["cluster"], r"the following arguments are required: ACTION"),
         ([], r"the following arguments are required: COMMAND"),
@@ -797,9 +825,234 @@ def scale64(e):
     e.expect_nothing_left("after down")
 
 
+def bridge(e):
+    name = e.name("bridge")
+    _, out = e.fox_cmd("cluster", "up", "--bridge", "--nodes", "2", "--name", name, check=0)
+    expect(out, r"^1\s+10\.77\.0\.11\s+idle", "up's table")
+    st = e.status(name)
+    ns = st.get("netns") or ""
+    expect(st["network"], r"^bridge in namespace fox-t\d+-bridge-[0-9a-f]{6} \(DHCP and TFTP at 10\.77\.255\.254",
+           "status's network")
+    if ns not in namespaces():
+        raise Failure("namespace %s does not exist" % ns)
+    links = subprocess.run(["ip", "netns", "exec", ns, "ip", "-o", "link", "show", "master", "br0"],
+                           capture_output=True, text=True).stdout
+    for tap in ("tap1", "tap2", "sw0"):
+        if ": %s:" % tap not in links:
+            raise Failure("%s is not a port of br0 in %s: %s" % (tap, ns, links))
+    with open(os.path.join(e.dir, name, "node1.log"), errors="replace") as f:
+        expect(f.read(), r"net: DHCP lease 10\.77\.0\.11/255\.255\.0\.0 from 10\.77\.255\.254", "node 1's console")
+    _, out = e.fox_cmd("run", "ring", "--name", name, "--timeout", "200", "--", "laps=20", check=0)
+    check_ring(out, 3)
+    wait_for(lambda: set(states(e.status(name)).values()) == {"idle"}, 120, "the nodes back in the pool")
+    e.fox_cmd("kill", "2", "--name", name, check=0)
+    e.fox_cmd("add", "--nodes", "1", "--name", name, check=0)
+    status, out = e.fox_cmd("add", "--nodes", "1", "--wrong-key", "--name", name, "--timeout", "120")
+    if status != 1:
+        raise Failure("adding a node with the wrong key exited %d, expected 1" % status)
+    if states(e.status(name)) != {1: "idle", 2: "dead", 3: "idle", 4: "refused"}:
+        raise Failure("status: %s" % states(e.status(name)))
+    with open(os.path.join(e.dir, name, "supervisor.log")) as f:
+        expect(f.read(), r"refusing node 4 at 10\.77\.0\.14 \(MAC 52:54:00:77:00:04\): its frames fail the cluster's key",
+               "supervisor.log")
+    _, out = e.fox_cmd("run", "ring", "--name", name, "--timeout", "200", "--", "laps=20", check=0)
+    check_ring(out, 3)
+    expect(out, r"^place2\| ring: node 3: done", "ring on nodes 1 and 3")
+    os.kill(e.status(name)["pid"], signal.SIGKILL)
+    time.sleep(0.5)
+    e.fox_cmd("cluster", "down", "--name", name, check=0)
+    if ns in namespaces():
+        raise Failure("namespace %s left after SIGKILL of the supervisor and down" % ns)
+    e.expect_nothing_left("after SIGKILL of the supervisor and down")
+
+
+def pxe(e):
+    name = e.name("pxe")
+    _, out = e.fox_cmd("cluster", "up", "--pxe", "--nodes", "2", "--name", name, "--timeout", "180", check=0)
+    st = e.status(name)
+    if st["boot"] != "by iPXE":
+        raise Failure("status says the nodes boot %r" % st["boot"])
+    for k in (1, 2):
+        with open(os.path.join(e.dir, name, "node%d.log" % k), errors="replace") as f:
+            expect(f.read(), r"\| iPXE [^|]+\| boot args: fox\.app=agent fox\.node=%d " % k, "node %d's console" % k)
+    for laps in (5, 10):  # each job boots its nodes by PXE again
+        _, out = e.fox_cmd("run", "ring", "--name", name, "--timeout", "200", "--", "laps=%d" % laps, check=0)
+        check_ring(out, 3)
+        wait_for(lambda: set(states(e.status(name)).values()) == {"idle"}, 180, "the nodes back in the pool")
+    with open(os.path.join(e.dir, name, "node1.log"), errors="replace") as f:
+        expect(f.read(), r"\| iPXE [^|]+\| boot args: fox\.app=ring fox\.node=1 .* -- laps=10", "node 1's job boot")
+    with open(os.path.join(e.dir, name, "dnsmasq.log"), errors="replace") as f:
+        expect(f.read(), r"sent .*/tftp/node-52-54-00-77-00-02\.ipxe to 10\.77\.0\.12", "dnsmasq's log")
+    e.fox_cmd("cluster", "down", "--name", name, check=0)
+    e.expect_nothing_left("after down")
+
+
+def dhcp_discover(iface, mac, user_class=None, timeout=20):
+    """A DHCPDISCOVER from `mac` as a PXE ROM sends it (vendor class PXEClient; iPXE adds user
+    class "iPXE"): (boot file name, next server) of the first offer."""
+    import socket
+    import struct
+    xid = os.getpid() & 0xFFFFFFFF
+    opts = bytes([53, 1, 1]) + bytes([60, 32]) + b"PXEClient:Arch:00000:UNDI:002001"
+    if user_class:
+        opts += bytes([77, len(user_class)]) + user_class.encode()
+    opts += bytes([55, 3, 1, 66, 67]) + b"\xff"
+    packet = struct.pack("!BBBBIHH", 1, 1, 6, 0, xid, 0, 0x8000) + b"\0" * 16 + mac + b"\0" * 10 + b"\0" * 192 + \
+        b"\x63\x82\x53\x63" + opts
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, iface.encode())
+    s.bind(("0.0.0.0", 68))
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            s.sendto(packet, ("255.255.255.255", 67))
+            s.settimeout(1.0)
+            try:
+                data, _ = s.recvfrom(2048)
+            except socket.timeout:
+                continue
+            if len(data) < 240 or data[0] != 2 or struct.unpack_from("!I", data, 4)[0] != xid:
+                continue
+            siaddr = socket.inet_ntoa(data[20:24])
+            name = data[108:236].split(b"\0")[0].decode()
+            i = 240
+            while i < len(data) and data[i] != 255:  # option 67 overrides the file field
+                if data[i] == 0:
+                    i += 1
+                    continue
+                if data[i] == 67:
+                    name = data[i + 2:i + 2 + data[i + 1]].split(b"\0")[0].decode()
+                i += 2 + data[i + 1]
+            return name, siaddr
+    finally:
+        s.close()
+    raise Failure("no DHCP offer on %s within %d s" % (iface, timeout))
+
+
+def tftp_read(server, name, timeout=20):
+    """The file `name` from a TFTP server (RFC 1350, octet mode)."""
+    import socket
+    import struct
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(timeout)
+    try:
+        s.sendto(b"\0\1" + name.encode() + b"\0octet\0", (server, 69))
+        data, block = b"", 1
+        while True:
+            packet, peer = s.recvfrom(4 + 512)
+            op, number = struct.unpack_from("!HH", packet)
+            if op == 5:
+                raise Failure("TFTP error for %s: %r" % (name, packet[4:]))
+            if op != 3 or number != block & 0xFFFF:
+                continue
+            data += packet[4:]
+            s.sendto(struct.pack("!HH", 4, number), peer)
+            if len(packet) - 4 < 512:
+                return data
+            block += 1
+    finally:
+        s.close()
+
+
+def pxe_serve(e):
+    """fox pxe serve on a bridge in a namespace this test makes (its only network)."""
+    ns = "foxtest-%s-pxe" % e.tag
+    client = "foxtest-%s-client" % e.tag
+    run = None
+    try:
+        for n in (ns, client):
+            subprocess.run(["ip", "netns", "add", n], check=True)
+        inside = ["ip", "netns", "exec", ns]
+        for cmd in (["ip", "link", "set", "lo", "up"], ["ip", "link", "add", "br0", "type", "bridge"],
+                    ["ip", "addr", "add", "10.78.0.1/24", "dev", "br0"], ["ip", "link", "set", "br0", "up"],
+                    ["ip", "tuntap", "add", "dev", "tap1", "mode", "tap"], ["ip", "link", "set", "tap1", "master", "br0", "up"],
+                    ["ip", "tuntap", "add", "dev", "tap2", "mode", "tap"], ["ip", "link", "set", "tap2", "master", "br0", "up"],
+                    ["ip", "link", "add", "vb", "type", "veth", "peer", "name", "vc", "netns", client],
+                    ["ip", "link", "set", "vb", "master", "br0", "up"]):
+            subprocess.run(inside + cmd, check=True)
+        for cmd in (["ip", "link", "set", "lo", "up"], ["ip", "addr", "add", "10.78.0.99/24", "dev", "vc"],
+                    ["ip", "link", "set", "vc", "up"]):
+            subprocess.run(["ip", "netns", "exec", client] + cmd, check=True)
+        hosts = os.path.join(e.dir, "hosts")
+        with open(hosts, "w") as f:
+            f.write("# a machine of the rack\n52:54:00:78:00:01 10.78.0.21 fox.app=hello fox.log=debug\n")
+        run = subprocess.Popen(inside + [e.fox, "pxe", "serve", "--interface", "br0", "--range", "10.78.0.50,10.78.0.60",
+                                         "--hosts", hosts], env=e.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+        lines = []
+        threading.Thread(target=lambda: [lines.append(line.rstrip("\n")) for line in run.stdout], daemon=True).start()
+        wait_for(lambda: any("Ctrl-C stops" in line for line in lines) or run.poll() is not None, 30, "pxe serve to start")
+        expect("\n".join(lines), r"fox pxe serve: DHCP 10\.78\.0\.50-10\.78\.0\.60 and TFTP on br0 \(10\.78\.0\.1\), iPXE "
+                                 r"booting fox\.elf fox\.app=hello; legacy PXE ROMs chain-load undionly\.kpxe; 1 fixed hosts",
+               "pxe serve")
+        # A legacy PXE ROM (no iPXE user class) gets undionly.kpxe, and can read it; iPXE gets boot.ipxe.
+        legacy = subprocess.run(["ip", "netns", "exec", client, sys.executable, "-c",
+                                 "import sys; sys.path.insert(0, %r); import frontend_test as t; "
+                                 "print(t.dhcp_discover('vc', bytes.fromhex('525400780063'))); "
+                                 "print(t.dhcp_discover('vc', bytes.fromhex('525400780063'), 'iPXE')); "
+                                 "d = t.tftp_read('10.78.0.1', 'undionly.kpxe'); "
+                                 "print('undionly.kpxe', len(d), d == open('/usr/lib/ipxe/undionly.kpxe', 'rb').read())"
+                                 % os.path.dirname(os.path.abspath(__file__))],
+                                capture_output=True, text=True, timeout=90)
+        print(legacy.stdout + legacy.stderr)
+        expect(legacy.stdout, r"^\('undionly\.kpxe', '10\.78\.0\.1'\)$", "a legacy PXE client's offer")
+        expect(legacy.stdout, r"^\('boot\.ipxe', '10\.78\.0\.1'\)$", "an iPXE client's offer")
+        expect(legacy.stdout, r"^undionly\.kpxe [1-9]\d+ True$", "undionly.kpxe by TFTP")
+        consoles = []
+        qemus = []
+        for k in (1, 2):
+            console = os.path.join(e.dir, "machine%d.log" % k)
+            consoles.append(console)
+            qemus.append(subprocess.Popen(inside + [
+                "qemu-system-x86_64", "-accel", "tcg", "-m", "128", "-display", "none", "-nodefaults", "-no-reboot",
+                "-serial", "file:%s" % console, "-name", "fox:t%s-pxe:node%d" % (e.tag, k),
+                "-netdev", "tap,id=n0,ifname=tap%d,script=no,downscript=no" % k,
+                "-device", "virtio-net-pci,netdev=n0,mac=52:54:00:78:00:%02x" % k, "-boot", "n",
+                "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"], env=e.env))
+        for q in qemus:
+            try:
+                rc = q.wait(timeout=180)
+            except subprocess.TimeoutExpired:
+                q.kill()
+                rc = q.wait()
+            if rc != 1:  # isa-debug-exit: 2 * 0 + 1
+                raise Failure("a PXE-booted machine's QEMU exited %d, expected 1 (status 0)" % rc)
+        with open(consoles[0], errors="replace") as f:
+            text = f.read()
+        expect(text, r"\| iPXE [^|]+\| boot args: fox\.app=hello fox\.log=debug$", "machine 1 (--hosts)")
+        expect(text, r"^Hello from fox", "machine 1")
+        with open(consoles[1], errors="replace") as f:
+            text = f.read()
+        expect(text, r"\| iPXE [^|]+\| boot args: fox\.app=hello$", "machine 2 (the range)")
+        expect(text, r"^Hello from fox", "machine 2")
+        run.send_signal(signal.SIGINT)
+        if run.wait(timeout=20) != 0:
+            raise Failure("pxe serve exited %d after Ctrl-C, expected 0" % run.returncode)
+        time.sleep(0.3)
+        out = "\n".join(lines)
+        print("\n".join("  | " + line for line in lines))
+        expect(out, r"DHCPACK\(br0\) 10\.78\.0\.21 52:54:00:78:00:01", "pxe serve")
+        expect(out, r"DHCPACK\(br0\) 10\.78\.0\.5\d 52:54:00:78:00:02", "pxe serve")
+        expect(out, r"^fox pxe serve: stopped$", "pxe serve")
+        left = [line for line in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
+                if line.startswith("dnsmasq") and "fox-pxe-" in line]
+        if left:
+            raise Failure("dnsmasq left after Ctrl-C: %s" % left)
+    finally:
+        if run is not None and run.poll() is None:
+            run.kill()
+            run.wait()
+        for n in (ns, client):
+            subprocess.run(["ip", "netns", "del", n], capture_output=True)
+    e.expect_nothing_left("after pxe serve")
+
+
 SCENARIOS = {f.__name__: f for f in (lifecycle, kill_during_job, supervisor_killed, run_interrupted, two_clusters, consecutive_jobs,
                                      run_temporary, wrong_key, build_id, iso, bad_arguments, memcached_job, memcached_gateway,
-                                     run32, scale64, hosted, add_places, memcached_grow)}
+                                     run32, scale64, hosted, add_places, memcached_grow, bridge, pxe, pxe_serve)}
+ROOT_SCENARIOS = ("bridge", "pxe", "pxe_serve")
 
 
 def main():
@@ -810,6 +1063,9 @@ def main():
     if not os.access(args.fox, os.X_OK):
         print("frontend_test: %s is not built (make)" % args.fox)
         return 2
+    if args.scenario in ROOT_SCENARIOS and os.geteuid() != 0:
+        print("frontend_test: SKIP: %s needs root (network namespaces)" % args.scenario)
+        return 77
     e = Env(args.fox)
     failure = None
     try:

@@ -14,6 +14,11 @@ foreach(scenario lifecycle kill_during_job supervisor_killed run_interrupted two
                 memcached_job memcached_gateway add_places memcached_grow)
   fox_frontend_test(${scenario} 600 RESOURCE_LOCK qemu_tcg)
 endforeach()
+# Root: a namespace with a bridge, taps and dnsmasq (--bridge, --pxe), and
+# fox pxe serve on a bridge of the test's own. Skipped (77) without root.
+foreach(scenario bridge pxe pxe_serve)
+  fox_frontend_test(${scenario} 600 RESOURCE_LOCK qemu_tcg SKIP_RETURN_CODE 77)
+endforeach()
 # No QEMU: argument checking only.
 fox_frontend_test(bad_arguments 120)
 # No QEMU: places as Linux processes (fox run --hosted).
