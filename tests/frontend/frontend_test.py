@@ -29,8 +29,9 @@ Scenarios:
                        (no namespace, tap, dnsmasq, QEMU)
     pxe                (root) up --pxe: nodes boot from QEMU's iPXE ROM (DHCP, iPXE script by TFTP,
                        multiboot), join, run a job twice (each a PXE boot); down: nothing left
-    pxe_serve          (root) fox pxe serve on a bridge in a namespace of the test's: an iPXE machine with
-                       a fixed address and arguments (--hosts) and one from the range boot the image; a
+    pxe_serve          (root) fox pxe serve on a bridge in a namespace of the test's: two iPXE machines with
+                       fixed addresses and arguments (--hosts: the README's rack) run the ring between them,
+                       and one from the range boots with the default arguments; a
                        legacy PXE client (no iPXE user class) is offered undionly.kpxe and reads it by TFTP;
                        Ctrl-C stops it and nothing is left
     memcached_job      fox run memcached: every node serves on TCP 11211, and ends with place 0
@@ -969,6 +970,7 @@ def pxe_serve(e):
                     ["ip", "addr", "add", "10.78.0.1/24", "dev", "br0"], ["ip", "link", "set", "br0", "up"],
                     ["ip", "tuntap", "add", "dev", "tap1", "mode", "tap"], ["ip", "link", "set", "tap1", "master", "br0", "up"],
                     ["ip", "tuntap", "add", "dev", "tap2", "mode", "tap"], ["ip", "link", "set", "tap2", "master", "br0", "up"],
+                    ["ip", "tuntap", "add", "dev", "tap3", "mode", "tap"], ["ip", "link", "set", "tap3", "master", "br0", "up"],
                     ["ip", "link", "add", "vb", "type", "veth", "peer", "name", "vc", "netns", client],
                     ["ip", "link", "set", "vb", "master", "br0", "up"]):
             subprocess.run(inside + cmd, check=True)
@@ -977,7 +979,12 @@ def pxe_serve(e):
             subprocess.run(["ip", "netns", "exec", client] + cmd, check=True)
         hosts = os.path.join(e.dir, "hosts")
         with open(hosts, "w") as f:
-            f.write("# a machine of the rack\n52:54:00:78:00:01 10.78.0.21 fox.app=hello fox.log=debug\n")
+            # The README's rack: two machines with fixed addresses running the ring between them.
+            key, peers = "00112233445566778899aabbccddeeff", "fox.peers=0@10.78.0.20,1@10.78.0.21"
+            f.write("# MAC  IP  boot arguments\n")
+            for k in (0, 1):
+                f.write("52:54:00:78:00:%02x  10.78.0.2%d  fox.app=ring fox.node=%d fox.ip=10.78.0.2%d/24 fox.key=%s %s "
+                        "-- laps=20\n" % (k + 1, k, k, k, key, peers))
         run = subprocess.Popen(inside + [e.fox, "pxe", "serve", "--interface", "br0", "--range", "10.78.0.50,10.78.0.60",
                                          "--hosts", hosts], env=e.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)
@@ -985,7 +992,7 @@ def pxe_serve(e):
         threading.Thread(target=lambda: [lines.append(line.rstrip("\n")) for line in run.stdout], daemon=True).start()
         wait_for(lambda: any("Ctrl-C stops" in line for line in lines) or run.poll() is not None, 30, "pxe serve to start")
         expect("\n".join(lines), r"fox pxe serve: DHCP 10\.78\.0\.50-10\.78\.0\.60 and TFTP on br0 \(10\.78\.0\.1\), iPXE "
-                                 r"booting fox\.elf fox\.app=hello; legacy PXE ROMs chain-load undionly\.kpxe; 1 fixed hosts",
+                                 r"booting fox\.elf fox\.app=hello; legacy PXE ROMs chain-load undionly\.kpxe; 2 fixed hosts",
                "pxe serve")
         # A legacy PXE ROM (no iPXE user class) gets undionly.kpxe, and can read it; iPXE gets boot.ipxe.
         legacy = subprocess.run(["ip", "netns", "exec", client, sys.executable, "-c",
@@ -1002,7 +1009,7 @@ def pxe_serve(e):
         expect(legacy.stdout, r"^undionly\.kpxe [1-9]\d+ True$", "undionly.kpxe by TFTP")
         consoles = []
         qemus = []
-        for k in (1, 2):
+        for k in (1, 2, 3):
             console = os.path.join(e.dir, "machine%d.log" % k)
             consoles.append(console)
             qemus.append(subprocess.Popen(inside + [
@@ -1021,20 +1028,23 @@ def pxe_serve(e):
                 raise Failure("a PXE-booted machine's QEMU exited %d, expected 1 (status 0)" % rc)
         with open(consoles[0], errors="replace") as f:
             text = f.read()
-        expect(text, r"\| iPXE [^|]+\| boot args: fox\.app=hello fox\.log=debug$", "machine 1 (--hosts)")
-        expect(text, r"^Hello from fox", "machine 1")
+        expect(text, r"\| iPXE [^|]+\| boot args: fox\.app=ring fox\.node=0 fox\.ip=10\.78\.0\.20/24 ", "machine 1 (--hosts)")
+        expect(text, r"ring: 20 laps around 2 nodes", "machine 1")
+        expect(text, r"ring: every node said goodbye: job done", "machine 1")
         with open(consoles[1], errors="replace") as f:
+            expect(f.read(), r"ring: node 1: done, saying goodbye", "machine 2 (--hosts)")
+        with open(consoles[2], errors="replace") as f:
             text = f.read()
-        expect(text, r"\| iPXE [^|]+\| boot args: fox\.app=hello$", "machine 2 (the range)")
-        expect(text, r"^Hello from fox", "machine 2")
+        expect(text, r"\| iPXE [^|]+\| boot args: fox\.app=hello$", "machine 3 (the range)")
+        expect(text, r"^Hello from fox", "machine 3")
         run.send_signal(signal.SIGINT)
         if run.wait(timeout=20) != 0:
             raise Failure("pxe serve exited %d after Ctrl-C, expected 0" % run.returncode)
         time.sleep(0.3)
         out = "\n".join(lines)
         print("\n".join("  | " + line for line in lines))
-        expect(out, r"DHCPACK\(br0\) 10\.78\.0\.21 52:54:00:78:00:01", "pxe serve")
-        expect(out, r"DHCPACK\(br0\) 10\.78\.0\.5\d 52:54:00:78:00:02", "pxe serve")
+        expect(out, r"DHCPACK\(br0\) 10\.78\.0\.20 52:54:00:78:00:01", "pxe serve")
+        expect(out, r"DHCPACK\(br0\) 10\.78\.0\.5\d 52:54:00:78:00:03", "pxe serve")
         expect(out, r"^fox pxe serve: stopped$", "pxe serve")
         left = [line for line in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
                 if line.startswith("dnsmasq") and "fox-pxe-" in line]
