@@ -379,9 +379,9 @@ void Loop::Loop_() {
       n->task();
       delete n;
     }
-    // One shared task per round, so that idle cores of the group can take
-    // the rest meanwhile.
-    if (RunShared()) worked = true;
+    // Shared tasks, a bounded batch; each is taken from the queue alone, so
+    // idle cores of the group take the others meanwhile.
+    for (size_t i = 0; i < kRemoteBatch && RunShared(); ++i) worked = true;
     if (worked || local_head_ < local_.size()) continue;
     if (Steal()) continue;
     bool compact = false;

@@ -28,7 +28,7 @@ void SpawnRemote(int core, Task task);
 
 // Work that any core of a steal group may run (work stealing; DESIGN.md
 // "Cores, memory, events"): `task` is queued at core `core`, which runs it
-// after its other events, one shared task per round; meanwhile an idle core
+// after its other events (each taken from the queue alone); meanwhile an idle core
 // of the same steal group takes it from there. A sleeping member of the group
 // is woken when `core` is busy. For independent work a runtime spreads over
 // cores (APGAS activities). A task runs exactly once, on one core, to
