@@ -121,17 +121,26 @@ ${table}};
 }  // namespace
 
 // Runs the app fox.app names with the node's arguments; status 2 when it names none of them.
+// An app that returns fox::kHandOver (the pool agent, given a job) has replaced the boot
+// arguments (fox::ReplaceBootArgs): the app they name runs next, with their arguments.
 int main(int argc, char** argv) {
-  const char* name = fox::BootArg(\"fox.app\");
-  for (const App& app : kApps) {
-    if (name != nullptr && std::strcmp(app.name, name) == 0) {
-      std::printf(\"fox: pool image, app %s, build %s\\n\", name, fox_build_id + 11);
-      std::fflush(stdout);
-      return app.main(argc, argv);
+  for (;;) {
+    const char* name = fox::BootArg(\"fox.app\");
+    const App* found = nullptr;
+    for (const App& app : kApps) {
+      if (name != nullptr && std::strcmp(app.name, name) == 0) found = &app;
     }
+    if (found == nullptr) {
+      std::printf(\"fox: boot argument fox.app=%s names no app of this image (%s)\\n\", name ? name : \"(none)\", kAppList + 8);
+      return 2;
+    }
+    std::printf(\"fox: pool image, app %s, build %s\\n\", name, fox_build_id + 11);
+    std::fflush(stdout);
+    int status = found->main(argc, argv);
+    if (status != fox::kHandOver) return status;
+    argc = fox::AppArgc();
+    argv = fox::AppArgv();
   }
-  std::printf(\"fox: boot argument fox.app=%s names no app of this image (%s)\\n\", name ? name : \"(none)\", kAppList + 8);
-  return 2;
 }
 ")
   configure_file(${registry}.new ${registry} COPYONLY)

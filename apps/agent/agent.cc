@@ -1,20 +1,110 @@
 // The pool agent: what an idle node of a `fox cluster up` pool runs between
-// jobs (DESIGN.md "Frontend and jobs"). It brings the network up, starts
-// the AM transport with the cluster's key and node id (fox.key, fox.node,
-// fox.peers=0@<frontend>), says it is idle, and waits. Its heartbeats to the
-// frontend (node 0) are frames authenticated with the cluster key: the
-// frontend's switch counts a node as joined when it has seen one, and
-// refuses (and logs, with the node's address) a node whose frames fail the
-// key. A job does not run here: the supervisor boots the node into the job.
+// jobs (DESIGN.md "Frontend and jobs"). It brings the network up, tells the
+// frontend it is here and waits for a job, which it takes without a reboot.
 //
-//   boot args: fox.node=I fox.ip=... fox.key=K fox.job=J fox.peers=0@IP
-#include <cstdio>
+//   boot args: fox.app=agent fox.node=I fox.ip=... fox.key=K fox.job=1 fox.peers=0@IP
+//
+// The pool protocol (boot/fox/switch.py speaks the frontend's side). Every
+// datagram is an active-message frame of job 1 (net/am_frame.h) authenticated
+// with the cluster's key, between this node's UDP port 7700 and the
+// frontend's (node 0, 10.77.0.1:7700), carrying records of Ebb kAgentEbb:
+//   kAnnounce  node -> frontend, at start and every second: an 8-byte nonce
+//              drawn at boot. The first authenticated one is the node's
+//              join; a frame that fails the key gets the node refused.
+//   kJob       frontend -> node: nonce (8), part (2), parts (2), then that
+//              part of the job's boot arguments (kernel command-line syntax).
+//              Only this boot's nonce is taken (an old job cannot be
+//              replayed into a later boot); parts are sent again until the
+//              node answers.
+//   kTaken     node -> frontend: nonce. The node runs the job's app next,
+//              with the job's arguments (fox::ReplaceBootArgs, then main
+//              returns fox::kHandOver to the pool image's main), in this
+//              boot: no reboot. When the app ends, the node exits with its
+//              status and the frontend boots it into the pool again.
+//   kRefused   node -> frontend: nonce, then why (text): the job changes an
+//              argument applied at boot (fox.kcores, fox.stack...). The
+//              frontend reboots the node into the job instead.
+// Hosted builds have no pool: there the agent only starts the transport.
+#include <sys/random.h>
 
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "fox/boot_args.h"
+#include "fox/clock.h"
 #include "fox/future.h"
 #include "fox/net/am.h"
+#include "fox/net/am_frame.h"
+#include "fox/net/wire.h"
+#include "fox/timer.h"
 #ifdef FOX_NATIVE
 #include "fox/net/ip.h"
 #endif
+
+namespace {
+
+#ifdef FOX_NATIVE
+constexpr uint32_t kAgentEbb = 0x41474E54;  // "TNGA": the agent's records; no Ebb of a job
+enum : uint16_t { kAnnounce = 1, kJob = 2, kTaken = 3, kRefused = 4 };
+constexpr uint16_t kPort = 7700;
+constexpr uint64_t kAnnounceNs = 1'000'000'000;
+constexpr uint16_t kMaxParts = 16;
+
+struct Agent {
+  fox::am::Config config;
+  uint64_t nonce = 0;
+  fox::net::UdpSocket socket;
+  fox::net::Endpoint frontend;
+  std::vector<std::string> parts;
+  std::vector<bool> have;
+  fox::Promise<std::string> job;
+  bool taken = false;
+
+  // One frame of job 1 from this node to the frontend with one record.
+  void Send(uint16_t handler, const std::string& data) {
+    uint8_t frame[fox::net::kMaxFrameBytes];
+    fox::net::FrameBuilder b(frame, sizeof frame, {config.job, config.self, 0});
+    if (auto r = b.Add(kAgentEbb, handler, data.data(), std::min(data.size(), fox::net::kMaxMessageBytes));
+        !r.ok() || !*r)
+      return;
+    size_t n = b.Finish(0, 0, 0, config.key, fox::net::kFlagAckNow);
+    (void)socket.SendTo(frontend, frame, n);
+  }
+  std::string NonceBytes() const { return std::string(reinterpret_cast<const char*>(&nonce), 8); }
+
+  // A datagram from the frontend: a kJob part of this boot's nonce.
+  void OnDatagram(const uint8_t* data, size_t length) {
+    fox::net::DropReason why;
+    auto view = fox::net::DecodeFrame(data, length, config.key, config.job, config.self, &why);
+    if (!view.ok() || taken) return;
+    for (fox::net::AmMessage m : *view) {
+      if (m.ebb != kAgentEbb || m.handler != kJob || m.length < 12) continue;
+      uint64_t got;
+      std::memcpy(&got, m.data, 8);
+      uint16_t part = fox::net::wire::Load16(m.data + 8), count = fox::net::wire::Load16(m.data + 10);
+      if (got != nonce || count == 0 || count > kMaxParts || part >= count) continue;
+      if (parts.size() != count) {
+        parts.assign(count, "");
+        have.assign(count, false);
+      }
+      parts[part].assign(reinterpret_cast<const char*>(m.data + 12), m.length - 12);
+      have[part] = true;
+      bool all = true;
+      for (bool h : have) all = all && h;
+      if (!all) continue;
+      std::string text;
+      for (auto& p : parts) text += p;
+      taken = true;
+      job.SetValue(std::move(text));
+      return;
+    }
+  }
+};
+#endif
+
+}  // namespace
 
 int main(int, char**) {
   auto config = fox::am::ConfigFromBootArgs();
@@ -27,16 +117,62 @@ int main(int, char**) {
     std::printf("agent: node %u: network: %s\n", config->self, fox::net::StatusName(info.status));
     return 1;
   }
-  std::string where = info.address.ToString();
+  auto agent = std::make_shared<Agent>();
+  agent->config = *config;
+  if (getrandom(&agent->nonce, sizeof agent->nonce, 0) != sizeof agent->nonce) agent->nonce = fox::clock::NowNs();
+  const char* peers = fox::BootArg("fox.peers");
+  bool found = false;
+  auto r = fox::am::ParsePeers(peers ? peers : "", kPort, [&](fox::NodeId id, uint32_t ip, uint16_t port) {
+    if (id == 0) {
+      agent->frontend = {fox::net::Ipv4{ip}, port};
+      found = true;
+    }
+  });
+  if (!r.ok() || !found) {
+    std::printf("agent: node %u: fox.peers names no frontend (0@IP)\n", config->self);
+    return 2;
+  }
+  agent->socket = fox::net::UdpSocket::Bind(kPort, [agent](fox::net::Packet p, fox::net::Endpoint) {
+                    uint8_t buf[fox::net::kMaxFrameBytes];
+                    size_t n = p.CopyTo(buf, std::min(p.size(), sizeof buf));
+                    agent->OnDatagram(buf, n);
+                  }).Block();
+  if (agent->socket.status() != fox::net::Status::kOk) {
+    std::printf("agent: node %u: UDP port %u: %s\n", config->self, kPort, fox::net::StatusName(agent->socket.status()));
+    return 1;
+  }
+  std::printf("agent: node %u idle at %s, waiting for a job\n", config->self, info.address.ToString().c_str());
+  std::fflush(stdout);
+  auto announce = fox::timer::StartPeriodic(kAnnounceNs, [agent] {
+    if (!agent->taken) agent->Send(kAnnounce, agent->NonceBytes());
+  });
+  agent->Send(kAnnounce, agent->NonceBytes());
+  for (;;) {
+    std::string text = agent->job.GetFuture().Block();
+    const char* why = nullptr;
+    if (fox::ReplaceBootArgs(text, &why).ok()) {
+      fox::timer::Cancel(announce);
+      for (int i = 0; i < 3; ++i) agent->Send(kTaken, agent->NonceBytes());  // datagrams: it may lose one
+      agent->socket.Close();
+      std::printf("agent: node %u takes job %s (no reboot)\n", config->self, fox::BootArg("fox.job"));
+      std::fflush(stdout);
+      return fox::kHandOver;
+    }
+    std::printf("agent: node %u refuses a job without a reboot: %s\n", config->self, why);
+    std::fflush(stdout);
+    agent->Send(kRefused, agent->NonceBytes() + why);
+    agent->job = fox::Promise<std::string>();  // the frontend reboots this node into the job
+    agent->taken = false;
+    agent->parts.clear();
+  }
 #else
-  std::string where = "a Linux process";
-#endif
   if (auto r = fox::am::Start(*config); !r.ok()) {
     std::printf("agent: node %u: cannot start the transport: %s\n", config->self, fox::ErrorName(r.error()));
     return 1;
   }
-  std::printf("agent: node %u idle at %s, waiting for a job\n", config->self, where.c_str());
+  std::printf("agent: node %u idle at a Linux process, waiting for a job\n", config->self);
   std::fflush(stdout);
-  fox::Promise<int> never;  // the supervisor stops or reboots this node
+  fox::Promise<int> never;  // the supervisor stops this place
   return never.GetFuture().Block();
+#endif
 }

@@ -107,6 +107,8 @@ def parser():
                      help="APGAS apps: the last S of the job's places are spares (PlaceManager; fox.spares)")
     run.add_argument("--finish", choices=("none", "place0", "optimistic"),
                      help="APGAS apps: the finish mode of every place (fox.finish; default none)")
+    run.add_argument("--reboot", action="store_true",
+                     help="boot every node into the job afresh (default: idle nodes' agents take it, no reboot)")
     run.add_argument("--hosted", action="store_true",
                      help="every place a Linux process on this machine (no QEMU, no cluster); --places N (2)")
     run.epilog = "The job's arguments follow --: fox run ring --nodes 3 -- laps=100"
@@ -368,7 +370,7 @@ def run(args):
         made = True
     places = args.places or (args.nodes + 1 if args.nodes else None)
     try:
-        return job.run(args.name, args.app, places, app_args, args.timeout, kargs=kargs)
+        return job.run(args.name, args.app, places, app_args, args.timeout, kargs=kargs, reboot=args.reboot)
     finally:
         if made:
             cluster_down(args.name, quiet=True)

@@ -157,7 +157,7 @@ def hosted_program(app):
     return name, program
 
 
-def run(name, app, places, app_args, timeout, out=sys.stdout, kargs=()):
+def run(name, app, places, app_args, timeout, out=sys.stdout, kargs=(), reboot=False):
     """A job on the pool; `kargs`: boot arguments (fox.KEY=VALUE) for every place. APP: an app
     of apps/, or the path of a hosted program whose app the pool image bundles (e.g. a test's)."""
     app, program = hosted_program(app)
@@ -165,7 +165,7 @@ def run(name, app, places, app_args, timeout, out=sys.stdout, kargs=()):
         return 1
     place0_port = nodes.free_udp_port("0.0.0.0")
     conn = state.Connection(name)
-    conn.send(op="job", app=app, places=places, args=list(app_args), place0_port=place0_port,
+    conn.send(op="job", app=app, places=places, args=list(app_args), place0_port=place0_port, reboot=bool(reboot),
               build_id=build_id.read(program), kargs=list(kargs))
     interrupted = {"now": False}
 

@@ -70,6 +70,39 @@ def frame_mac_ok(key, frame):
     return siphash24(key[0], key[1], body) == struct.unpack_from("<Q", frame, MAC_OFFSET)[0]
 
 
+def seal_frame(key, job, source, destination, records, flags=4):
+    """An active-message frame (net/am_frame.h) of `job` carrying `records` ((ebb, handler, data)...),
+    sealed with `key` ((k0, k1)): what boot/fox's switch sends a node's agent (apps/agent)."""
+    payload = b""
+    for ebb, handler, data in records:
+        payload += struct.pack("<IHH", ebb, handler, len(data)) + data + b"\0" * ((8 - len(data) % 8) % 8)
+    header = MAGIC + struct.pack("<BBHQIIIIQHHI", 1, flags, len(records), job, source, destination, 0, 0, 0, 0,
+                                 len(payload), 0)
+    frame = header + b"\0" * 8 + payload
+    mac = siphash24(key[0], key[1], frame)
+    return header + struct.pack("<Q", mac) + payload
+
+
+def frame_records(frame):
+    """(job, source, [(ebb, handler, data)...]) of a frame whose MAC checked, or None if malformed."""
+    if len(frame) < HEADER or frame[:4] != MAGIC:
+        return None
+    count, job, source = struct.unpack_from("<HQI", frame, 6)
+    length = struct.unpack_from("<H", frame, 42)[0]
+    records, i, end = [], HEADER, HEADER + length
+    if end > len(frame):
+        return None
+    for _ in range(count):
+        if i + 8 > end:
+            return None
+        ebb, handler, n = struct.unpack_from("<IHH", frame, i)
+        if i + 8 + n > end:
+            return None
+        records.append((ebb, handler, frame[i + 8:i + 8 + n]))
+        i += 8 + n + (8 - n % 8) % 8
+    return job, source, records
+
+
 if __name__ == "__main__":  # the reference vector of the SipHash paper
     k = bytes(range(16))
     k0, k1 = struct.unpack("<QQ", k)

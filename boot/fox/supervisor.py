@@ -9,9 +9,12 @@ and the queue of jobs. Its state directory is described in state.py.
 
 Pool semantics: an idle node runs the agent (apps/agent) with the cluster's
 key; the switch marks it joined when its first authenticated frame passes.
-A job reboots the nodes it gets into the job's image with the job's boot
-arguments (fox.job, fox.peers naming place 0 at 10.77.0.1 and the job's
-nodes); a node whose job part ends (its QEMU exits with a status) is
+A job is handed to the agents of the idle nodes it gets (the pool protocol,
+apps/agent/agent.cc): each runs the job's app next in the same boot, with
+the job's boot arguments (fox.job, fox.peers naming place 0 at 10.77.0.1 and
+the job's nodes), no reboot; a node whose agent refuses or does not answer
+within HAND_TIMEOUT_S, or any node of a `fox run --reboot` job, is rebooted
+into the job. A node whose job part ends (its QEMU exits with a status) is
 rebooted into the agent, back to the pool. A node that dies (killed, or its
 QEMU gone without a status) stays dead; new nodes get new ids.
 
@@ -25,7 +28,7 @@ per line each way. Requests ({"op": ...}) and their replies:
     add   count, wrong_key      {"ok": true, "nodes": [ids]}    (wrong_key: for tests)
     kill  node                  {"ok": true} | {"ok": false, "error"}
     down                        {"ok": true}, then everything stops and the directory goes
-    job   app, places, args, place0_port
+    job   app, places, args, place0_port, kargs, build_id, reboot
         the connection becomes the job's: {"event": "queued"} while another job
         runs, then {"event": "start", "job", "key", "nodes": [{"node", "place",
         "ip", "bridge_port", "console", "offset"}]} or {"event": "error", "error"},
@@ -74,6 +77,7 @@ class Node:
         self.qemu_port = nodes.free_udp_port()
         self.port = None
         self.tap = None  # bridge mode: its tap in the cluster's namespace
+        self.handing = None  # a job its agent is being given: {"job", "place", "text", "since", "sent"}
         self.boots = 0
         self.last_status = None
         self.report = None  # its latest status report in a job ({key: value}), and when it came
@@ -102,8 +106,11 @@ class Supervisor:
             self.key = f.read().strip()
         self.accel, _ = qemu_run.choose_accel(args.accel)
         self.sel = selectors.DefaultSelector()
-        self.switch = switch.Switch(self.key, self.on_join, self.on_refuse)
+        self.switch = switch.Switch(self.key, self.on_join, self.on_refuse, self.on_agent)
         self.net = None  # bridge mode: the cluster's namespace, bridge and dnsmasq (netns.py)
+        self.image_facts = None
+        # FOX_HAND_TIMEOUT_S (tests: 0 makes every node take the reboot path after its agent was asked)
+        self.hand_timeout_s = float(os.environ.get("FOX_HAND_TIMEOUT_S", self.HAND_TIMEOUT_S))  # ((path, size, mtime, inode), apps, build id) of the node image last checked
         self.nodes = {}
         self.next_id = 1
         self.next_job = nodes.POOL_JOB + 1
@@ -301,8 +308,8 @@ class Supervisor:
         fd_args = qemu_run.membership_args(self.accel, len(live) * self.args.cores)
         peers = ",".join(["0@%s" % nodes.FRONTEND_IP] + ["%d@%s" % (k, nodes.node_ip(k)) for k in job.nodes])
         out = []
-        for k in job.nodes:  # every agent at once: their QEMUs exit in parallel
-            if self.nodes[k].proc is not None:
+        for k in job.nodes:  # every agent to reboot at once: their QEMUs exit in parallel
+            if self.nodes[k].proc is not None and not self.can_hand(self.nodes[k], r):
                 self.nodes[k].proc.kill()
         job.fd_args = list(fd_args)
         for place, k in enumerate(job.nodes, start=1):
@@ -312,19 +319,83 @@ class Supervisor:
         log("job %d: %s on place 0 and nodes %s", job.id, r["app"], ",".join(map(str, job.nodes)) or "(none)")
         self.tell(job.conn, event="start", job=job.id, key=self.key, nodes=out, fd_args=fd_args)
 
+    # Boot arguments the kernel applies at boot (fox/boot_args.h kBootTimeArgs; fox.node, fox.ip,
+    # fox.gw and fox.key are the node's own): a job that sets one reboots its nodes.
+    BOOT_TIME_KARGS = ("fox.stack", "fox.kcores", "fox.idle")
+    HAND_RESEND_S = 0.05
+    HAND_TIMEOUT_S = 1.5
+
     def boot_into_job(self, job, n, place, peers, image, extra_kargs=()):
-        """Boots node n (its agent stopped) as `place` of `job`; what fox run needs to follow it."""
+        """Starts node n as `place` of `job`: its agent takes the job (no reboot) when it can, else
+        the node is rebooted into it; what fox run needs to follow it."""
         r = job.request
-        self.stop_qemu(n)
         console = os.path.join(self.dir, "node%d.log" % n.k)
         offset = os.path.getsize(console) if os.path.exists(console) else 0
+        append = nodes.boot_args(n.k, r["app"], self.key, job.id, peers, r.get("args", []),
+                                 job.fd_args + r.get("kargs", []) + list(extra_kargs), dhcp=self.dhcp)
+        warm = self.can_hand(n, r, extra_kargs)
         n.job, n.place, n.app = job.id, place, r["app"]
         n.port.route = ("127.0.0.1", int(r["place0_port"]))
-        self.boot(n, image, nodes.boot_args(n.k, r["app"], self.key, job.id, peers, r.get("args", []),
-                                            job.fd_args + r.get("kargs", []) + list(extra_kargs), dhcp=self.dhcp),
-                  "running")
+        if warm and self.switch.send_job(n.k, append):
+            n.state = "running"
+            now = time.monotonic()
+            n.handing = {"job": job.id, "text": append, "image": image, "since": now, "sent": now}
+        else:
+            self.stop_qemu(n)
+            self.boot(n, image, append, "running")
         return {"node": n.k, "place": place, "ip": nodes.node_ip(n.k), "bridge_port": n.port.bridge_port,
                 "console": console, "offset": offset}
+
+    def can_hand(self, n, request, extra_kargs=()):
+        """Whether node n's agent can take the job `request` asks for without a reboot."""
+        kargs = list(request.get("kargs", [])) + list(extra_kargs)
+        return not request.get("reboot") and n.state == "idle" and n.app == "agent" and n.proc is not None and \
+            n.proc.poll() is None and n.port.nonce is not None and \
+            not any(k.split("=")[0] in self.BOOT_TIME_KARGS for k in kargs)
+
+    def on_agent(self, k, handler, data):
+        """Node k's agent answered the job it was given: taken (it runs it, no reboot), or refused."""
+        n = self.nodes.get(k)
+        if n is None or n.handing is None:
+            return
+        hand, n.handing = n.handing, None
+        if handler == switch.TAKEN:
+            log("node %d: took job %d without a reboot (%.3f s)", k, hand["job"], time.monotonic() - hand["since"])
+            return
+        log("node %d: refused job %d without a reboot (%s): rebooting it into the job", k, hand["job"],
+            data.decode(errors="replace"))
+        self.reboot_into(n, hand)
+
+    def reboot_into(self, n, hand):
+        self.stop_qemu(n)
+        route = n.port.route
+        self.boot(n, hand["image"], hand["text"], "running")
+        n.port.route = route
+
+    def hand_on(self):
+        """Jobs being handed to agents: sent again while unanswered; rebooted into after a while.
+        Returns the seconds until the next look (None: nothing pending)."""
+        now = time.monotonic()
+        soonest = None
+        for n in self.nodes.values():
+            hand = n.handing
+            if hand is None:
+                continue
+            if n.state != "running" or n.job != hand["job"]:
+                n.handing = None
+                continue
+            if now - hand["since"] >= self.hand_timeout_s:
+                n.handing = None
+                log("node %d: its agent did not answer job %d in %.1f s: rebooting it into the job", n.k,
+                    hand["job"], self.hand_timeout_s)
+                self.reboot_into(n, hand)
+                continue
+            if now - hand["sent"] >= self.HAND_RESEND_S:
+                hand["sent"] = now
+                self.switch.send_job(n.k, hand["text"])
+            due = hand["sent"] + self.HAND_RESEND_S - now
+            soonest = due if soonest is None else min(soonest, due)
+        return soonest
 
     def idle_for(self, job):
         """Idle nodes that may join `job`: never one of its places that ended (a place's id is
@@ -354,8 +425,11 @@ class Supervisor:
     def check_image(self, image, app, place0_build_id):
         """Why a job of `app` whose place 0 carries `place0_build_id` cannot run on `image`, or None."""
         try:
-            apps = nodes.image_apps(image)
-            image_id = build_id.read(image)
+            st = os.stat(image)
+            stamp = (image, st.st_size, st.st_mtime_ns, st.st_ino)
+            if self.image_facts is None or self.image_facts[0] != stamp:  # read again only when it changed
+                self.image_facts = (stamp, nodes.image_apps(image), build_id.read(image))
+            _, apps, image_id = self.image_facts
         except OSError as e:
             return "cannot read the node image %s: %s (make builds it)" % (image, e.strerror)
         if apps is None or image_id is None:
@@ -517,7 +591,8 @@ class Supervisor:
         os.rename(os.path.join(self.dir, "supervisor.pid.tmp"), os.path.join(self.dir, "supervisor.pid"))
         try:
             while not self.stopping:
-                for key, _ in self.sel.select(1.0):
+                pending = self.hand_on()
+                for key, _ in self.sel.select(1.0 if pending is None else max(0.005, min(1.0, pending))):
                     key.data()
                     if self.stopping:
                         break

@@ -32,6 +32,10 @@ import hub  # noqa: E402
 from fox import nodes, siphash  # noqa: E402
 
 SWITCH_MAC = nodes.mac_bytes("52:54:00:77:ff:fe")
+# The pool protocol with the nodes' agents (apps/agent/agent.cc).
+AGENT_EBB = 0x41474E54
+ANNOUNCE, JOB, TAKEN, REFUSED = 1, 2, 3, 4
+JOB_PART_BYTES = 1408 - 12
 FRONTEND_IP = nodes.ip_bytes(nodes.FRONTEND_IP)
 ETH_IPV4, ETH_ARP = b"\x08\x00", b"\x08\x06"
 BROADCAST = b"\xff" * 6
@@ -59,6 +63,7 @@ class PlaceZeroSide:
         self.bridge.setblocking(False)
         self.bridge_port = self.bridge.getsockname()[1]
         self.route = None  # place 0's (host, port) for this node's current job
+        self.nonce = None  # the node's agent's boot nonce (its announcements), while it runs the agent
         self.verified = False
         self.refused_at = 0.0
         self.ip_id = 0
@@ -95,12 +100,13 @@ class BridgedNode(PlaceZeroSide):
 class Switch(hub.Hub):
     NAME = "switch"
 
-    def __init__(self, key, on_join, on_refuse):
+    def __init__(self, key, on_join, on_refuse, on_agent=None):
         args = argparse.Namespace(loss=0, dup=0, reorder=0, delay=0, jitter=0, impair_udp_port=None, seed=1)
         super().__init__(args, [])
         self.key = siphash.parse_key(key)
         self.on_join = on_join
         self.on_refuse = on_refuse
+        self.on_agent = on_agent  # (k, handler, data) for a node's agent's kTaken and kRefused
         self.by_k = {}
         self.by_ip = {}  # IPv4 address (bytes) -> the node's port: the plan, for proxy ARP
         self.by_mac = {}  # bridge mode: a node's MAC -> its BridgedNode
@@ -128,6 +134,7 @@ class Switch(hub.Hub):
         """Node K reboots: forget its MAC's port and that its key was good."""
         port = self.by_k[k]
         port.verified = False
+        port.nonce = None
         self.macs.pop(port.mac, None)
 
     def drain_bridge(self, port):
@@ -145,6 +152,43 @@ class Switch(hub.Hub):
             if port.out is not port:  # bridge mode: the tap counts it too
                 port.counters["tx"] += 1
             self.transmit(port.out, self.udp_frame(port, data))
+
+    def send_job(self, k, text):
+        """Node k's agent takes the job whose boot arguments are `text`, in as many parts as it needs.
+        False when the node has announced no nonce (it is not running the agent)."""
+        port = self.by_k[k]
+        if port.nonce is None:
+            return False
+        data = text.encode()
+        parts = [data[i:i + JOB_PART_BYTES] for i in range(0, len(data), JOB_PART_BYTES)] or [b""]
+        for i, part in enumerate(parts):
+            body = port.nonce + struct.pack("<HH", i, len(parts)) + part
+            frame = siphash.seal_frame(self.key, nodes.POOL_JOB, 0, k, [(AGENT_EBB, JOB, body)])
+            port.from_place0 += 1
+            if port.out is not port:
+                port.counters["tx"] += 1
+            self.transmit(port.out, self.udp_frame(port, frame))
+        return True
+
+    def agent_frame(self, node, payload):
+        """A frame of node's agent (to 10.77.0.1): its announcements (the nonce) and answers to a job.
+        True if it was one (authenticated: the key is checked on every one)."""
+        if len(payload) < siphash.HEADER or payload[:4] != siphash.MAGIC or \
+                struct.unpack_from("<Q", payload, 8)[0] != nodes.POOL_JOB:
+            return False
+        parsed = siphash.frame_records(payload)
+        if parsed is None or not any(r[0] == AGENT_EBB for r in parsed[2]):
+            return False
+        if parsed[1] != node.k or not siphash.frame_mac_ok(self.key, payload):
+            return True  # not from this node's agent, or not with the key: dropped (the key check refuses)
+        for ebb, handler, data in parsed[2]:
+            if ebb != AGENT_EBB or len(data) < 8:
+                continue
+            if handler == ANNOUNCE:
+                node.nonce = bytes(data[:8])
+            elif handler in (TAKEN, REFUSED) and node.nonce == bytes(data[:8]) and self.on_agent is not None:
+                self.on_agent(node.k, handler, bytes(data[8:]))
+        return True
 
     def udp_frame(self, port, payload):
         port.ip_id = (port.ip_id + 1) & 0xFFFF
@@ -196,6 +240,9 @@ class Switch(hub.Hub):
                     self.on_join(node.k)
             if frame[30:34] == FRONTEND_IP:
                 node.counters["rx"] += 1
+                if self.agent_frame(node, payload):
+                    node.to_place0 += 1
+                    return
                 if node.route is None:
                     node.no_route += 1
                 else:

@@ -1,5 +1,6 @@
 // The table of every `fox.*` boot argument. A key is added here when the code
 // that honours it lands, never before: an accepted argument must do something.
+#include "fox/boot_args.h"
 #include "fox/cmdline.h"
 
 namespace fox {
@@ -43,5 +44,10 @@ const BootArgSpec kBootArgSpecs[] = {
      "the app the pool image (fox.elf, every app) starts: its name (given by the frontend)"},
 };
 const size_t kNumBootArgSpecs = sizeof kBootArgSpecs / sizeof kBootArgSpecs[0];
+
+// Applied once at boot (cores, idle mode, main's stack, the interface, the
+// node and its key): a pool node taking a job without a reboot keeps them.
+const char* const kBootTimeArgs[] = {"fox.stack", "fox.kcores", "fox.idle", "fox.node",
+                                     "fox.ip",    "fox.gw",     "fox.key",  nullptr};
 
 }  // namespace fox

@@ -20,6 +20,9 @@
 #include "ioapic.h"
 #include "lapic.h"
 #include "smp.h"
+
+#include <cstdio>
+#include <cstring>
 #include "memory.h"
 #include "multiboot.h"
 #include "paging.h"
@@ -150,6 +153,37 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
 
 namespace fox {
 [[noreturn]] void Exit(int status) { std::exit(status); }
-const char* BootArg(std::string_view key) { return g_cmdline.Get(key); }
-uint64_t BootArgNumber(std::string_view key, uint64_t fallback) { return g_cmdline.GetNumber(key, fallback); }
+// The arguments in force: the boot's, or the last ReplaceBootArgs's (the
+// earlier ones are kept, so that pointers into them stay valid).
+CommandLine* g_active = &g_cmdline;
+
+const char* BootArg(std::string_view key) { return g_active->Get(key); }
+uint64_t BootArgNumber(std::string_view key, uint64_t fallback) { return g_active->GetNumber(key, fallback); }
+int AppArgc() { return g_active->argc(); }
+char** AppArgv() { return g_active->argv(); }
+
+Result<void> ReplaceBootArgs(std::string_view text, const char** error) {
+  static char why[160];
+  auto* next = new CommandLine;
+  if (auto r = next->Parse(text, false); !r.ok()) {
+    std::snprintf(why, sizeof why, "%s", next->error());
+    delete next;
+    if (error != nullptr) *error = why;
+    return Error::kInvalidArgument;
+  }
+  for (const char* const* key = kBootTimeArgs; *key != nullptr; ++key) {
+    const char* was = g_active->Get(*key);
+    const char* now = next->Get(*key);
+    if ((was == nullptr) != (now == nullptr) || (was != nullptr && std::strcmp(was, now) != 0)) {
+      std::snprintf(why, sizeof why, "%s=%s: the node booted with %s%s (a reboot applies it)", *key,
+                    now != nullptr ? now : "(none)", was != nullptr ? "" : "no ", was != nullptr ? was : *key);
+      delete next;
+      if (error != nullptr) *error = why;
+      return Error::kInvalidArgument;
+    }
+  }
+  if (const char* level = next->Get("fox.log")) SetLogLevel(*ParseLogLevel(level));
+  g_active = next;
+  return Ok();
+}
 }  // namespace fox

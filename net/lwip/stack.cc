@@ -89,9 +89,23 @@ void PollLoopback() {
   AfterLwip();
 }
 
+Config g_started_config;  // what Start brought the interface up with
+
 void StartOnStack(const Config& config, std::shared_ptr<Promise<InterfaceInfo>> promise) {
   InterfaceInfo failed;
   if (g_netif != nullptr) {
+    // Started already (a pool node's agent started it for the app that took
+    // its job): the same addressing is the interface as it is; another is
+    // refused.
+    const Config& was = g_started_config;
+    bool same = was.dhcp == config.dhcp && was.nic == config.nic &&
+                (config.dhcp ||
+                 (was.address == config.address && was.netmask == config.netmask && was.gateway == config.gateway));
+    InterfaceInfo now = Snapshot();
+    if (same && now.status == Status::kOk) {
+      promise->SetValue(now);
+      return;
+    }
     failed.status = Status::kInUse;
     promise->SetValue(failed);
     return;
@@ -110,6 +124,7 @@ void StartOnStack(const Config& config, std::shared_ptr<Promise<InterfaceInfo>> 
     return;
   }
   lwip_init();
+  g_started_config = config;
   ip_addr_t address = ToLwip(config.dhcp ? Ipv4{} : config.address);
   ip_addr_t netmask = ToLwip(config.dhcp ? Ipv4{} : config.netmask);
   ip_addr_t gateway = ToLwip(config.dhcp ? Ipv4{} : config.gateway);

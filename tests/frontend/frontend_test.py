@@ -18,7 +18,8 @@ Scenarios:
     run_interrupted    Ctrl-C (SIGINT) of run mid-job: status 130, the nodes return to the pool; the
                        same after SIGKILL of run (place 0 dies with it)
     two_clusters       two clusters side by side, a job on each at the same time
-    consecutive_jobs   three jobs one after another on one pool, `add` during the second
+    consecutive_jobs   jobs one after another on one pool: the idle nodes' agents take them without a
+                       reboot (and --reboot boots them into the job); `add` during a job
     run_temporary      run --nodes 2 with no cluster up: made for the job, removed after
     wrong_key          a node with another key is refused, the refusal logged with its address
     build_id           place 0 and node image from different sources: refused; an app not in the image too
@@ -336,7 +337,39 @@ def two_clusters(e):
 def consecutive_jobs(e):
     name = e.name("seq")
     e.fox_cmd("cluster", "up", "--nodes", "2", "--name", name, check=0)
-    e.fox_cmd("run", "ring", "--name", name, "--timeout", "200", "--", "laps=5", check=0)
+    _, out = e.fox_cmd("run", "ring", "--name", name, "--timeout", "200", "--", "laps=5", check=0)
+    # The idle nodes' agents took the job: no reboot (one boot each so far), then back to the pool.
+    for k in (1, 2):
+        expect(out, r"^place%d\| agent: node %d takes job \d+ \(no reboot\)$" % (k, k), "run")
+    with open(os.path.join(e.dir, name, "supervisor.log")) as f:
+        log_text = f.read()
+    expect(log_text, r"node 1: took job \d+ without a reboot", "supervisor.log")
+    if re.search(r"node [12]: booting into job", log_text) or "rebooting it into the job" in log_text:
+        raise Failure("a node was rebooted into the first job:\n" + log_text)
+    wait_for(lambda: set(states(e.status(name)).values()) == {"idle"}, 120, "the nodes back in the pool")
+    if {r["node"]: r["boots"] for r in e.status(name)["nodes"]} != {1: 2, 2: 2}:
+        raise Failure("boots after one job: %s, expected 2 each (the pool, then the pool again after the job)" %
+                      {r["node"]: r["boots"] for r in e.status(name)["nodes"]})
+    # An agent that does not answer in time: the node is rebooted into the job (FOX_HAND_TIMEOUT_S=0
+    # makes every hand-over time out at once; a cluster of its own).
+    other = e.name("seqfb")
+    e.env["FOX_HAND_TIMEOUT_S"] = "0"
+    try:
+        e.fox_cmd("cluster", "up", "--nodes", "1", "--name", other, check=0)
+    finally:
+        del e.env["FOX_HAND_TIMEOUT_S"]
+    _, out = e.fox_cmd("run", "ring", "--name", other, "--timeout", "200", "--", "laps=5", check=0)
+    check_ring(out, 2)
+    expect(out, r"^place1\| .*\| boot args: fox\.app=ring fox\.node=1 ", "the fallback's boot into the job")
+    with open(os.path.join(e.dir, other, "supervisor.log")) as f:
+        expect(f.read(), r"node 1: its agent did not answer job \d+ in 0\.0 s: rebooting it into the job", "supervisor.log")
+    e.fox_cmd("cluster", "down", "--name", other, check=0)
+    # fox run --reboot: every node booted into the job afresh.
+    _, out = e.fox_cmd("run", "ring", "--reboot", "--name", name, "--timeout", "200", "--", "laps=5", check=0)
+    check_ring(out, 3)
+    expect(out, r"^place1\| .*\| boot args: fox\.app=ring fox\.node=1 ", "run --reboot")
+    if "takes job" in out:
+        raise Failure("an agent took a --reboot job")
     run = e.start("run", "ring", "--name", name, "--timeout", "200", "--", "laps=20000")
     wait_for(lambda: any("nodes joined" in line for line in run.lines), 180, "the second job to start")
     st = e.status(name)
@@ -881,7 +914,15 @@ def pxe(e):
         check_ring(out, 3)
         wait_for(lambda: set(states(e.status(name)).values()) == {"idle"}, 180, "the nodes back in the pool")
     with open(os.path.join(e.dir, name, "node1.log"), errors="replace") as f:
-        expect(f.read(), r"\| iPXE [^|]+\| boot args: fox\.app=ring fox\.node=1 .* -- laps=10", "node 1's job boot")
+        text = f.read()
+    # Its agent took each job without a reboot; after each, it booted by PXE into the pool again.
+    expect(text, r"agent: node 1 takes job \d+ \(no reboot\)\nfox: pool image, app ring", "node 1's console")
+    if len(re.findall(r"\| iPXE [^|]+\| boot args: fox\.app=agent fox\.node=1 ", text)) != 3:
+        raise Failure("node 1 did not boot by PXE three times (the pool, after each of 2 jobs)")
+    _, out = e.fox_cmd("run", "ring", "--reboot", "--name", name, "--timeout", "200", "--", "laps=7", check=0)
+    check_ring(out, 3)
+    with open(os.path.join(e.dir, name, "node1.log"), errors="replace") as f:
+        expect(f.read(), r"\| iPXE [^|]+\| boot args: fox\.app=ring fox\.node=1 .* -- laps=7", "node 1's boot into the job")
     with open(os.path.join(e.dir, name, "dnsmasq.log"), errors="replace") as f:
         expect(f.read(), r"sent .*/tftp/node-52-54-00-77-00-02\.ipxe to 10\.77\.0\.12", "dnsmasq's log")
     e.fox_cmd("cluster", "down", "--name", name, check=0)

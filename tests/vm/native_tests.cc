@@ -156,3 +156,35 @@ int L2Exchange(int argc, char** argv) {
 }
 
 }  // namespace vmtest
+
+namespace vmtest {
+
+// fox::ReplaceBootArgs, what a pool node's agent uses to take a job without a
+// reboot: the new arguments are in force, main's argv is theirs, earlier
+// pointers stay valid; an argument applied at boot may not change, and bad
+// syntax is refused; the arguments in force stay as they were then.
+// Booted with: fox.job=3 fox.kcores=1 -- replace_boot_args
+int ReplaceBootArgs(int, char**) {
+  const char* job_before = fox::BootArg("fox.job");
+  CHECK(job_before != nullptr && std::strcmp(job_before, "3") == 0);
+  const char* why = nullptr;
+  CHECK(!fox::ReplaceBootArgs("fox.job=4 fox.kcores=2 -- x", &why).ok());
+  std::printf("replace: refused: %s\n", why);
+  CHECK(std::strstr(why, "fox.kcores=2") != nullptr);
+  CHECK(!fox::ReplaceBootArgs("fox.job=4 fox.node=5 fox.kcores=1", &why).ok());
+  std::printf("replace: refused: %s\n", why);
+  CHECK(std::strstr(why, "fox.node=5") != nullptr);
+  CHECK(!fox::ReplaceBootArgs("fox.job=4 fox.bogus=1", &why).ok());
+  std::printf("replace: refused: %s\n", why);
+  CHECK(std::strcmp(fox::BootArg("fox.job"), "3") == 0);  // nothing changed
+  CHECK(fox::ReplaceBootArgs("fox.job=7 fox.kcores=1 fox.app=ring fox.log=debug -- a bb", &why).ok());
+  CHECK(std::strcmp(fox::BootArg("fox.job"), "7") == 0 && std::strcmp(fox::BootArg("fox.app"), "ring") == 0);
+  CHECK(std::strcmp(job_before, "3") == 0);  // the old arguments are kept
+  CHECK(fox::AppArgc() == 3 && std::strcmp(fox::AppArgv()[1], "a") == 0 && std::strcmp(fox::AppArgv()[2], "bb") == 0 &&
+        fox::AppArgv()[3] == nullptr);
+  std::printf("replace: fox.job=%s fox.app=%s, main gets %d arguments: %s %s\n", fox::BootArg("fox.job"),
+              fox::BootArg("fox.app"), fox::AppArgc(), fox::AppArgv()[1], fox::AppArgv()[2]);
+  return 0;
+}
+
+}  // namespace vmtest

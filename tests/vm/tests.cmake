@@ -149,6 +149,11 @@ fox_vm_test(cores_kcores2 IMAGE vmtest SMP 4 ARGS "fox.kcores=2 -- cores 4 2" EX
   EXPECT "smp: 4 cores online: 2 kernel, 2 application" "core 1 here \\(kernel\\)" "vmtest cores: PASS")
 fox_vm_test(spawn_storm IMAGE vmtest SMP 4 MEM 1024 ARGS "-- spawn_storm 250000" EXIT 0 TIMEOUT 300
   EXPECT "spawn_storm: 4000000 cross-core events in [0-9]+ ms, counts exact")
+# A pool node's agent takes a job without a reboot (fox::ReplaceBootArgs).
+fox_vm_test(replace_boot_args IMAGE vmtest ARGS "fox.job=3 fox.kcores=1 -- replace_boot_args" EXIT 0
+  EXPECT "replace: refused: fox.kcores=2: the node booted with 1" "replace: refused: fox.node=5: the node booted with no fox.node"
+         "replace: refused: .*fox.bogus" "replace: fox.job=7 fox.app=ring, main gets 3 arguments: a bb"
+         "vmtest replace_boot_args: PASS")
 # Work stealing (event::SpawnShared): the three application cores share
 # work queued at one of them; core 0 is outside the group.
 fox_vm_test(steal IMAGE vmtest SMP 4 MEM 1024 ARGS "-- steal 24 5 20000" EXIT 0 TIMEOUT 300

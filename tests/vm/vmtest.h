@@ -74,4 +74,5 @@ int Sas(int argc, char** argv);
 int SasReadOnlyWrite(int argc, char** argv);
 int NicArp(int argc, char** argv);
 int L2Exchange(int argc, char** argv);
+int ReplaceBootArgs(int argc, char** argv);
 }  // namespace vmtest

@@ -44,6 +44,7 @@ const Test kTests[] = {
     {"sas_readonly_write", vmtest::SasReadOnlyWrite},
     {"nic_arp", vmtest::NicArp},
     {"l2_exchange", vmtest::L2Exchange},
+    {"replace_boot_args", vmtest::ReplaceBootArgs},
     {"net_dhcp", vmtest::NetDhcp},
     {"net_ping", vmtest::NetPing},
     {"net_static", vmtest::NetStatic},

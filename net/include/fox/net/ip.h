@@ -91,8 +91,10 @@ struct InterfaceInfo {
 // Brings the interface up (once per node): initialises lwIP on core 0, adds
 // the NIC, starts DHCP or sets the static address. The future is ready when
 // the interface has an address (status kOk), or with kTimedOut (DHCP),
-// kInUse (started already), kNoRoute (no such NIC), kInvalidArgument
-// (static without an address).
+// kInUse (started already with another addressing, or not up yet),
+// kNoRoute (no such NIC), kInvalidArgument (static without an address).
+// Started already with the same addressing (a pool node's agent started it
+// for the app that took its job): ready at once with the interface as it is.
 // Any core, event context.
 Future<InterfaceInfo> Start(const Config& config);
 // The interface's current state. Any core, any context but interrupts.
