@@ -13,6 +13,12 @@ told node K lives there (fox.peers=K@127.0.0.1:<bridge port>):
     (route), or is dropped (counted) when node K has no job.
   - ARP requests for 10.77.0.1 are answered with SWITCH_MAC.
 
+Agents. An idle node's agent speaks the pool protocol (apps/agent/agent.cc)
+with 10.77.0.1: its announcements carry a nonce, kept here per node; a job
+is sent to it (send_job) in frames of job 1 sealed with the key, and its
+answers (taken, refused) go to the supervisor (on_agent). Its frames are
+checked with the key every time.
+
 Key check. Until a node has sent one AM frame whose MAC checks with the
 cluster's key, its AM frames are checked: the first good one marks it joined
 (on_join), a bad one is dropped and the node refused (on_refuse, at most

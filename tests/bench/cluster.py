@@ -4,9 +4,10 @@ they know (issue 11).
 
     cluster.up_4nodes_s         `fox cluster up --nodes 4`, command start to exit (every node joined)
     cluster.node_boot_s         median time from a node's QEMU start to its first authenticated
-                                frame (the price of the pool's reboot-into-the-job semantics)
+                                frame (what a node's return to the pool after a job costs)
     cluster.launch_s            median of `fox run hello` on the 4 idle nodes (an empty job:
-                                place 0 here, 4 nodes rebooted into it), command start to exit
+                                place 0 here, the 4 nodes' agents take it without a reboot),
+                                command start to exit
     cluster.mpirun_s            median of `mpirun -np 4 /bin/true` (Debian's openmpi-bin,
                                 installed here on the first run if missing)
     cluster.launch_vs_mpirun_ratio   launch_s / mpirun_s
