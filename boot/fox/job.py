@@ -20,7 +20,6 @@ failed only through what place 0 makes of it).
 import os
 import re
 import selectors
-import shutil
 import signal
 import socket
 import subprocess
@@ -69,11 +68,17 @@ class Lines:
         return True
 
 
+def on_path(program):
+    """Whether `program` is an executable on PATH (shutil.which without importing shutil, 3 ms)."""
+    return any(os.access(os.path.join(d, program), os.X_OK)
+               for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if d)
+
+
 def place_command(program, app_args):
     """A place's command line: line-buffered stdout (coreutils' stdbuf), so that its lines
     interleave with its log in order, and killed with the command that started it even if that
     is SIGKILLed (setpriv --pdeathsig)."""
-    line_buffered = ["stdbuf", "-oL"] if shutil.which("stdbuf") else []
+    line_buffered = ["stdbuf", "-oL"] if on_path("stdbuf") else []
     return ["setpriv", "--pdeathsig", "KILL", "--"] + line_buffered + [program] + list(app_args)
 
 
