@@ -4,6 +4,7 @@
 // then place 0 runs the program inside a root finish while the others serve
 // activities until place 0 ends the job.
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 
 #include "fox/boot_args.h"
@@ -11,6 +12,7 @@
 #include "fox/ebb/messenger.h"
 #include "fox/ebb/rpc.h"
 #include "fox/net/am.h"
+#include "fox/timer.h"
 #include "runtime.h"
 #include "team_service.h"
 #ifdef FOX_NATIVE
@@ -61,6 +63,11 @@ int Main(int, char**, Function<void()> body) {
   // applied or refused everywhere before a finish that governs it returns.
   runtime->AddDeathHook([dht](uint32_t dead) { dht->Quiesce(dead); });
   auto start_dht = [&] {
+#ifndef FOX_NATIVE
+    // Tests (hosted): a place whose store comes up late, after it joined.
+    if (const char* delay = std::getenv("FOX_TEST_STORE_DELAY_MS"); delay != nullptr && config->self != 0)
+      timer::Sleep(std::strtoull(delay, nullptr, 10) * 1'000'000);
+#endif
     std::vector<NodeId> members;
     for (Place p : all) members.push_back(p.id);
     auto r = dht->Start(ebb::RingConfig{}, members);
@@ -83,6 +90,7 @@ int Main(int, char**, Function<void()> body) {
     } else if (!start_dht()) {
       return 1;
     }
+    runtime->Open();  // activities place 0 sent since the join may use the store now
     bool ended = runtime->Serve();
     if (!ended) std::printf("apgas: place %u: place 0 died: the job is over\n", config->self);
     return ended ? 0 : 1;
@@ -92,6 +100,7 @@ int Main(int, char**, Function<void()> body) {
     runtime->Shutdown();
     return 1;
   }
+  runtime->Open();
   std::printf("apgas: %zu places, finish mode %s\n", all.size(), detail::FinishModeName(mode));
   int status = 0;
   try {

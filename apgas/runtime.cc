@@ -98,6 +98,17 @@ Runtime::Runtime() : core_(core::Current()) {
 }
 
 Runtime::~Runtime() {
+  Held* held;
+  {
+    SpinGuard g(lock_);
+    held = held_;
+    held_ = nullptr;
+  }
+  while (held != nullptr) {  // never opened: dropped
+    Held* next = held->next;
+    delete held;
+    held = next;
+  }
   am::StopPeerState(subscription_);
   Messenger()->StopListeningAny(ebb::kApgasRuntimeId);
 }
@@ -139,6 +150,46 @@ int Runtime::NextCore() {
 // Activities are shared work: spread round-robin at spawn, and an idle
 // activity core takes them from a busy one (work stealing).
 void Runtime::Launch(FinishKey f, Function<void()> body) {
+  if (!open_.load(std::memory_order_acquire)) {
+    auto* held = new Held{f, std::move(body), nullptr};  // allocated before the lock
+    {
+      SpinGuard g(lock_);
+      if (!open_.load(std::memory_order_relaxed)) {
+        held->next = held_;
+        held_ = held;
+        return;
+      }
+    }
+    body = std::move(held->body);  // opened meanwhile
+    delete held;
+  }
+  Spawn(f, std::move(body));
+}
+
+void Runtime::Open() {
+  Held* list;
+  {
+    SpinGuard g(lock_);
+    open_.store(true, std::memory_order_release);
+    list = held_;
+    held_ = nullptr;
+  }
+  Held* fifo = nullptr;  // oldest first
+  while (list != nullptr) {
+    Held* next = list->next;
+    list->next = fifo;
+    fifo = list;
+    list = next;
+  }
+  while (fifo != nullptr) {
+    Held* next = fifo->next;
+    Spawn(fifo->f, std::move(fifo->body));
+    delete fifo;
+    fifo = next;
+  }
+}
+
+void Runtime::Spawn(FinishKey f, Function<void()> body) {
   event::SpawnShared(NextCore(), [this, f, body = std::move(body)]() mutable {
     Activity a{f};
     event::Local() = &a;

@@ -272,8 +272,14 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   void Done(FinishKey f, std::exception_ptr error);
   void Wait(FinishKey f);  // at home: until f terminates; throws MultipleExceptions
 
-  // Runs `body` as an activity of `f` on an application core.
+  // Runs `body` as an activity of `f` on an application core; before Open,
+  // it waits (held) until then.
   void Launch(FinishKey f, Function<void()> body);
+  // This place is ready for activities: its store (the Dht) is up. Held
+  // ones start, in order. Place 0 before the job's body, the others once
+  // their Dht is started or joined: place 0 may send activities as soon as
+  // a place has joined, and they may use the store at once.
+  void Open();
 
   struct Stats {
     uint64_t spawned_remote = 0, received = 0, reports_sent = 0, reports_received = 0, malformed = 0;
@@ -400,7 +406,15 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   // DeadPlaceException naming it.
   void NoteDeathLocked(FinishKey f, State& s, uint32_t d) REQUIRES(lock_);
   int NextCore();
-  static constexpr int kStealGroup = 1;  // event::SetStealGroup of the activity cores
+  void Spawn(FinishKey f, Function<void()> body);
+  struct Held {
+    FinishKey f;
+    Function<void()> body;
+    Held* next;
+  };
+  std::atomic<bool> open_{false};
+  Held* held_ GUARDED_BY(lock_) = nullptr;  // newest first
+  static constexpr int kStealGroup = 1;     // event::SetStealGroup of the activity cores
   static void JoinStealGroup();
 
   int core_;

@@ -69,6 +69,13 @@ add_test(NAME hosted.apgas_balance COMMAND ${apgas_hosted} --nodes 2 --cores 4 -
   $<TARGET_FILE:apgas_node> balance,60)
 set_tests_properties(hosted.apgas_balance PROPERTIES LABELS hosted TIMEOUT 180)
 
+# A place whose store comes up 500 ms after it joined (FOX_TEST_STORE_DELAY_MS):
+# the activities place 0 sends it meanwhile wait (Runtime::Open) instead of
+# finding the store not started ("busy").
+add_test(NAME hosted.apgas_store_late COMMAND ${apgas_hosted} --nodes 4 --cores 2 --timeout 120
+  --expect "0:apgas_node: done" $<TARGET_FILE:apgas_node> store)
+set_tests_properties(hosted.apgas_store_late PROPERTIES LABELS hosted TIMEOUT 180 ENVIRONMENT FOX_TEST_STORE_DELAY_MS=500)
+
 # A Team member dies: the survivors' collectives throw instead of hanging,
 # and agree gives them all the same answer.
 apgas_hosted_test(apgas_team_kill --nodes 4 --timeout 120 --killed 2

@@ -124,9 +124,18 @@ int NetDhcp(int, char**) {
   CHECK(info.gateway == kGateway);
   CHECK(info.netmask == Ipv4::Netmask(24));
   CHECK(fox::net::Info().address == kDhcpAddress);
-  // A second Start is refused, not a second interface.
+  // A second Start with the same addressing (DHCP) is the interface as it is
+  // (a pool node's app after its agent); with another it is refused, not a
+  // second interface.
   fox::net::Config again;
-  CHECK(BlockFor(fox::net::Start(again), 2000, "second Start").status == Status::kInUse);
+  auto same = BlockFor(fox::net::Start(again), 2000, "second Start");
+  CHECK(same.status == Status::kOk && same.address == kDhcpAddress);
+  fox::net::Config other;
+  other.dhcp = false;
+  other.address = Ipv4::FromBytes(10, 0, 2, 99);
+  other.netmask = Ipv4::Netmask(24);
+  CHECK(BlockFor(fox::net::Start(other), 2000, "Start with another address").status == Status::kInUse);
+  std::printf("dhcp: a second Start: the same interface; with a static address: refused\n");
   PrintStats();
   auto s = fox::net::GetStats();
   CHECK(s.rx_frames >= 2 && s.tx_frames >= 2 && s.rx_ring_overflows == 0);

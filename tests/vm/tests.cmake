@@ -285,7 +285,7 @@ fox_vm_test(nic_arp_legacy IMAGE vmtest SMP 2 NET user-legacy ARGS "-- nic_arp" 
 # gateway). Each runs well under 10 s under TCG.
 fox_vm_test(net_dhcp IMAGE vmtest SMP 2 NET user ARGS "-- net_dhcp" EXIT 0 TIMEOUT 60
   EXPECT "I net: DHCP lease 10\\.0\\.2\\.15/255\\.255\\.255\\.0 from 10\\.0\\.2\\.2, gateway 10\\.0\\.2\\.2"
-         "dhcp: idle second on core 0: [0-9]+ interrupts" "vmtest net_dhcp: PASS")
+         "dhcp: a second Start: the same interface; with a static address: refused" "dhcp: idle second on core 0: [0-9]+ interrupts" "vmtest net_dhcp: PASS")
 fox_vm_test(net_ping IMAGE vmtest SMP 2 NET user ARGS "-- net_ping" EXIT 0 TIMEOUT 60
   EXPECT "ping 10\\.0\\.2\\.2 \\(gateway\\): ok" "ping 10\\.0\\.2\\.15 \\(this node, answered by lwIP\\): ok"
          "ping 10\\.0\\.2\\.99 \\(nobody\\): timed out" "vmtest net_ping: PASS")

@@ -459,26 +459,27 @@ void Spawn(Task task) {
   loop->SpawnLocal(std::move(task));
 }
 
-void SpawnRemote(int core, Task task) {
+namespace {
+// Core `core`'s loop; a core that is not online is the caller's bug.
+Loop* OnlineLoop(int core, const char* caller) {
   Loop* loop = LoopOf(core);
-  if (loop == nullptr) Panic("event::SpawnRemote to core %d, which is not online", core);
-  auto* n = new Node;
-  n->task = std::move(task);
-  loop->PushRemote(n);
+  if (loop == nullptr) Panic("event::%s: core %d is not online", caller, core);
+  return loop;
 }
 
-void SpawnShared(int core, Task task) {
-  Loop* loop = LoopOf(core);
-  if (loop == nullptr) Panic("event::SpawnShared to core %d, which is not online", core);
+Node* NodeFor(Task task) {
   auto* n = new Node;
   n->task = std::move(task);
-  loop->PushShared(n);
+  return n;
 }
+}  // namespace
+
+void SpawnRemote(int core, Task task) { OnlineLoop(core, "SpawnRemote")->PushRemote(NodeFor(std::move(task))); }
+
+void SpawnShared(int core, Task task) { OnlineLoop(core, "SpawnShared")->PushShared(NodeFor(std::move(task))); }
 
 void SetStealGroup(int core, int group) {
-  Loop* loop = LoopOf(core);
-  if (loop == nullptr) Panic("event::SetStealGroup for core %d, which is not online", core);
-  loop->steal_group.store(group, std::memory_order_seq_cst);
+  OnlineLoop(core, "SetStealGroup")->steal_group.store(group, std::memory_order_seq_cst);
 }
 
 InterruptTrigger::~InterruptTrigger() { delete static_cast<Node*>(armed_.exchange(nullptr)); }
