@@ -580,11 +580,11 @@ class Supervisor:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, lambda *a: setattr(self, "stopping", True))
         self.sel.register(stop_r, selectors.EVENT_READ, lambda: os.read(stop_r, 64))
+        if self.args.bridge:
+            self.bridge_up()
         log("supervisor %d: cluster %s, %d nodes of %d cores and %d MiB, accel %s, booting %s, network %s, state in %s",
             os.getpid(), self.name, self.args.nodes, self.args.cores, self.args.mem, self.accel,
             self.boot_method(), self.network(), self.dir)
-        if self.args.bridge:
-            self.bridge_up()
         self.add_nodes(self.args.nodes)
         with open(os.path.join(self.dir, "supervisor.pid.tmp"), "w") as f:
             f.write("%d\n" % os.getpid())
@@ -620,9 +620,8 @@ class Supervisor:
             tap = self.net.open_tap(netns.SWITCH_TAP)
         except (netns.NetError, OSError) as e:
             self.net.close()
-            log("supervisor: cannot set up the bridge: %s", e)
-            shutil.rmtree(self.dir, ignore_errors=True)
-            sys.exit(1)
+            log("supervisor %d: cluster %s: cannot set up the bridge: %s", os.getpid(), self.name, e)
+            sys.exit(1)  # `fox cluster up` shows this log, then removes the state directory
         self.switch.attach_tap(tap)
         self.sel.register(tap.fd, selectors.EVENT_READ, lambda: self.switch.drain(tap))
 
