@@ -2,9 +2,10 @@
 # build/bin/fox (installed by make): the frontend, a Python package in boot/fox.
 # It needs only Python's standard library: the system's interpreter when there
 # is one (a version manager's `python3` shim costs 50 ms a command), else the
-# first python3 on PATH.
-here=$(dirname "$(readlink -f "$0")")
-root=${FOX_ROOT:-$(dirname "$(dirname "$here")")}
+# first python3 on PATH. No dirname processes: every command starts here.
+self=$(readlink -f "$0")
+here=${self%/*}
+root=${FOX_ROOT:-${here%/*/*}}
 python=python3
 [ -x /usr/bin/python3 ] && python=/usr/bin/python3
 PYTHONPATH="$root/boot${PYTHONPATH:+:$PYTHONPATH}" exec "$python" -S -m fox "$@"
