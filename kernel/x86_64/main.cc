@@ -2,7 +2,9 @@
 // KernelMain, which brings the subsystems up one after another and hands the
 // boot core to the C library and the application's main.
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "acpi.h"
 #include "cpu.h"
@@ -20,9 +22,6 @@
 #include "ioapic.h"
 #include "lapic.h"
 #include "smp.h"
-
-#include <cstdio>
-#include <cstring>
 #include "memory.h"
 #include "multiboot.h"
 #include "paging.h"
