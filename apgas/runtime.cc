@@ -98,13 +98,7 @@ Runtime::Runtime() : core_(core::Current()) {
 }
 
 Runtime::~Runtime() {
-  Held* held;
-  {
-    SpinGuard g(lock_);
-    held = held_;
-    held_ = nullptr;
-  }
-  while (held != nullptr) {  // never opened: dropped
+  for (Held* held = TakeHeld(false); held != nullptr;) {  // never opened: dropped
     Held* next = held->next;
     delete held;
     held = next;
@@ -155,8 +149,8 @@ void Runtime::Launch(FinishKey f, Function<void()> body) {
     {
       SpinGuard g(lock_);
       if (!open_.load(std::memory_order_relaxed)) {
-        held->next = held_;
-        held_ = held;
+        *held_tail_ = held;
+        held_tail_ = &held->next;
         return;
       }
     }
@@ -166,26 +160,23 @@ void Runtime::Launch(FinishKey f, Function<void()> body) {
   Spawn(f, std::move(body));
 }
 
+// The held activities, oldest first, the list emptied; `open`: from now on
+// none is held.
+Runtime::Held* Runtime::TakeHeld(bool open) {
+  SpinGuard g(lock_);
+  if (open) open_.store(true, std::memory_order_release);
+  Held* list = held_;
+  held_ = nullptr;
+  held_tail_ = &held_;
+  return list;
+}
+
 void Runtime::Open() {
-  Held* list;
-  {
-    SpinGuard g(lock_);
-    open_.store(true, std::memory_order_release);
-    list = held_;
-    held_ = nullptr;
-  }
-  Held* fifo = nullptr;  // oldest first
-  while (list != nullptr) {
-    Held* next = list->next;
-    list->next = fifo;
-    fifo = list;
-    list = next;
-  }
-  while (fifo != nullptr) {
-    Held* next = fifo->next;
-    Spawn(fifo->f, std::move(fifo->body));
-    delete fifo;
-    fifo = next;
+  for (Held* held = TakeHeld(true); held != nullptr;) {
+    Held* next = held->next;
+    Spawn(held->f, std::move(held->body));
+    delete held;
+    held = next;
   }
 }
 

@@ -412,9 +412,11 @@ class Runtime : public ebb::SharedEbb<Runtime> {
     Function<void()> body;
     Held* next;
   };
+  Held* TakeHeld(bool open);
   std::atomic<bool> open_{false};
-  Held* held_ GUARDED_BY(lock_) = nullptr;  // newest first
-  static constexpr int kStealGroup = 1;     // event::SetStealGroup of the activity cores
+  Held* held_ GUARDED_BY(lock_) = nullptr;  // oldest first
+  Held** held_tail_ GUARDED_BY(lock_) = &held_;
+  static constexpr int kStealGroup = 1;  // event::SetStealGroup of the activity cores
   static void JoinStealGroup();
 
   int core_;

@@ -516,6 +516,10 @@ void Dht::CollectRound(std::vector<DhtItems::Tombstone> old) {
       }
     }
   }
+  NoteCollected(collected);
+}
+
+void Dht::NoteCollected(uint64_t collected) {
   NoteItems();
   SpinGuard g(lock_);
   stats_.collected += collected;
@@ -546,11 +550,7 @@ void Dht::ServeCollect(NodeId from, uint64_t id, const uint8_t* body, size_t len
   }
   uint64_t collected = 0;
   for (const DhtItems::Tombstone& t : *tombstones) collected += items_.Collect(t.key, t.version) ? 1 : 0;
-  NoteItems();
-  {
-    SpinGuard g(lock_);
-    stats_.collected += collected;
-  }
+  NoteCollected(collected);
   Answer(from, id, Error::kOk);
 }
 
@@ -774,11 +774,12 @@ void Dht::ServeGet(NodeId from, uint64_t id, const uint8_t* body, size_t length)
   auto ring = Ring();
   Error status = Error::kOk;
   const DhtEntry* entry = nullptr;
+  uint64_t hash = key.ok() ? HashOf(*key) : 0;
   if (!key.ok()) {
     status = Error::kInvalidArgument;
-  } else if (!ring || !Primary(*ring, HashOf(*key))) {
+  } else if (!ring || !Primary(*ring, hash)) {
     status = Error::kBusy;
-  } else if (!HoldsLease(HashOf(*key))) {
+  } else if (!HoldsLease(hash)) {
     status = Error::kBusy;  // the caller retries: the ring drops a dead owner, or this zombie is fenced
   } else {
     entry = items_.Find(*key, clock::NowNs());

@@ -427,9 +427,7 @@ def pxe_serve(args):
     if args.hosts:
         try:
             hosts = netns.parse_hosts(args.hosts)
-        except OSError as e:
-            return usage("fox pxe serve: error: --hosts: %s" % e)
-        except ValueError as e:
+        except (OSError, ValueError) as e:
             return usage("fox pxe serve: error: --hosts: %s" % e)
     directory = args.dir or tempfile.mkdtemp(prefix="fox-pxe-")
     os.makedirs(directory, exist_ok=True)

@@ -77,7 +77,7 @@ class Node:
         self.qemu_port = nodes.free_udp_port()
         self.port = None
         self.tap = None  # bridge mode: its tap in the cluster's namespace
-        self.handing = None  # a job its agent is being given: {"job", "place", "text", "since", "sent"}
+        self.handing = None  # a job its agent is being given: {"job", "text", "image", "since", "sent"}
         self.boots = 0
         self.last_status = None
         self.report = None  # its latest status report in a job ({key: value}), and when it came
@@ -108,9 +108,9 @@ class Supervisor:
         self.sel = selectors.DefaultSelector()
         self.switch = switch.Switch(self.key, self.on_join, self.on_refuse, self.on_agent)
         self.net = None  # bridge mode: the cluster's namespace, bridge and dnsmasq (netns.py)
-        self.image_facts = None
+        self.image_facts = None  # ((path, size, mtime, inode), apps, build id) of the node image last checked
         # FOX_HAND_TIMEOUT_S (tests: 0 makes every node take the reboot path after its agent was asked)
-        self.hand_timeout_s = float(os.environ.get("FOX_HAND_TIMEOUT_S", self.HAND_TIMEOUT_S))  # ((path, size, mtime, inode), apps, build id) of the node image last checked
+        self.hand_timeout_s = float(os.environ.get("FOX_HAND_TIMEOUT_S", self.HAND_TIMEOUT_S))
         self.nodes = {}
         self.next_id = 1
         self.next_job = nodes.POOL_JOB + 1

@@ -42,6 +42,7 @@ SWITCH_MAC = nodes.mac_bytes("52:54:00:77:ff:fe")
 AGENT_EBB = 0x41474E54
 ANNOUNCE, JOB, TAKEN, REFUSED = 1, 2, 3, 4
 JOB_PART_BYTES = 1408 - 12
+POOL_JOB_LE = struct.pack("<Q", nodes.POOL_JOB)  # the job id field of the agents' frames
 FRONTEND_IP = nodes.ip_bytes(nodes.FRONTEND_IP)
 ETH_IPV4, ETH_ARP = b"\x08\x00", b"\x08\x06"
 BROADCAST = b"\xff" * 6
@@ -154,10 +155,14 @@ class Switch(hub.Hub):
             if port.route is None or sender != port.route:
                 port.no_route += 1  # not this node's place 0 (a stale job's): dropped
                 continue
-            port.from_place0 += 1
-            if port.out is not port:  # bridge mode: the tap counts it too
-                port.counters["tx"] += 1
-            self.transmit(port.out, self.udp_frame(port, data))
+            self.to_node(port, data)
+
+    def to_node(self, port, payload):
+        """`payload` from 10.77.0.1:7700 to node `port`'s port 7700."""
+        port.from_place0 += 1
+        if port.out is not port:  # bridge mode: the tap counts it too
+            port.counters["tx"] += 1
+        self.transmit(port.out, self.udp_frame(port, payload))
 
     def send_job(self, k, text):
         """Node k's agent takes the job whose boot arguments are `text`, in as many parts as it needs.
@@ -169,18 +174,13 @@ class Switch(hub.Hub):
         parts = [data[i:i + JOB_PART_BYTES] for i in range(0, len(data), JOB_PART_BYTES)] or [b""]
         for i, part in enumerate(parts):
             body = port.nonce + struct.pack("<HH", i, len(parts)) + part
-            frame = siphash.seal_frame(self.key, nodes.POOL_JOB, 0, k, [(AGENT_EBB, JOB, body)])
-            port.from_place0 += 1
-            if port.out is not port:
-                port.counters["tx"] += 1
-            self.transmit(port.out, self.udp_frame(port, frame))
+            self.to_node(port, siphash.seal_frame(self.key, nodes.POOL_JOB, 0, k, [(AGENT_EBB, JOB, body)]))
         return True
 
     def agent_frame(self, node, payload):
         """A frame of node's agent (to 10.77.0.1): its announcements (the nonce) and answers to a job.
         True if it was one (authenticated: the key is checked on every one)."""
-        if len(payload) < siphash.HEADER or payload[:4] != siphash.MAGIC or \
-                struct.unpack_from("<Q", payload, 8)[0] != nodes.POOL_JOB:
+        if payload[8:16] != POOL_JOB_LE:  # a job's frame (every one to place 0 comes here: cheap first)
             return False
         parsed = siphash.frame_records(payload)
         if parsed is None or not any(r[0] == AGENT_EBB for r in parsed[2]):

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "acpi.h"
 #include "cpu.h"
@@ -163,26 +164,23 @@ char** AppArgv() { return g_active->argv(); }
 
 Result<void> ReplaceBootArgs(std::string_view text, const char** error) {
   static char why[160];
-  auto* next = new CommandLine;
-  if (auto r = next->Parse(text, false); !r.ok()) {
-    std::snprintf(why, sizeof why, "%s", next->error());
-    delete next;
+  auto next = std::make_unique<CommandLine>();
+  auto refuse = [&](const char* fmt, auto... args) -> Result<void> {
+    std::snprintf(why, sizeof why, fmt, args...);
     if (error != nullptr) *error = why;
     return Error::kInvalidArgument;
-  }
+  };
+  if (!next->Parse(text, false).ok()) return refuse("%s", next->error());
   for (const char* const* key = kBootTimeArgs; *key != nullptr; ++key) {
     const char* was = g_active->Get(*key);
     const char* now = next->Get(*key);
     if ((was == nullptr) != (now == nullptr) || (was != nullptr && std::strcmp(was, now) != 0)) {
-      std::snprintf(why, sizeof why, "%s=%s: the node booted with %s%s (a reboot applies it)", *key,
-                    now != nullptr ? now : "(none)", was != nullptr ? "" : "no ", was != nullptr ? was : *key);
-      delete next;
-      if (error != nullptr) *error = why;
-      return Error::kInvalidArgument;
+      return refuse("%s=%s: the node booted with %s%s (a reboot applies it)", *key, now != nullptr ? now : "(none)",
+                    was != nullptr ? "" : "no ", was != nullptr ? was : *key);
     }
   }
   if (const char* level = next->Get("fox.log")) SetLogLevel(*ParseLogLevel(level));
-  g_active = next;
+  g_active = next.release();  // kept: pointers into it stay valid
   return Ok();
 }
 }  // namespace fox

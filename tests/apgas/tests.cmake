@@ -1,7 +1,6 @@
 # The APGAS runtime (apgas/): tests/apgas/apgas_node.cc at every place.
 # Hosted: places are Linux processes on 127.0.0.1 (no root, no QEMU).
 # Native: places are QEMU nodes joined by the hub on 127.0.0.1 (no root).
-set(apgas_hosted ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py)
 # A hosted test in every finish mode (fox.finish, apgas/runtime.h):
 # hosted.NAME (none), hosted.NAME_place0, hosted.NAME_optimistic.
 function(apgas_hosted_test name)
@@ -10,7 +9,7 @@ function(apgas_hosted_test name)
     if(NOT mode STREQUAL none)
       set(test hosted.${name}_${mode})
     endif()
-    add_test(NAME ${test} COMMAND ${apgas_hosted} --args fox.finish=${mode} ${ARGN})
+    add_test(NAME ${test} COMMAND ${FOX_HOSTED_NODES} --args fox.finish=${mode} ${ARGN})
     set_tests_properties(${test} PROPERTIES LABELS hosted TIMEOUT 180)
   endforeach()
 endfunction()
@@ -43,18 +42,18 @@ apgas_hosted_test(apgas_orphans --nodes 4 --timeout 120 --killed 3
 # A place dies at a random moment inside rounds where every place's fan-out
 # has its own finish: the dead place's finish is adopted by the round's.
 foreach(mode place0 optimistic)
-  add_test(NAME hosted.apgas_random_kill_nested_${mode} COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 3
+  add_test(NAME hosted.apgas_random_kill_nested_${mode} COMMAND ${FOX_HOSTED_NODES} --nodes 4 --timeout 120 --killed 3
     --args fox.finish=${mode}
     --expect "0:apgas: random kill of place 3 after 300 ms in nested rounds: [0-9]+ whole rounds, then a round with [0-9]+ of 16 leaves back, 0 after its finish returned, 0 other exceptions"
     $<TARGET_FILE:apgas_node> random_kill,3,300,nested)
   set_tests_properties(hosted.apgas_random_kill_nested_${mode} PROPERTIES LABELS hosted TIMEOUT 180)
 endforeach()
 foreach(mode place0 optimistic)
-  add_test(NAME hosted.apgas_home_kill_${mode} COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 2
+  add_test(NAME hosted.apgas_home_kill_${mode} COMMAND ${FOX_HOSTED_NODES} --nodes 4 --timeout 120 --killed 2
     --args fox.finish=${mode}
     --expect "0:apgas: finishes homed at dead place 2: 6 of 6 of their activities ended before the root finish returned, 0 after. DeadPlaceException named it, 0 other exceptions"
     $<TARGET_FILE:apgas_node> home_kill,2)
-  add_test(NAME hosted.apgas_home_kill_via_${mode} COMMAND ${apgas_hosted} --nodes 4 --timeout 120 --killed 2
+  add_test(NAME hosted.apgas_home_kill_via_${mode} COMMAND ${FOX_HOSTED_NODES} --nodes 4 --timeout 120 --killed 2
     --args fox.finish=${mode}
     --expect "0:apgas: finishes homed at dead place 2: 6 of 6 of their activities ended before place 1's finish returned, 0 after. DeadPlaceException named it, 0 other exceptions"
     $<TARGET_FILE:apgas_node> home_kill,2,1)
@@ -63,7 +62,7 @@ endforeach()
 
 # Work stealing: at every place (4 cores each) the long activities, all
 # spawned onto one core, are taken by the idle ones.
-add_test(NAME hosted.apgas_balance COMMAND ${apgas_hosted} --nodes 2 --cores 4 --timeout 120
+add_test(NAME hosted.apgas_balance COMMAND ${FOX_HOSTED_NODES} --nodes 2 --cores 4 --timeout 120
   --expect "0:apgas: place 1: 4 activities of 60 ms .* ran on [2-4] of 4 activity cores"
   --expect "0:apgas: work stealing: balanced at 2 of 2 places" --expect "0:apgas_node: done"
   $<TARGET_FILE:apgas_node> balance,60)
@@ -72,7 +71,7 @@ set_tests_properties(hosted.apgas_balance PROPERTIES LABELS hosted TIMEOUT 180)
 # A place whose store comes up 500 ms after it joined (FOX_TEST_STORE_DELAY_MS):
 # the activities place 0 sends it meanwhile wait (Runtime::Open) instead of
 # finding the store not started ("busy").
-add_test(NAME hosted.apgas_store_late COMMAND ${apgas_hosted} --nodes 4 --cores 2 --timeout 120
+add_test(NAME hosted.apgas_store_late COMMAND ${FOX_HOSTED_NODES} --nodes 4 --cores 2 --timeout 120
   --expect "0:apgas_node: done" $<TARGET_FILE:apgas_node> store)
 set_tests_properties(hosted.apgas_store_late PROPERTIES LABELS hosted TIMEOUT 180 ENVIRONMENT FOX_TEST_STORE_DELAY_MS=500)
 

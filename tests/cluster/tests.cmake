@@ -286,7 +286,7 @@ foreach(n RANGE 0 3)
     --expect "${n}:dht_sync: node ${n}: popped 100 tasks, all 400 tasks of every node popped exactly once"
     --expect "${n}:dht_sync: node ${n}: waits timed out as asked" --expect "${n}:dht_node: done")
 endforeach()
-add_test(NAME hosted.dht_sync COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py
+add_test(NAME hosted.dht_sync COMMAND ${FOX_HOSTED_NODES}
   --nodes 4 --timeout 150 ${sync_expect} $<TARGET_FILE:dht_node_hosted> sync 100)
 set_tests_properties(hosted.dht_sync PROPERTIES LABELS hosted TIMEOUT 200)
 
@@ -301,7 +301,7 @@ set(zombie_args)
 foreach(n RANGE 0 2)
   list(APPEND zombie_args --node-args "${n}:fox.suspect_ms=3000")
 endforeach()
-add_test(NAME hosted.dht_zombie COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py
+add_test(NAME hosted.dht_zombie COMMAND ${FOX_HOSTED_NODES}
   --nodes 3 --timeout 120 ${zombie_args} --expect-exit 2:3
   --expect "0:dht_zombie: set 300 keys: 0 failed"
   --expect "0:dht_zombie: node 2 declared dead [0-9]+ ms after it stopped itself"
@@ -331,7 +331,7 @@ foreach(shape "3;2" "4;3")
         --expect "0:dht: node ${n}'s status report: dht.live 2407")
     endif()
   endforeach()
-  add_test(NAME hosted.dht_failover_r${r} COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py
+  add_test(NAME hosted.dht_failover_r${r} COMMAND ${FOX_HOSTED_NODES}
     --nodes ${nodes} --timeout 150 --killed ${victim}
     --expect "0:dht: add, replace, cas, delete and bad sizes answered as memcached would"
     --expect "0:dht: ([0-9]+) malformed requests to the peers: \\1 answered invalid argument"
@@ -355,13 +355,13 @@ set(join_expect)
 foreach(n RANGE 0 3)
   list(APPEND join_expect --expect "${n}:dht_join: node ${n}: holds ([0-9]+) of the \\1 keys it owns, 0 it does not own")
 endforeach()
-add_test(NAME hosted.dht_join COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py
+add_test(NAME hosted.dht_join COMMAND ${FOX_HOSTED_NODES}
   --nodes 4 --timeout 120 ${join_expect}
   --expect "0:dht_join: node 0: 4600 of 4600 keys read back after node 3 joined, 0 missing, 0 wrong"
   --expect "3:dht_join: node 3 joined in [0-9]+ ms, [1-9][0-9]* items streamed to it"
   $<TARGET_FILE:dht_node_hosted> join 3000)
 list(REMOVE_AT join_expect 2 3)  # node 1's: it dies
-add_test(NAME hosted.dht_join_kill COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py
+add_test(NAME hosted.dht_join_kill COMMAND ${FOX_HOSTED_NODES}
   --nodes 4 --timeout 120 --killed 1 ${join_expect}
   --expect "0:dht_join: node 0: 4600 of 4600 keys read back after node 3 joined, 0 missing, 0 wrong"
   --expect "0:dht: node 1 died" --expect "3:dht: joined: ring epoch 2, 3 nodes"
@@ -378,7 +378,7 @@ foreach(n RANGE 0 2)
   list(APPEND tomb_expect --expect "${n}:dht_tombstones: node ${n}: no tombstone left: [0-9]+ collected here, 0 entries left"
                           --expect "${n}:dht_tombstones: node ${n}: holds ([0-9]+) keys, owns \\1, \\1 entries")
 endforeach()
-add_test(NAME hosted.dht_tombstones COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py
+add_test(NAME hosted.dht_tombstones COMMAND ${FOX_HOSTED_NODES}
   --nodes 3 --timeout 120 ${tomb_expect}
   --expect "0:dht_tombstones: node 0: 2000 keys set and deleted: [1-9][0-9]* tombstones here, 0 live"
   --expect "0:dht_tombstones: node 0: 1000 keys set again at version 1 .0 failed., 1000 of 1000 read back. 1000 of 1000 deleted ones absent"

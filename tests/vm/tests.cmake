@@ -343,7 +343,7 @@ fox_vm_test(ring_alone IMAGE ring NET user ARGS "fox.peers=0@10.0.2.15 -- laps=3
 # three Linux processes of am_node; node 0 streams to node 1, echoes with
 # node 2 and puts into both nodes' SAS segments (by address), all through
 # the Messenger.
-add_test(NAME hosted.am_nodes COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py
+add_test(NAME hosted.am_nodes COMMAND ${FOX_HOSTED_NODES}
   --nodes 3 --timeout 120
   --expect "0:am: stream to node 1: 20000 of 20000 messages delivered in order, 0 errors"
   --expect "0:am: 200 echoes from node 2, 0 bad"
@@ -362,7 +362,7 @@ add_test(NAME hosted.am_nodes COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/
 set_tests_properties(hosted.am_nodes PROPERTIES LABELS hosted TIMEOUT 180)
 # A node started with another job key: each side drops the other's frames
 # and says why, naming the sender (rate-limited), instead of failing silently.
-add_test(NAME hosted.am_wrong_key COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py
+add_test(NAME hosted.am_wrong_key COMMAND ${FOX_HOSTED_NODES}
   --nodes 2 --timeout 60 --node-args "1:fox.key=00112233445566778899aabbccddeeff"
   --expect "0:W am: dropping frames from 127\\.0\\.0\\.1:[0-9]+: MAC check failed: is fox.key the same on every node of the job\\?"
   --expect "1:W am: dropping frames from 127\\.0\\.0\\.1:[0-9]+: MAC check failed"

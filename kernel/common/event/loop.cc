@@ -171,14 +171,19 @@ bool Loop::StealableWork() const {
   return false;
 }
 
-// Runs one shared task of this core's own queue.
-bool Loop::RunShared() {
-  Node* n = TakeShared();
-  if (n == nullptr) return false;
+// Runs a shared task taken from a queue (this core's or a victim's) here.
+void Loop::RunTaken(Node* n) {
   Task task = std::move(n->task);
   delete n;
   event_local_ = nullptr;
   task();
+}
+
+// Runs one shared task of this core's own queue.
+bool Loop::RunShared() {
+  Node* n = TakeShared();
+  if (n == nullptr) return false;
+  RunTaken(n);
   return true;
 }
 
@@ -196,10 +201,7 @@ bool Loop::Steal() {
     if (node == nullptr) continue;
     next_victim_ = c;
     ++steals_;
-    Task task = std::move(node->task);
-    delete node;
-    event_local_ = nullptr;
-    task();
+    RunTaken(node);
     return true;
   }
   return false;

@@ -113,6 +113,7 @@ class Loop {
   uint64_t NextDeadline() const;
   void Sleep();
   bool RunShared();
+  void RunTaken(Node* n);
   bool Steal();
   bool StealableWork() const;
   void WakeThief();

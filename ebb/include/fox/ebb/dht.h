@@ -273,6 +273,7 @@ class Dht : public SharedEbb<Dht> {
                                                  Error* last_error);
   // After the home core changed items_: the counters' copies of its sizes.
   void NoteItems();
+  void NoteCollected(uint64_t collected);  // NoteItems, and `collected` tombstones more in the counters
   bool Primary(const DhtRing& ring, uint64_t key_hash) const;
   // Whether this primary may serve a read of `key_hash` from its copy (read
   // leases: dht.cc); asks the other owners when it must. Blocks.
