@@ -13,7 +13,6 @@ folders the binaries are built from (sorted), cut to 32 hex digits. OUT.cc
 defines `fox_build_id`, the marker "FOXBUILDID:" and the digits, which the
 frontend finds by scanning the binary.
 """
-import hashlib
 import os
 import re
 import sys
@@ -37,6 +36,7 @@ def sources():
 
 
 def compute():
+    import hashlib  # here: the frontend reads ids on every command and needs no hash (hashlib loads OpenSSL, 2 ms)
     h = hashlib.sha256()
     for path in sources():
         with open(os.path.join(ROOT, path), "rb") as f:
@@ -49,8 +49,13 @@ def compute():
 def read(path):
     with open(path, "rb") as f:
         data = f.read()
-    m = re.search(re.escape(MARKER) + rb"([0-9a-f]{32})", data)
-    return m.group(1).decode() if m else None
+    at = data.find(MARKER)
+    while at >= 0:
+        digits = data[at + len(MARKER):at + len(MARKER) + 32]
+        if re.fullmatch(rb"[0-9a-f]{32}", digits):
+            return digits.decode()
+        at = data.find(MARKER, at + 1)
+    return None
 
 
 def main():

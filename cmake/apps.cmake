@@ -109,6 +109,8 @@ function(fox_add_pool_image)
 #include \"fox/boot_args.h\"
 
 extern \"C\" const char fox_build_id[];
+// The pool agent's (apps/agent): tells the frontend how a job it took ended.
+extern \"C\" [[gnu::weak]] void fox_agent_job_ended(int status);
 ${decls}
 namespace {
 struct App {
@@ -122,9 +124,10 @@ ${table}};
 
 // Runs the app fox.app names with the node's arguments; status 2 when it names none of them.
 // An app that returns fox::kHandOver (the pool agent, given a job) has replaced the boot
-// arguments (fox::ReplaceBootArgs): the app they name runs next, with their arguments.
+// arguments (fox::ReplaceBootArgs): the app they name runs next, with their arguments; its
+// status is told to the frontend by the agent before the node exits with it.
 int main(int argc, char** argv) {
-  for (;;) {
+  for (bool handed = false;; handed = true) {
     const char* name = fox::BootArg(\"fox.app\");
     const App* found = nullptr;
     for (const App& app : kApps) {
@@ -137,7 +140,10 @@ int main(int argc, char** argv) {
     std::printf(\"fox: pool image, app %s, build %s\\n\", name, fox_build_id + 11);
     std::fflush(stdout);
     int status = found->main(argc, argv);
-    if (status != fox::kHandOver) return status;
+    if (status != fox::kHandOver) {
+      if (handed && fox_agent_job_ended != nullptr) fox_agent_job_ended(status);
+      return status;
+    }
     argc = fox::AppArgc();
     argv = fox::AppArgv();
   }

@@ -24,9 +24,17 @@
 //   kRefused   node -> frontend: nonce, then why (text): the job changes an
 //              argument applied at boot (fox.kcores, fox.stack...). The
 //              frontend reboots the node into the job instead.
+//   kExit      node -> frontend, when the job's app has ended (the pool
+//              image's main calls fox_agent_job_ended): nonce, then the
+//              status (4 bytes, little-endian), from another UDP port, sent
+//              every 5 ms until answered, for at most 20 ms. fox run hears
+//              of the status without waiting for QEMU to exit; a report that
+//              is lost costs only that (QEMU's exit status still tells).
+//   kExitSeen  frontend -> node, to the port kExit came from: the nonce.
 // Hosted builds have no pool: there the agent only starts the transport.
 #include <sys/random.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -47,23 +55,21 @@ namespace {
 
 #ifdef FOX_NATIVE
 constexpr uint32_t kAgentEbb = 0x41474E54;  // "TNGA": the agent's records; no Ebb of a job
-enum : uint16_t { kAnnounce = 1, kJob = 2, kTaken = 3, kRefused = 4 };
+enum : uint16_t { kAnnounce = 1, kJob = 2, kTaken = 3, kRefused = 4, kExit = 5, kExitSeen = 6 };
 constexpr uint16_t kPort = 7700;
 constexpr uint64_t kAnnounceNs = 1'000'000'000;
+constexpr uint64_t kExitResendNs = 5'000'000;
+constexpr uint64_t kExitWaitNs = 20'000'000;
 constexpr uint16_t kMaxParts = 16;
 
-struct Agent {
+// Who this node is to the frontend in the pool protocol (job 1's frames).
+struct PoolIdentity {
   fox::am::Config config;
   uint64_t nonce = 0;
-  fox::net::UdpSocket socket;
   fox::net::Endpoint frontend;
-  std::vector<std::string> parts;
-  std::vector<bool> have;
-  fox::Promise<std::string> job;
-  bool taken = false;
 
   // One frame of job 1 from this node to the frontend with one record.
-  void Send(uint16_t handler, const std::string& data) {
+  void Send(fox::net::UdpSocket& socket, uint16_t handler, const std::string& data) const {
     uint8_t frame[fox::net::kMaxFrameBytes];
     fox::net::FrameBuilder b(frame, sizeof frame, {config.job, config.self, 0});
     if (auto r = b.Add(kAgentEbb, handler, data.data(), std::min(data.size(), fox::net::kMaxMessageBytes));
@@ -73,18 +79,39 @@ struct Agent {
     (void)socket.SendTo(frontend, frame, n);
   }
   std::string NonceBytes() const { return std::string(reinterpret_cast<const char*>(&nonce), 8); }
+  // Whether a datagram from the frontend is a record `handler` for this boot (its first bytes
+  // the nonce); `each` sees every such record's data.
+  template <typename F>
+  void Records(const uint8_t* data, size_t length, uint16_t handler, F each) const {
+    fox::net::DropReason why;
+    auto view = fox::net::DecodeFrame(data, length, config.key, config.job, config.self, &why);
+    if (!view.ok()) return;
+    for (fox::net::AmMessage m : *view) {
+      if (m.ebb != kAgentEbb || m.handler != handler || m.length < 8 || std::memcmp(m.data, &nonce, 8) != 0) continue;
+      each(m);
+    }
+  }
+};
+
+PoolIdentity g_taken_by;  // set when a job is taken: its end is reported as this node's agent
+
+struct Agent {
+  PoolIdentity me;
+  fox::net::UdpSocket socket;
+  std::vector<std::string> parts;
+  std::vector<bool> have;
+  fox::Promise<std::string> job;
+  bool taken = false;
+
+  void Send(uint16_t handler, const std::string& data) { me.Send(socket, handler, data); }
 
   // A datagram from the frontend: a kJob part of this boot's nonce.
   void OnDatagram(const uint8_t* data, size_t length) {
-    fox::net::DropReason why;
-    auto view = fox::net::DecodeFrame(data, length, config.key, config.job, config.self, &why);
-    if (!view.ok() || taken) return;
-    for (fox::net::AmMessage m : *view) {
-      if (m.ebb != kAgentEbb || m.handler != kJob || m.length < 12) continue;
-      uint64_t got;
-      std::memcpy(&got, m.data, 8);
+    if (taken) return;
+    me.Records(data, length, kJob, [&](const fox::net::AmMessage& m) {
+      if (taken || m.length < 12) return;
       uint16_t part = fox::net::wire::Load16(m.data + 8), count = fox::net::wire::Load16(m.data + 10);
-      if (got != nonce || count == 0 || count > kMaxParts || part >= count) continue;
+      if (count == 0 || count > kMaxParts || part >= count) return;
       if (parts.size() != count) {
         parts.assign(count, "");
         have.assign(count, false);
@@ -93,18 +120,57 @@ struct Agent {
       have[part] = true;
       bool all = true;
       for (bool h : have) all = all && h;
-      if (!all) continue;
+      if (!all) return;
       std::string text;
       for (auto& p : parts) text += p;
       taken = true;
       job.SetValue(std::move(text));
-      return;
-    }
+    });
+  }
+};
+
+// The end of a job this node's agent took: kExit until kExitSeen or kExitWaitNs.
+struct ExitReport {
+  fox::net::UdpSocket socket;
+  std::atomic<bool> done{false};
+  fox::Promise<bool> seen;
+  void Finish(bool answered) {
+    if (!done.exchange(true)) seen.SetValue(answered);
   }
 };
 #endif
 
 }  // namespace
+
+#ifdef FOX_NATIVE
+// Called by the pool image's main (cmake/apps.cmake) when the app of a job this agent took has
+// returned `status`, before the node exits with it.
+extern "C" void fox_agent_job_ended(int status) {
+  if (g_taken_by.nonce == 0) return;
+  auto report = std::make_shared<ExitReport>();
+  report->socket = fox::net::UdpSocket::Bind(0, [report](fox::net::Packet p, fox::net::Endpoint) {
+                     uint8_t buf[fox::net::kMaxFrameBytes];
+                     size_t n = p.CopyTo(buf, std::min(p.size(), sizeof buf));
+                     g_taken_by.Records(buf, n, kExitSeen, [&](const fox::net::AmMessage&) { report->Finish(true); });
+                   }).Block();
+  if (report->socket.status() != fox::net::Status::kOk) return;
+  std::string body = g_taken_by.NonceBytes();
+  uint8_t s[4];
+  fox::net::wire::Store32(s, uint32_t(status));
+  body.append(reinterpret_cast<const char*>(s), 4);
+  g_taken_by.Send(report->socket, kExit, body);
+  auto resend = fox::timer::StartPeriodic(kExitResendNs, [report, body] {
+    if (!report->done.load()) g_taken_by.Send(report->socket, kExit, body);
+  });
+  auto give_up = fox::timer::Start(kExitWaitNs, [report] { report->Finish(false); });
+  bool answered = report->seen.GetFuture().Block();
+  fox::timer::Cancel(resend);
+  fox::timer::Cancel(give_up);
+  report->socket.Close();
+  if (!answered)
+    std::printf("agent: the frontend did not answer the job's end in %u ms\n", unsigned(kExitWaitNs / 1'000'000));
+}
+#endif
 
 int main(int, char**) {
   auto config = fox::am::ConfigFromBootArgs();
@@ -118,13 +184,15 @@ int main(int, char**) {
     return 1;
   }
   auto agent = std::make_shared<Agent>();
-  agent->config = *config;
-  if (getrandom(&agent->nonce, sizeof agent->nonce, 0) != sizeof agent->nonce) agent->nonce = fox::clock::NowNs();
+  agent->me.config = *config;
+  if (getrandom(&agent->me.nonce, sizeof agent->me.nonce, 0) != sizeof agent->me.nonce || agent->me.nonce == 0) {
+    agent->me.nonce = fox::clock::NowNs();
+  }
   const char* peers = fox::BootArg("fox.peers");
   bool found = false;
   auto r = fox::am::ParsePeers(peers ? peers : "", kPort, [&](fox::NodeId id, uint32_t ip, uint16_t port) {
     if (id == 0) {
-      agent->frontend = {fox::net::Ipv4{ip}, port};
+      agent->me.frontend = {fox::net::Ipv4{ip}, port};
       found = true;
     }
   });
@@ -144,23 +212,24 @@ int main(int, char**) {
   std::printf("agent: node %u idle at %s, waiting for a job\n", config->self, info.address.ToString().c_str());
   std::fflush(stdout);
   auto announce = fox::timer::StartPeriodic(kAnnounceNs, [agent] {
-    if (!agent->taken) agent->Send(kAnnounce, agent->NonceBytes());
+    if (!agent->taken) agent->Send(kAnnounce, agent->me.NonceBytes());
   });
-  agent->Send(kAnnounce, agent->NonceBytes());
+  agent->Send(kAnnounce, agent->me.NonceBytes());
   for (;;) {
     std::string text = agent->job.GetFuture().Block();
     const char* why = nullptr;
     if (fox::ReplaceBootArgs(text, &why).ok()) {
       fox::timer::Cancel(announce);
-      for (int i = 0; i < 3; ++i) agent->Send(kTaken, agent->NonceBytes());  // datagrams: it may lose one
+      for (int i = 0; i < 3; ++i) agent->Send(kTaken, agent->me.NonceBytes());  // datagrams: it may lose one
       agent->socket.Close();
+      g_taken_by = agent->me;
       std::printf("agent: node %u takes job %s (no reboot)\n", config->self, fox::BootArg("fox.job"));
       std::fflush(stdout);
       return fox::kHandOver;
     }
     std::printf("agent: node %u refuses a job without a reboot: %s\n", config->self, why);
     std::fflush(stdout);
-    agent->Send(kRefused, agent->NonceBytes() + why);
+    agent->Send(kRefused, agent->me.NonceBytes() + why);
     agent->job = fox::Promise<std::string>();  // the frontend reboots this node into the job
     agent->taken = false;
     agent->parts.clear();

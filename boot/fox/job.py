@@ -68,18 +68,11 @@ class Lines:
         return True
 
 
-def on_path(program):
-    """Whether `program` is an executable on PATH (shutil.which without importing shutil, 3 ms)."""
-    return any(os.access(os.path.join(d, program), os.X_OK)
-               for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if d)
-
-
-def place_command(program, app_args):
-    """A place's command line: line-buffered stdout (coreutils' stdbuf), so that its lines
-    interleave with its log in order, and killed with the command that started it even if that
-    is SIGKILLed (setpriv --pdeathsig)."""
-    line_buffered = ["stdbuf", "-oL"] if on_path("stdbuf") else []
-    return ["setpriv", "--pdeathsig", "KILL", "--"] + line_buffered + [program] + list(app_args)
+def place_env(**variables):
+    """A place's environment: ours, VARIABLES, and FOX_PARENT_PID, which makes the hosted runtime
+    (kernel/linux/start.cc) line-buffer the place's stdout, so that its lines interleave with its
+    log in order, and kill it with this command even if that is SIGKILLed."""
+    return dict(os.environ, FOX_PARENT_PID=str(os.getpid()), **variables)
 
 
 class ControlPipe:
@@ -215,8 +208,8 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out, k
     notice_r, notice_w = os.pipe()
     control_r, control_w = os.pipe()  # place 0's requests for more nodes (am::RequestNodes)
     os.set_blocking(control_r, False)
-    env = dict(os.environ, FOX_ARGS=fox_args, FOX_NOTICE_FD=str(notice_r), FOX_CONTROL_FD=str(control_w))
-    place0 = subprocess.Popen(place_command(program, app_args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    env = place_env(FOX_ARGS=fox_args, FOX_NOTICE_FD=str(notice_r), FOX_CONTROL_FD=str(control_w))
+    place0 = subprocess.Popen([program] + list(app_args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, env=env, pass_fds=(notice_r, control_w),
                               start_new_session=True)
     os.close(notice_r)
@@ -230,6 +223,8 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out, k
     sel.register(place0.stdout, selectors.EVENT_READ, "place0")
     sel.register(conn, selectors.EVENT_READ, "conn")
     sel.register(control_r, selectors.EVENT_READ, "control")
+    place0_exit = os.pidfd_open(place0.pid)  # its exit wakes the loop (its output's end may come first)
+    sel.register(place0_exit, selectors.EVENT_READ, "place0_exit")
 
     def endpoint_line(text):
         endpoint = ENDPOINT.match(text)
@@ -249,6 +244,8 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out, k
                     if not place0_lines.read(out):
                         sel.unregister(place0.stdout)
                         place0_eof = True
+                elif key_.data == "place0_exit":
+                    sel.unregister(place0_exit)
                 elif key_.data == "control":
                     counts = control.read()
                     if counts is None:
@@ -315,6 +312,7 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out, k
             place0.wait()
         os.close(notice_w)
         os.close(control_r)
+        os.close(place0_exit)
         try:
             conn.send(op="end")
         except OSError:
@@ -368,14 +366,14 @@ def run_hosted(app, places, app_args, timeout, out=sys.stdout, kargs=()):
     ended = {}  # place -> status, in the order they ended
 
     def start_place(i, peers):
-        env = dict(os.environ, FOX_ARGS="fox.node=%d fox.job=%d fox.key=%s fox.amport=%d fox.peers=%s %s %s" %
+        env = place_env(FOX_ARGS="fox.node=%d fox.job=%d fox.key=%s fox.amport=%d fox.peers=%s %s %s" %
                    (i, job, key, ports[i], peers, fd_args, " ".join(kargs)))
         pass_fds = ()
         if i == 0:
             env["FOX_NOTICE_FD"] = str(notice_r)
             env["FOX_CONTROL_FD"] = str(control_w)
             pass_fds = (notice_r, control_w)
-        p = subprocess.Popen(place_command(program, app_args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        p = subprocess.Popen([program] + list(app_args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, env=env, pass_fds=pass_fds, start_new_session=True)
         procs.append(p)
         outputs.append(Lines(i, p.stdout))

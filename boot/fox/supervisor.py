@@ -45,6 +45,7 @@ import selectors
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -78,6 +79,7 @@ class Node:
         self.port = None
         self.tap = None  # bridge mode: its tap in the cluster's namespace
         self.handing = None  # a job its agent is being given: {"job", "text", "image", "since", "sent"}
+        self.told_exit = None  # the job whose end its agent reported (fox run was told then)
         self.boots = 0
         self.last_status = None
         self.report = None  # its latest status report in a job ({key: value}), and when it came
@@ -111,6 +113,10 @@ class Supervisor:
         self.image_facts = None  # ((path, size, mtime, inode), apps, build id) of the node image last checked
         # FOX_HAND_TIMEOUT_S (tests: 0 makes every node take the reboot path after its agent was asked)
         self.hand_timeout_s = float(os.environ.get("FOX_HAND_TIMEOUT_S", self.HAND_TIMEOUT_S))
+        # FOX_TEST_DEAF_TO_EXITS=1 (tests): agents' reports of a job's end are dropped unanswered, as
+        # if lost; QEMU's exit tells the status
+        if os.environ.get("FOX_TEST_DEAF_TO_EXITS") == "1":
+            self.switch.deaf_to_exits = True
         self.nodes = {}
         self.next_id = 1
         self.next_job = nodes.POOL_JOB + 1
@@ -204,7 +210,7 @@ class Supervisor:
         if n.app == "agent" and not self.stopping:  # an agent never ends by itself: no reboot loop
             self.declare_dead(n, "the agent exited with status %d (fox logs %d)" % (status, n.k))
             return
-        if job is not None:
+        if job is not None and n.told_exit != job.id:
             self.tell(job.conn, event="exit", node=n.k, status=status)
         if self.stopping:
             return
@@ -214,7 +220,7 @@ class Supervisor:
         n.state = "dead"
         n.port.route = None
         log("node %d: dead: %s", n.k, why)
-        if self.job is not None and n.k in self.job.nodes and self.job.started:
+        if self.job is not None and n.k in self.job.nodes and self.job.started and n.told_exit != self.job.id:
             self.tell(self.job.conn, event="dead", node=n.k)
         self.maybe_start_job()
 
@@ -354,9 +360,21 @@ class Supervisor:
             not any(k.split("=")[0] in self.BOOT_TIME_KARGS for k in kargs)
 
     def on_agent(self, k, handler, data):
-        """Node k's agent answered the job it was given: taken (it runs it, no reboot), or refused."""
+        """Node k's agent answered the job it was given: taken (it runs it, no reboot), or refused;
+        or the app of the job it took ended (its status before its QEMU exits: told at once)."""
         n = self.nodes.get(k)
-        if n is None or n.handing is None:
+        if n is None:
+            return
+        if handler == switch.EXIT:
+            job = self.job
+            if len(data) >= 4 and job is not None and n.k in job.nodes and n.state == "running" and \
+                    n.job == job.id and n.told_exit != job.id:
+                n.told_exit = job.id
+                status = struct.unpack_from("<i", data)[0]
+                log("node %d: %s ended with status %d (its agent said)", k, n.app, status)
+                self.tell(job.conn, event="exit", node=k, status=status)
+            return
+        if n.handing is None:
             return
         hand, n.handing = n.handing, None
         if handler == switch.TAKEN:

@@ -16,8 +16,9 @@ told node K lives there (fox.peers=K@127.0.0.1:<bridge port>):
 Agents. An idle node's agent speaks the pool protocol (apps/agent/agent.cc)
 with 10.77.0.1: its announcements carry a nonce, kept here per node; a job
 is sent to it (send_job) in frames of job 1 sealed with the key, and its
-answers (taken, refused) go to the supervisor (on_agent). Its frames are
-checked with the key every time.
+answers (taken, refused) go to the supervisor (on_agent), as does the status
+of a job it took when the job's app ends (exit: answered here, exit_seen, to
+the port it came from). Its frames are checked with the key every time.
 
 Key check. Until a node has sent one AM frame whose MAC checks with the
 cluster's key, its AM frames are checked: the first good one marks it joined
@@ -40,7 +41,7 @@ from fox import nodes, siphash  # noqa: E402
 SWITCH_MAC = nodes.mac_bytes("52:54:00:77:ff:fe")
 # The pool protocol with the nodes' agents (apps/agent/agent.cc).
 AGENT_EBB = 0x41474E54
-ANNOUNCE, JOB, TAKEN, REFUSED = 1, 2, 3, 4
+ANNOUNCE, JOB, TAKEN, REFUSED, EXIT, EXIT_SEEN = 1, 2, 3, 4, 5, 6
 JOB_PART_BYTES = 1408 - 12
 POOL_JOB_LE = struct.pack("<Q", nodes.POOL_JOB)  # the job id field of the agents' frames
 FRONTEND_IP = nodes.ip_bytes(nodes.FRONTEND_IP)
@@ -113,7 +114,8 @@ class Switch(hub.Hub):
         self.key = siphash.parse_key(key)
         self.on_join = on_join
         self.on_refuse = on_refuse
-        self.on_agent = on_agent  # (k, handler, data) for a node's agent's kTaken and kRefused
+        self.on_agent = on_agent  # (k, handler, data) for a node's agent's kTaken, kRefused and kExit
+        self.deaf_to_exits = False  # tests: kExit dropped unanswered
         self.by_k = {}
         self.by_ip = {}  # IPv4 address (bytes) -> the node's port: the plan, for proxy ARP
         self.by_mac = {}  # bridge mode: a node's MAC -> its BridgedNode
@@ -157,12 +159,12 @@ class Switch(hub.Hub):
                 continue
             self.to_node(port, data)
 
-    def to_node(self, port, payload):
-        """`payload` from 10.77.0.1:7700 to node `port`'s port 7700."""
+    def to_node(self, port, payload, dport=nodes.AM_PORT):
+        """`payload` from 10.77.0.1:7700 to node `port`'s UDP port `dport`."""
         port.from_place0 += 1
         if port.out is not port:  # bridge mode: the tap counts it too
             port.counters["tx"] += 1
-        self.transmit(port.out, self.udp_frame(port, payload))
+        self.transmit(port.out, self.udp_frame(port, payload, dport))
 
     def send_job(self, k, text):
         """Node k's agent takes the job whose boot arguments are `text`, in as many parts as it needs.
@@ -177,9 +179,10 @@ class Switch(hub.Hub):
             self.to_node(port, siphash.seal_frame(self.key, nodes.POOL_JOB, 0, k, [(AGENT_EBB, JOB, body)]))
         return True
 
-    def agent_frame(self, node, payload):
-        """A frame of node's agent (to 10.77.0.1): its announcements (the nonce) and answers to a job.
-        True if it was one (authenticated: the key is checked on every one)."""
+    def agent_frame(self, node, payload, sport):
+        """A frame of node's agent (to 10.77.0.1, from its UDP port `sport`): its announcements (the
+        nonce), answers to a job and a job's end. True if it was one (authenticated: the key is
+        checked on every one)."""
         if payload[8:16] != POOL_JOB_LE:  # a job's frame (every one to place 0 comes here: cheap first)
             return False
         parsed = siphash.frame_records(payload)
@@ -192,13 +195,18 @@ class Switch(hub.Hub):
                 continue
             if handler == ANNOUNCE:
                 node.nonce = bytes(data[:8])
-            elif handler in (TAKEN, REFUSED) and node.nonce == bytes(data[:8]) and self.on_agent is not None:
+            elif handler == EXIT and self.deaf_to_exits:
+                continue
+            elif handler in (TAKEN, REFUSED, EXIT) and node.nonce == bytes(data[:8]) and self.on_agent is not None:
+                if handler == EXIT:
+                    self.to_node(node, siphash.seal_frame(self.key, nodes.POOL_JOB, 0, node.k,
+                                                          [(AGENT_EBB, EXIT_SEEN, node.nonce)]), sport)
                 self.on_agent(node.k, handler, bytes(data[8:]))
         return True
 
-    def udp_frame(self, port, payload):
+    def udp_frame(self, port, payload, dport):
         port.ip_id = (port.ip_id + 1) & 0xFFFF
-        udp = struct.pack("!HHHH", nodes.AM_PORT, nodes.AM_PORT, 8 + len(payload), 0)
+        udp = struct.pack("!HHHH", nodes.AM_PORT, dport, 8 + len(payload), 0)
         ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + 8 + len(payload), port.ip_id, 0x4000, 64, 17, 0,
                                    FRONTEND_IP, port.ip))
         struct.pack_into("!H", ip, 10, ip_checksum(bytes(ip)))
@@ -246,7 +254,7 @@ class Switch(hub.Hub):
                     self.on_join(node.k)
             if frame[30:34] == FRONTEND_IP:
                 node.counters["rx"] += 1
-                if self.agent_frame(node, payload):
+                if self.agent_frame(node, payload, struct.unpack_from("!H", frame, 14 + ihl)[0]):
                     node.to_place0 += 1
                     return
                 if node.route is None:

@@ -6,10 +6,14 @@
 // so main may block like any event. main's return value ends the process.
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/timerfd.h>
+#include <unistd.h>
 
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -85,6 +89,27 @@ int CoresFromEnvironment() {
   return int(*n);
 }
 
+// FOX_PARENT_PID=P (fox run sets it for the places it starts): the place dies with the
+// command that started it, even if that is SIGKILLed, and its stdout is line-buffered, so
+// that its lines interleave in order with what it logs. Returns false (said why) if the
+// variable is malformed or P is gone already.
+bool TieToParent() {
+  const char* env = std::getenv("FOX_PARENT_PID");
+  if (env == nullptr || *env == '\0') return true;
+  auto pid = ParseUInt(env);
+  if (!pid.ok() || *pid < 2 || *pid > uint64_t(INT_MAX)) {
+    std::fprintf(stderr, "fox: bad FOX_PARENT_PID='%s': expected a process id\n", env);
+    return false;
+  }
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != pid_t(*pid)) {  // it died before the line above took effect
+    std::fprintf(stderr, "fox: the command that started this place (pid %s) is gone\n", env);
+    return false;
+  }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  return true;
+}
+
 }  // namespace
 }  // namespace fox::hosted
 
@@ -92,6 +117,7 @@ extern "C" int __wrap_main(int argc, char** argv, char** envp) {
   using namespace fox;
   using namespace fox::hosted;
   terminate::Install();  // uncaught exceptions: the same report and status 125 as on a node
+  if (!TieToParent()) return 2;
   if (const char* level = std::getenv("FOX_LOG")) {
     auto parsed = ParseLogLevel(level);
     if (!parsed.ok()) {

@@ -19,7 +19,8 @@ Scenarios:
                        same after SIGKILL of run (place 0 dies with it)
     two_clusters       two clusters side by side, a job on each at the same time
     consecutive_jobs   jobs one after another on one pool: the idle nodes' agents take them without a
-                       reboot (and --reboot boots them into the job); `add` during a job
+                       reboot (and --reboot boots them into the job), and tell how it ended (a report
+                       lost: QEMU's exit tells); `add` during a job
     run_temporary      run --nodes 2 with no cluster up: made for the job, removed after
     wrong_key          a node with another key is refused, the refusal logged with its address
     build_id           place 0 and node image from different sources: refused; an app not in the image too
@@ -350,6 +351,32 @@ def consecutive_jobs(e):
     if {r["node"]: r["boots"] for r in e.status(name)["nodes"]} != {1: 2, 2: 2}:
         raise Failure("boots after one job: %s, expected 2 each (the pool, then the pool again after the job)" %
                       {r["node"]: r["boots"] for r in e.status(name)["nodes"]})
+    # The job's status came from the agents (kExit), before their QEMUs exited; a failing one too.
+    expect(log_text, r"node 1: ring ended with status 0 \(its agent said\)", "supervisor.log")
+    status, out = e.fox_cmd("run", "ring", "--name", name, "--timeout", "200", "--", "laps=zero")
+    if status != 2:
+        raise Failure("a job whose places exit 2 made fox run exit %d:\n%s" % (status, out))
+    with open(os.path.join(e.dir, name, "supervisor.log")) as f:
+        expect(f.read(), r"node 2: ring ended with status 2 \(its agent said\)", "supervisor.log")
+    wait_for(lambda: set(states(e.status(name)).values()) == {"idle"}, 120, "the nodes back in the pool")
+    # Reports lost (FOX_TEST_DEAF_TO_EXITS=1: the switch drops them): the node gives up after 20 ms
+    # and its QEMU's exit tells the status.
+    deaf = e.name("seqdf")
+    e.env["FOX_TEST_DEAF_TO_EXITS"] = "1"
+    try:
+        e.fox_cmd("cluster", "up", "--nodes", "1", "--name", deaf, check=0)
+    finally:
+        del e.env["FOX_TEST_DEAF_TO_EXITS"]
+    status, out = e.fox_cmd("run", "ring", "--name", deaf, "--timeout", "200", "--", "laps=zero")
+    if status != 2:
+        raise Failure("a job whose places exit 2 made fox run exit %d (reports lost):\n%s" % (status, out))
+    expect(out, r"^place1\| agent: the frontend did not answer the job's end in 20 ms$", "a lost report")
+    with open(os.path.join(e.dir, deaf, "supervisor.log")) as f:
+        log_deaf = f.read()
+    expect(log_deaf, r"node 1: ring exited with status 2", "supervisor.log")
+    if "its agent said" in log_deaf:
+        raise Failure("a report the switch dropped was taken:\n" + log_deaf)
+    e.fox_cmd("cluster", "down", "--name", deaf, check=0)
     # An agent that does not answer in time: the node is rebooted into the job (FOX_HAND_TIMEOUT_S=0
     # makes every hand-over time out at once; a cluster of its own).
     other = e.name("seqfb")

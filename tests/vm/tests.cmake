@@ -237,6 +237,16 @@ fox_hosted_test(steal CORES 4 ARGS steal 24 5 20000 EXIT 0
   EXPECT "steal: 24 tasks of 5 ms queued at core 1 ran on [23] of 3 cores" "ran exactly once each"
          "steal: 12 blocking tasks ran on [23] cores, 0 resumed elsewhere" "vmtest steal: PASS")
 fox_hosted_test(timers CORES 2 ARGS timers 20 EXIT 0 EXPECT "vmtest timers: PASS")
+# FOX_PARENT_PID (fox run's places, kernel/linux/start.cc): malformed, or naming a process that
+# is not the parent (2, the kernel's kthreadd): refused with status 2 and why, before main.
+foreach(case "1x|bad FOX_PARENT_PID='1x': expected a process id" "2|the command that started this place (pid 2) is gone")
+  string(REPLACE "|" ";" parts "${case}")
+  list(GET parts 0 value)
+  list(GET parts 1 message)
+  add_test(NAME hosted.parent_pid_${value}
+    COMMAND sh -c "out=$(FOX_PARENT_PID=${value} \"$0\" cores 1 1 2>&1); s=$?; echo \"$out\"; echo \"status $s\"; [ $s = 2 ] && printf '%s' \"$out\" | grep -qF \"$1\"" $<TARGET_FILE:hosted_vmtest> "${message}")
+  set_tests_properties(hosted.parent_pid_${value} PROPERTIES LABELS hosted TIMEOUT 60)
+endforeach()
 fox_hosted_test(futures CORES 4 ARGS futures EXIT 0 EXPECT "vmtest futures: PASS")
 # SAS segments in a Linux program: the same name gives the same address as on
 # the nodes (mmap at that address), shared by every core.
