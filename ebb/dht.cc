@@ -1,6 +1,8 @@
 // The Dht Ebb over Rpc (dht.h).
 //
-// Requests, to Ebb kDhtId on a node (Rpc bodies; dht_items.h's wire):
+// Requests (Rpc bodies; dht_items.h's wire), to the key's shard's Ebb
+// (kDhtShardIds[ShardOf(hash)]) for kGet, kWrite, kReplicate and kCollect,
+// to kDhtId for the others:
 //   kGet:       key                 reply: status, then an item on kOk
 //   kWrite:     a write             reply: status, then on kOk u64 cas, or
 //                                   an item for DhtWriteAnswersItem modes
@@ -24,10 +26,9 @@
 // (kNotFound: the node is dead). kBusy means "not the key's primary here":
 // the caller retries after its ring has caught up.
 //
-// Threads. Requests are served as events on the home core; they may block
-// (a write waits for its replicas), and other requests run meanwhile. The
-// items are the home core's alone (dht.h); lock_ guards the ring pointer
-// and the counters. A write replicates the key's state as it is when sent
+// Threads (dht.h, "Shards" and "Threads"): a key's requests are served as
+// events on its shard's core, the node's on the home core. A write
+// replicates the key's state as it is when sent
 // (after the apply: that write's or a newer one), so an acknowledged
 // write's version or a newer one is on every owner; replicas order states
 // by version, whatever their arrival.
@@ -144,6 +145,64 @@ bool SleepUntil(F done, uint64_t deadline_ns) {
 }
 }  // namespace
 
+// A shard (dht.h, "Shards"): touched only by events on its core, but for
+// its counters (lock).
+struct Dht::Shard {
+  Shard(int index_, int core_) : index(index_), core(core_) {}
+  const int index;
+  const int core;
+  DhtItems items;
+  std::unordered_map<std::string, std::deque<Waiter>> waiters;
+  bool sweeping = false;                             // Sweep runs
+  bool collecting = false;                           // CollectTombstones runs
+  std::unordered_map<NodeId, uint64_t> lease_until;  // NowNs a read lease holds until, by other owner
+  std::unordered_map<NodeId, uint32_t> in_progress;  // writes being served, by caller
+  // The rings as of `generation` (Rings renews them).
+  uint64_t generation = ~uint64_t(0);
+  std::shared_ptr<const DhtRing> ring, target;
+  mutable SpinLock lock;
+  Stats stats GUARDED_BY(lock);
+  uint64_t load GUARDED_BY(lock) = 0;  // requests served (ShardLoad)
+
+  void Count(uint64_t Stats::*counter, uint64_t n = 1) {
+    SpinGuard g(lock);
+    stats.*counter += n;
+  }
+};
+
+namespace {
+// Every counter of Stats, for sums (Stats is counters only).
+constexpr uint64_t Dht::Stats::*kCounters[] = {&Dht::Stats::served_gets,
+                                               &Dht::Stats::served_writes,
+                                               &Dht::Stats::served_deletes,
+                                               &Dht::Stats::replicated,
+                                               &Dht::Stats::not_primary,
+                                               &Dht::Stats::bad_requests,
+                                               &Dht::Stats::retries,
+                                               &Dht::Stats::resent,
+                                               &Dht::Stats::rebuilt,
+                                               &Dht::Stats::rebuild_failures,
+                                               &Dht::Stats::rebuilds_running,
+                                               &Dht::Stats::flushed,
+                                               &Dht::Stats::waiting,
+                                               &Dht::Stats::waits_timed_out,
+                                               &Dht::Stats::items,
+                                               &Dht::Stats::live,
+                                               &Dht::Stats::bytes,
+                                               &Dht::Stats::deduplicated,
+                                               &Dht::Stats::joins,
+                                               &Dht::Stats::streamed,
+                                               &Dht::Stats::released,
+                                               &Dht::Stats::stale_copies,
+                                               &Dht::Stats::collected,
+                                               &Dht::Stats::leases_renewed,
+                                               &Dht::Stats::leases_refused};
+static_assert(sizeof(kCounters) / sizeof(kCounters[0]) * sizeof(uint64_t) == sizeof(Dht::Stats),
+              "a counter of Dht::Stats is missing from kCounters");
+}  // namespace
+
+int Dht::ShardCore(int shard) { return shard % std::max(1, core::KernelCores()); }
+
 Dht::Dht() : core_(core::Current()) {
   (void)Rpc::Get()->pending();  // constructs the Rpc Ebb here: replies need it
   auto serve = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
@@ -152,6 +211,17 @@ Dht::Dht() : core_(core::Current()) {
   if (auto r = Messenger::Get()->ListenAny(kDhtId, serve, core_); !r.ok()) {
     LOG_ERROR("Dht: cannot receive messages: %s", ErrorName(r.error()));
   }
+  for (int i = 0; i < kShards; ++i) {
+    shards_[i] = std::make_unique<Shard>(i, ShardCore(i));
+    Shard* shard = shards_[i].get();
+    shard->items.share_bytes(&bytes_pool_);  // max_bytes is the node's
+    auto serve_shard = [this, shard](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+      ServeShard(*shard, from, handler, data, length);
+    };
+    if (auto r = Messenger::Get()->ListenAny(kDhtShardIds[i], serve_shard, shard->core); !r.ok()) {
+      LOG_ERROR("Dht: shard %d cannot receive messages: %s", i, ErrorName(r.error()));
+    }
+  }
   constructed_.store(this, std::memory_order_release);
 }
 
@@ -159,6 +229,47 @@ Dht::~Dht() {
   constructed_.store(nullptr, std::memory_order_release);
   if (subscription_ != 0) am::StopPeerState(subscription_);
   Messenger::Get()->StopListeningAny(kDhtId);
+  for (EbbId id : kDhtShardIds) Messenger::Get()->StopListeningAny(id);
+}
+
+void Dht::SetRingsLocked(std::shared_ptr<const DhtRing> ring, std::shared_ptr<const DhtRing> target) {
+  ring_ = std::move(ring);
+  target_ = std::move(target);
+  ring_generation_.fetch_add(1, std::memory_order_release);
+}
+
+void Dht::RenewRings(Shard& s) {
+  uint64_t g = ring_generation_.load(std::memory_order_acquire);
+  if (s.generation == g) return;
+  std::shared_ptr<const DhtRing> ring, target;
+  {
+    SpinGuard guard(lock_);
+    ring = ring_;
+    target = target_;
+    g = ring_generation_.load(std::memory_order_relaxed);
+  }
+  s.ring = std::move(ring);  // the old ones are released outside the lock
+  s.target = std::move(target);
+  s.generation = g;
+}
+
+void Dht::OnEveryShard(Function<void(Shard&)> work) {
+  std::vector<Future<void>> done;
+  done.reserve(kShards);
+  for (auto& shard : shards_) {
+    auto finished = std::make_shared<Promise<void>>();
+    done.push_back(finished->GetFuture());
+    Shard* s = shard.get();
+    event::SpawnRemote(s->core, [&work, s, finished] {  // `work` outlives them: this waits
+      work(*s);
+      finished->SetValue();
+    });
+  }
+  for (auto& f : done) f.Block();
+}
+
+void Dht::SetLimit(size_t max_bytes) {
+  OnEveryShard([max_bytes](Shard& s) { s.items.set_limit(max_bytes); });
 }
 
 Result<void> Dht::Start(const RingConfig& config, std::vector<NodeId> members, size_t max_bytes) {
@@ -172,20 +283,15 @@ Result<void> Dht::Start(const RingConfig& config, std::vector<NodeId> members, s
   auto ring = DhtRing::Create(config, members);
   if (!ring.ok()) return ring.error();
   auto shared = std::make_shared<const DhtRing>(std::move(*ring));
-  if (core::Current() == core_) {
-    items_.set_limit(max_bytes);
-  } else {
-    event::SpawnRemote(core_, [this, max_bytes] { items_.set_limit(max_bytes); });
-  }
+  SetLimit(max_bytes);
   {
     SpinGuard g(lock_);
-    ring_ = shared;
+    SetRingsLocked(shared, nullptr);
   }
   FollowDeaths(members);
   LOG_INFO("dht: started on %zu nodes, r = %u", members.size(), config.replication);
   return Ok();
 }
-
 void Dht::FollowDeaths(const std::vector<NodeId>& members) {
   subscription_ = am::OnPeerState(
       [this](NodeId node, am::PeerState state) {
@@ -214,13 +320,13 @@ Result<void> Dht::Join(const RingConfig& config, std::vector<NodeId> members, ui
   auto settled = std::make_shared<const DhtRing>(std::move(*ring));
   auto target = settled->WithNode(self);
   if (!target.ok()) return target.error();
+  auto shared_target = std::make_shared<const DhtRing>(std::move(*target));
+  SetLimit(max_bytes);
   {
     SpinGuard g(lock_);
-    ring_ = settled;
-    target_ = std::make_shared<const DhtRing>(std::move(*target));
+    SetRingsLocked(settled, shared_target);
   }
-  event::SpawnRemote(core_, [this, max_bytes] {
-    items_.set_limit(max_bytes);
+  event::SpawnRemote(core_, [this] {
     joining_ = true;
     AskToJoin();
   });
@@ -284,7 +390,7 @@ void Dht::ServeJoin(NodeId from, uint64_t id) {
     if (!next.ok()) return Answer(from, id, next.error());
     target = std::make_shared<const DhtRing>(std::move(*next));
     SpinGuard g(lock_);
-    target_ = target;
+    SetRingsLocked(ring_, target);
   }
   LOG_INFO("dht: node %u joins: streaming its partitions", from);
   Answer(from, id, Error::kOk, mine);
@@ -357,32 +463,27 @@ void Dht::ServeJoinSwitch(NodeId from, uint64_t id, const uint8_t* body, size_t 
 void Dht::Switch(std::shared_ptr<const DhtRing> target) {
   {
     SpinGuard g(lock_);
-    ring_ = target;
-    target_.reset();
+    SetRingsLocked(target, nullptr);
     ++stats_.joins;
   }
   LOG_INFO("dht: joined: ring epoch %llu, %zu nodes", (unsigned long long)target->epoch(), target->nodes().size());
   NodeId self = am::Self();
-  std::vector<std::string> gone;
-  items_.ForEach([&](const std::string& key, const DhtEntry&) {
-    if (!target->Owns(self, target->PartitionOf(HashOf(key)))) gone.push_back(key);
+  OnEveryShard([this, self, &target](Shard& s) {
+    std::vector<std::string> gone;
+    s.items.ForEach([&](const std::string& key, const DhtEntry&) {
+      if (!target->Owns(self, target->PartitionOf(HashOf(key)))) gone.push_back(key);
+    });
+    for (const std::string& key : gone) s.items.Drop(key);
+    NoteItems(s);
+    s.Count(&Stats::released, gone.size());
   });
-  for (const std::string& key : gone) items_.Drop(key);
-  NoteItems();
-  SpinGuard g(lock_);
-  stats_.released += gone.size();
 }
 
-std::vector<NodeId> Dht::ReplicasOf(uint64_t key_hash) const {
-  std::shared_ptr<const DhtRing> ring, target;
-  {
-    SpinGuard g(lock_);
-    ring = ring_;
-    target = target_;
-  }
+std::vector<NodeId> Dht::ReplicasOf(Shard& s, uint64_t key_hash) {
+  RenewRings(s);
   std::vector<NodeId> out;
   NodeId self = am::Self();
-  for (const auto* r : {ring.get(), target.get()}) {
+  for (const auto* r : {s.ring.get(), s.target.get()}) {
     if (r == nullptr) continue;
     for (NodeId n : r->OwnersOf(r->PartitionOf(key_hash))) {
       if (n != self && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
@@ -404,15 +505,16 @@ bool Dht::TakeRing(uint64_t epoch, std::vector<NodeId> nodes) {
   if (!settled.ok()) return false;
   auto target = settled->WithNode(am::Self());
   if (!target.ok()) return false;
-  ring_ = std::make_shared<const DhtRing>(std::move(*settled));
-  target_ = std::make_shared<const DhtRing>(std::move(*target));
+  SetRingsLocked(std::make_shared<const DhtRing>(std::move(*settled)),
+                 std::make_shared<const DhtRing>(std::move(*target)));
   return true;
 }
 
 bool Dht::HoldsCopy(const std::string& key) {
   auto done = std::make_shared<Promise<bool>>();
   auto future = done->GetFuture();
-  event::SpawnRemote(core_, [this, key, done] { done->SetValue(items_.Find(key, clock::NowNs()) != nullptr); });
+  Shard* s = shards_[ShardOf(HashOf(key))].get();
+  event::SpawnRemote(s->core, [s, key, done] { done->SetValue(s->items.Find(key, clock::NowNs()) != nullptr); });
   return future.Block();
 }
 
@@ -439,21 +541,38 @@ std::vector<NodeId> Dht::members() const {
 }
 
 Dht::Stats Dht::stats() const {
-  SpinGuard g(lock_);
-  return stats_;
-}
-
-void Dht::NoteItems() {
+  Stats out;
   {
     SpinGuard g(lock_);
-    stats_.items = items_.size();
-    stats_.live = items_.stored();
-    stats_.bytes = items_.bytes();
-    stats_.deduplicated = items_.deduplicated();
+    out = stats_;
   }
-  if (items_.tombstones() != 0 && !collecting_) {
-    collecting_ = true;
-    event::Spawn([this] { CollectTombstones(); });
+  for (const auto& shard : shards_) {
+    SpinGuard g(shard->lock);
+    for (auto counter : kCounters) out.*counter += shard->stats.*counter;
+  }
+  return out;
+}
+
+std::vector<uint64_t> Dht::ShardLoad() const {
+  std::vector<uint64_t> load;
+  for (const auto& shard : shards_) {
+    SpinGuard g(shard->lock);
+    load.push_back(shard->load);
+  }
+  return load;
+}
+
+void Dht::NoteItems(Shard& s) {
+  {
+    SpinGuard g(s.lock);
+    s.stats.items = s.items.size();
+    s.stats.live = s.items.stored();
+    s.stats.bytes = s.items.bytes();
+    s.stats.deduplicated = s.items.deduplicated();
+  }
+  if (s.items.tombstones() != 0 && !s.collecting) {
+    s.collecting = true;
+    event::Spawn([this, &s] { CollectTombstones(s); });
   }
 }
 
@@ -464,21 +583,21 @@ void Dht::SetTombstoneGrace(uint64_t ns) { grace_ns_.store(std::max<uint64_t>(ns
 // While this node holds tombstones: every period, notes how far the
 // tombstones' numbering has gone (a mark); the tombstones numbered before
 // a mark at least the grace old are old, and go to CollectRound.
-void Dht::CollectTombstones() {
+void Dht::CollectTombstones(Shard& s) {
   std::deque<std::pair<uint64_t, uint64_t>> marks;  // (NowNs, generation)
-  while (items_.tombstones() != 0) {
+  while (s.items.tombstones() != 0) {
     uint64_t grace = grace_ns_.load();
     timer::Sleep(std::clamp<uint64_t>(grace / 4, 10'000'000, 5'000'000'000));
     uint64_t now = clock::NowNs();
-    marks.emplace_back(now, items_.generation());
+    marks.emplace_back(now, s.items.generation());
     uint64_t up_to = 0;
     while (!marks.empty() && marks.front().first + grace <= now) {
       up_to = marks.front().second;
       marks.pop_front();
     }
-    if (up_to != 0) CollectRound(items_.OldTombstones(up_to));
+    if (up_to != 0) CollectRound(s, s.items.OldTombstones(up_to));
   }
-  collecting_ = false;
+  s.collecting = false;
 }
 
 // A primary collects its old tombstones: each partition's other owners
@@ -490,15 +609,16 @@ void Dht::CollectTombstones() {
 // If the ring changed during the round this node keeps its tombstones, so
 // that a later write to such a key is numbered above them for every owner
 // that still holds one; the next round collects them everywhere.
-void Dht::CollectRound(std::vector<DhtItems::Tombstone> old) {
+void Dht::CollectRound(Shard& s, std::vector<DhtItems::Tombstone> old) {
+  // At rest: no join (a joiner has a target too) and no rebuild.
   std::shared_ptr<const DhtRing> ring = RingAtRest();
   std::map<std::vector<NodeId>, std::vector<DhtItems::Tombstone>> by_owners;
   for (DhtItems::Tombstone& t : old) {
     uint64_t hash = HashOf(t.key);
-    if (!ring || joining_ || !Primary(*ring, hash)) {
-      items_.Requeue(t.key);
+    if (!ring || ring->OwnersOf(ring->PartitionOf(hash))[0] != am::Self()) {
+      s.items.Requeue(t.key);
     } else {
-      by_owners[ReplicasOf(hash)].push_back(std::move(t));
+      by_owners[ReplicasOf(s, hash)].push_back(std::move(t));
     }
   }
   uint64_t collected = 0;
@@ -506,23 +626,23 @@ void Dht::CollectRound(std::vector<DhtItems::Tombstone> old) {
     for (size_t at = 0; at < list.size(); at += kCollectBatch) {
       size_t end = std::min(list.size(), at + kCollectBatch);
       std::vector<uint8_t> body = dht_wire::EncodeCollect({list.begin() + long(at), list.begin() + long(end)});
-      bool collect = AllAcknowledge(owners, kCollect, body, Rpc::kDefaultTimeoutMs) && RingAtRest() == ring;
+      bool collect =
+          AllAcknowledge(owners, kDhtShardIds[s.index], kCollect, body, Rpc::kDefaultTimeoutMs) && RingAtRest() == ring;
       for (size_t i = at; i < end; ++i) {
         if (collect) {
-          collected += items_.Collect(list[i].key, list[i].version) ? 1 : 0;
+          collected += s.items.Collect(list[i].key, list[i].version) ? 1 : 0;
         } else {
-          items_.Requeue(list[i].key);
+          s.items.Requeue(list[i].key);
         }
       }
     }
   }
-  NoteCollected(collected);
+  NoteCollected(s, collected);
 }
 
-void Dht::NoteCollected(uint64_t collected) {
-  NoteItems();
-  SpinGuard g(lock_);
-  stats_.collected += collected;
+void Dht::NoteCollected(Shard& s, uint64_t collected) {
+  NoteItems(s);
+  s.Count(&Stats::collected, collected);
 }
 
 std::shared_ptr<const DhtRing> Dht::RingAtRest() const {
@@ -530,32 +650,33 @@ std::shared_ptr<const DhtRing> Dht::RingAtRest() const {
   return target_ == nullptr && stats_.rebuilds_running == 0 ? ring_ : nullptr;
 }
 
-bool Dht::AllAcknowledge(const std::vector<NodeId>& nodes, uint16_t handler, const std::vector<uint8_t>& body,
-                         uint64_t timeout_ms) {
+bool Dht::AllAcknowledge(const std::vector<NodeId>& nodes, EbbId ebb, uint16_t handler,
+                         const std::vector<uint8_t>& body, uint64_t timeout_ms) {
   std::vector<Future<Result<Rpc::Bytes>>> calls;
-  for (NodeId n : nodes) calls.push_back(Rpc::Get()->Call(n, kDhtId, handler, body.data(), body.size(), timeout_ms));
+  for (NodeId n : nodes) calls.push_back(Rpc::Get()->Call(n, ebb, handler, body.data(), body.size(), timeout_ms));
   bool all = true;
   for (auto& call : calls) all &= StatusOf(call.Block()) == Error::kOk;
   return all;
 }
 
-void Dht::ServeCollect(NodeId from, uint64_t id, const uint8_t* body, size_t length) {
+void Dht::ServeCollect(Shard& s, NodeId from, uint64_t id, const uint8_t* body, size_t length) {
   auto tombstones = dht_wire::DecodeCollect(body, length);
   if (!tombstones.ok()) {
-    {
-      SpinGuard g(lock_);
-      ++stats_.bad_requests;
-    }
+    s.Count(&Stats::bad_requests);
     return Answer(from, id, Error::kInvalidArgument);
   }
   uint64_t collected = 0;
-  for (const DhtItems::Tombstone& t : *tombstones) collected += items_.Collect(t.key, t.version) ? 1 : 0;
-  NoteCollected(collected);
+  for (const DhtItems::Tombstone& t : *tombstones) {
+    if (ShardOf(HashOf(t.key)) != s.index) continue;  // not this shard's key: a sender's bug, or a forgery
+    collected += s.items.Collect(t.key, t.version) ? 1 : 0;
+  }
+  NoteCollected(s, collected);
   Answer(from, id, Error::kOk);
 }
 
-bool Dht::Primary(const DhtRing& ring, uint64_t key_hash) const {
-  return ring.OwnersOf(ring.PartitionOf(key_hash))[0] == am::Self();
+bool Dht::Primary(Shard& s, uint64_t key_hash) {
+  RenewRings(s);
+  return s.ring && s.ring->OwnersOf(s.ring->PartitionOf(key_hash))[0] == am::Self();
 }
 
 // ---- client side
@@ -572,7 +693,9 @@ Result<std::vector<uint8_t>> Dht::Call(uint64_t key_hash, uint16_t handler, cons
     auto ring = Ring();
     if (!ring || ring->nodes().empty()) return Error::kBusy;
     NodeId primary = ring->OwnersOf(ring->PartitionOf(key_hash))[0];
-    auto reply = Rpc::Get()->Call(primary, kDhtId, handler, body.data(), body.size(), rpc_timeout_ms).Block();
+    auto reply = Rpc::Get()
+                     ->Call(primary, kDhtShardIds[ShardOf(key_hash)], handler, body.data(), body.size(), rpc_timeout_ms)
+                     .Block();
     if (!reply.ok()) {
       if (reply.error() != Error::kNotFound) return reply.error();
       if (am::State(primary) != am::PeerState::kDead) {
@@ -740,7 +863,7 @@ Result<Dht::Census> Dht::Count() {
   return census;
 }
 
-// ---- server side (events on the home core)
+// ---- server side: the node's messages (home core)
 
 void Dht::Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
   auto request = Rpc::ParseRequest(data, length);
@@ -750,15 +873,11 @@ void Dht::Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t lengt
     return;
   }
   switch (handler) {
-    case kGet: return ServeGet(from, request->id, request->body, request->length);
-    case kWrite: return ServeWrite(from, request->id, request->body, request->length);
-    case kReplicate: return ServeReplicate(from, request->id, request->body, request->length);
     case kFlush: return ServeFlush(from, request->id, request->body, request->length);
     case kCount: return ServeCount(from, request->id);
     case kJoin: return ServeJoin(from, request->id);
     case kJoinReady: return ServeJoinReady(from, request->id, request->body, request->length);
     case kJoinSwitch: return ServeJoinSwitch(from, request->id, request->body, request->length);
-    case kCollect: return ServeCollect(from, request->id, request->body, request->length);
     case kConfirm:  // a node the transport holds dead gets no answer: its frames are dropped
       return Answer(from, request->id, am::State(from) == am::PeerState::kDead ? Error::kNotFound : Error::kOk);
     default: {
@@ -769,85 +888,151 @@ void Dht::Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t lengt
   }
 }
 
-void Dht::ServeGet(NodeId from, uint64_t id, const uint8_t* body, size_t length) {
-  auto key = dht_wire::DecodeKey(body, length);
-  auto ring = Ring();
-  Error status = Error::kOk;
-  const DhtEntry* entry = nullptr;
-  uint64_t hash = key.ok() ? HashOf(*key) : 0;
-  if (!key.ok()) {
-    status = Error::kInvalidArgument;
-  } else if (!ring || !Primary(*ring, hash)) {
-    status = Error::kBusy;
-  } else if (!HoldsLease(hash)) {
-    status = Error::kBusy;  // the caller retries: the ring drops a dead owner, or this zombie is fenced
-  } else {
-    entry = items_.Find(*key, clock::NowNs());
-    if (!entry) status = Error::kNotFound;
-  }
-  {
-    SpinGuard g(lock_);
-    ++(status == Error::kInvalidArgument ? stats_.bad_requests
-       : status == Error::kBusy          ? stats_.not_primary
-                                         : stats_.served_gets);
-  }
-  Answer(from, id, status, entry ? dht_wire::EncodeItem(*entry) : std::vector<uint8_t>{});
-}
-
-void Dht::ServeWrite(NodeId from, uint64_t id, const uint8_t* body, size_t length) {
-  auto write = dht_wire::DecodeWrite(body, length);  // a copy: this event blocks below
-  if (!write.ok()) {
+void Dht::ServeFlush(NodeId from, uint64_t id, const uint8_t* body, size_t length) {
+  if (length != 4) {
     {
       SpinGuard g(lock_);
       ++stats_.bad_requests;
     }
-    return Answer(from, id, write.error());
+    return Answer(from, id, Error::kInvalidArgument);
+  }
+  uint32_t delay_s = net::wire::Load32(body);
+  auto flush = [this] {
+    OnEveryShard([this](Shard& s) {
+      size_t flushed = s.items.Flush();
+      NoteItems(s);
+      s.Count(&Stats::flushed, flushed);
+    });
+  };
+  if (delay_s == 0) {
+    flush();
+  } else {
+    event::Spawn([delay_s, flush] {
+      timer::Sleep(uint64_t(delay_s) * 1'000'000'000);
+      flush();
+    });
+  }
+  Answer(from, id, Error::kOk);
+}
+
+void Dht::ServeCount(NodeId from, uint64_t id) {
+  auto ring = Ring();
+  uint64_t counts[kShards][2] = {};  // items, bytes: each shard writes its own
+  if (ring) {
+    OnEveryShard([&](Shard& s) {
+      uint64_t now = clock::NowNs();
+      NodeId self = am::Self();
+      s.items.ForEach([&](const std::string& key, const DhtEntry& e) {
+        if (!e.live(now) || ring->OwnersOf(ring->PartitionOf(HashOf(key)))[0] != self) return;
+        ++counts[s.index][0];
+        counts[s.index][1] += key.size() + e.value.size();
+      });
+    });
+  }
+  uint64_t items = 0, bytes = 0;
+  for (auto& c : counts) {
+    items += c[0];
+    bytes += c[1];
+  }
+  std::vector<uint8_t> payload(16);
+  net::wire::StoreLe<uint64_t>(payload.data(), items);
+  net::wire::StoreLe<uint64_t>(payload.data() + 8, bytes);
+  Answer(from, id, Error::kOk, payload);
+}
+
+// ---- server side: a key's messages (events on its shard's core)
+
+void Dht::ServeShard(Shard& s, NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+  auto request = Rpc::ParseRequest(data, length);
+  if (!request) {  // no request id: nothing to answer
+    s.Count(&Stats::bad_requests);
+    return;
+  }
+  switch (handler) {
+    case kGet: return ServeGet(s, from, request->id, request->body, request->length);
+    case kWrite: return ServeWrite(s, from, request->id, request->body, request->length);
+    case kReplicate: return ServeReplicate(s, from, request->id, request->body, request->length);
+    case kCollect: return ServeCollect(s, from, request->id, request->body, request->length);
+    default: s.Count(&Stats::bad_requests); Answer(from, request->id, Error::kInvalidArgument);
+  }
+}
+
+namespace {
+// Whether `key` belongs to shard `shard` (a request for another shard's key
+// is malformed: shards hold their own keys only).
+bool InShard(const std::string& key, int shard) { return Dht::ShardOf(HashOf(key)) == shard; }
+}  // namespace
+
+void Dht::ServeGet(Shard& s, NodeId from, uint64_t id, const uint8_t* body, size_t length) {
+  auto key = dht_wire::DecodeKey(body, length);
+  Error status = Error::kOk;
+  const DhtEntry* entry = nullptr;
+  uint64_t hash = key.ok() ? HashOf(*key) : 0;
+  if (!key.ok() || ShardOf(hash) != s.index) {
+    status = Error::kInvalidArgument;
+  } else if (!Primary(s, hash)) {
+    status = Error::kBusy;
+  } else if (!HoldsLease(s, hash)) {
+    status = Error::kBusy;  // the caller retries: the ring drops a dead owner, or this zombie is fenced
+  } else {
+    entry = s.items.Find(*key, clock::NowNs());
+    if (!entry) status = Error::kNotFound;
+  }
+  {
+    SpinGuard g(s.lock);
+    ++(status == Error::kInvalidArgument ? s.stats.bad_requests
+       : status == Error::kBusy          ? s.stats.not_primary
+                                         : s.stats.served_gets);
+    ++s.load;
+  }
+  Answer(from, id, status, entry ? dht_wire::EncodeItem(*entry) : std::vector<uint8_t>{});
+}
+
+void Dht::ServeWrite(Shard& s, NodeId from, uint64_t id, const uint8_t* body, size_t length) {
+  auto write = dht_wire::DecodeWrite(body, length);  // a copy: this event blocks below
+  if (!write.ok() || !InShard(write->key, s.index)) {
+    s.Count(&Stats::bad_requests);
+    return Answer(from, id, write.ok() ? Error::kInvalidArgument : write.error());
   }
   // A dead caller's write (it waited in the mailbox while the transport
   // declared it dead) is never applied: Quiesce.
   if (am::State(from) == am::PeerState::kDead) return Answer(from, id, Error::kNotFound);
   struct InProgress {  // counted until answered (replication included)
-    Dht* dht;
+    Shard& s;
     NodeId from;
-    InProgress(Dht* d, NodeId f) : dht(d), from(f) { ++dht->in_progress_[from]; }
+    InProgress(Shard& s_, NodeId f) : s(s_), from(f) { ++s.in_progress[from]; }
     ~InProgress() {
-      if (--dht->in_progress_[from] == 0) dht->in_progress_.erase(from);
+      if (--s.in_progress[from] == 0) s.in_progress.erase(from);
     }
-  } in_progress(this, from);
+  } in_progress(s, from);
   uint64_t hash = HashOf(write->key);
-  auto ring = Ring();
-  if (!ring || !Primary(*ring, hash)) {
-    {
-      SpinGuard g(lock_);
-      ++stats_.not_primary;
-    }
+  if (!Primary(s, hash)) {
+    s.Count(&Stats::not_primary);
     return Answer(from, id, Error::kBusy);
   }
-  auto applied = items_.Write(*write, clock::NowNs());
+  {
+    SpinGuard g(s.lock);
+    ++s.load;
+  }
+  auto applied = s.items.Write(*write, clock::NowNs());
   if (!applied.ok() && applied.error() == Error::kBusy && DhtWriteWaits(write->mode)) {
     if (write->wait_ms == 0) return Answer(from, id, Error::kTimedOut);
     uint64_t deadline = clock::NowNs() + uint64_t(write->wait_ms) * 1'000'000;
     std::string key = write->key;
-    waiters_[key].push_back(Waiter{from, id, std::move(*write), deadline});
-    {
-      SpinGuard g(lock_);
-      ++stats_.waiting;
-    }
-    if (!sweeping_) {
-      sweeping_ = true;
-      event::Spawn([this] { Sweep(); });
+    s.waiters[key].push_back(Waiter{from, id, std::move(*write), deadline});
+    s.Count(&Stats::waiting);
+    if (!s.sweeping) {
+      s.sweeping = true;
+      event::Spawn([this, &s] { Sweep(s); });
     }
     return;
   }
   if (!applied.ok()) return Answer(from, id, applied.error());
   if (write->mode == DhtWrite::Mode::kWait) return Answer(from, id, Error::kOk, dht_wire::EncodeItem(*applied));
-  NoteItems();
-  Wake(write->key);
-  {
-    SpinGuard g(lock_);
-    ++(write->mode == DhtWrite::Mode::kDelete ? stats_.served_deletes : stats_.served_writes);
-  }
-  if (!Replicate(write->key, hash)) return Answer(from, id, Error::kTimedOut);
+  NoteItems(s);
+  Wake(s, write->key);
+  s.Count(write->mode == DhtWrite::Mode::kDelete ? &Stats::served_deletes : &Stats::served_writes);
+  if (!Replicate(s, write->key, hash)) return Answer(from, id, Error::kTimedOut);
   if (DhtWriteAnswersItem(write->mode)) return Answer(from, id, Error::kOk, dht_wire::EncodeItem(*applied));
   std::vector<uint8_t> cas(8);
   net::wire::StoreLe<uint64_t>(cas.data(), applied->version);
@@ -866,13 +1051,14 @@ void Dht::ServeWrite(NodeId from, uint64_t id, const uint8_t* body, size_t lengt
 // it dead drops its frames and never answers. False if one did not answer:
 // the read is refused as by a node that is not the primary (kBusy), and the
 // caller retries; meanwhile the ring drops an owner that died, or this
-// zombie learns it is dead and stops (am's fencing).
-bool Dht::HoldsLease(uint64_t key_hash) {
+// zombie learns it is dead and stops (am's fencing). Each shard keeps its
+// own leases (they are renewed from the transport's silence, no message).
+bool Dht::HoldsLease(Shard& s, uint64_t key_hash) {
   uint64_t lease_ns = am::SuspicionMs() / 2 * 1'000'000;
   uint64_t now = clock::NowNs();
   std::vector<NodeId> ask;
-  for (NodeId n : ReplicasOf(key_hash)) {
-    uint64_t& until = lease_until_[n];
+  for (NodeId n : ReplicasOf(s, key_hash)) {
+    uint64_t& until = s.lease_until[n];
     if (now < until) continue;
     int64_t silent = am::SilentMs(n);
     if (silent >= 0 && uint64_t(silent) * 1'000'000 < lease_ns) {
@@ -882,26 +1068,27 @@ bool Dht::HoldsLease(uint64_t key_hash) {
     }
   }
   if (ask.empty()) return true;
-  bool held = AllAcknowledge(ask, kConfirm, {}, std::max<uint64_t>(lease_ns / 1'000'000, 100));
+  bool held = AllAcknowledge(ask, kDhtId, kConfirm, {}, std::max<uint64_t>(lease_ns / 1'000'000, 100));
   if (held) {
-    for (NodeId n : ask) lease_until_[n] = now + lease_ns;  // they held this node alive after `now`
+    for (NodeId n : ask) s.lease_until[n] = now + lease_ns;  // they held this node alive after `now`
   }
-  SpinGuard g(lock_);
-  ++(held ? stats_.leases_renewed : stats_.leases_refused);
+  s.Count(held ? &Stats::leases_renewed : &Stats::leases_refused);
   return held;
 }
 
-bool Dht::Replicate(const std::string& key, uint64_t key_hash) {
+bool Dht::Replicate(Shard& s, const std::string& key, uint64_t key_hash) {
   uint64_t deadline = clock::NowNs() + kRouteTimeoutMs * 1'000'000;
   for (;;) {
-    std::vector<NodeId> replicas = ReplicasOf(key_hash);
+    std::vector<NodeId> replicas = ReplicasOf(s, key_hash);
     if (replicas.empty()) return true;
     // The key's current state: an item (live or expired) or a tombstone.
-    const DhtEntry* current = items_.Held(key);
+    const DhtEntry* current = s.items.Held(key);
     if (!current) return true;  // nothing to copy (cannot happen after a write)
-    std::vector<uint8_t> state = ReplicateBody(key, *current, Ring()->epoch());
+    std::vector<uint8_t> state = ReplicateBody(key, *current, s.ring->epoch());
     std::vector<Future<Result<Rpc::Bytes>>> calls;
-    for (NodeId n : replicas) calls.push_back(Rpc::Get()->Call(n, kDhtId, kReplicate, state.data(), state.size()));
+    for (NodeId n : replicas) {
+      calls.push_back(Rpc::Get()->Call(n, kDhtShardIds[s.index], kReplicate, state.data(), state.size()));
+    }
     std::vector<NodeId> dead;
     bool failed = false;
     for (size_t i = 0; i < calls.size(); ++i) {
@@ -923,94 +1110,48 @@ bool Dht::Replicate(const std::string& key, uint64_t key_hash) {
         },
         deadline);
     if (!dropped) return false;
-    SpinGuard g(lock_);
-    ++stats_.resent;
+    s.Count(&Stats::resent);
   }
 }
 
-void Dht::ServeReplicate(NodeId from, uint64_t id, const uint8_t* body, size_t length) {
+void Dht::ServeReplicate(Shard& s, NodeId from, uint64_t id, const uint8_t* body, size_t length) {
   if (am::State(from) == am::PeerState::kDead) return Answer(from, id, Error::kNotFound);  // its write never counts
   auto state = length < 8 ? Result<dht_wire::Replicate>(Error::kInvalidArgument)
                           : dht_wire::DecodeReplicate(body + 8, length - 8, clock::NowNs());
+  bool ok = state.ok() && InShard(state->key, s.index);
   bool applied = false;
-  if (state.ok()) {
-    std::shared_ptr<const DhtRing> ring, target;
-    {
-      SpinGuard g(lock_);
-      ring = ring_;
-      target = target_;
-    }
+  if (ok) {
+    RenewRings(s);
+    const auto& ring = s.ring;
     uint64_t hash = HashOf(state->key);
     auto owns = [&](const std::shared_ptr<const DhtRing>& r) { return r && r->Owns(am::Self(), r->PartitionOf(hash)); };
-    if (ring && ring->epoch() > net::wire::Load64(body) && !owns(ring) && !owns(target)) {
-      SpinGuard g(lock_);
-      ++stats_.stale_copies;  // sent by a move this node's ring has gone past
+    if (ring && ring->epoch() > net::wire::Load64(body) && !owns(ring) && !owns(s.target)) {
+      s.Count(&Stats::stale_copies);  // sent by a move this node's ring has gone past
       return Answer(from, id, Error::kOk);
     }
     // From the key's primary here: an equal version replaces (dht_items.h).
     bool from_primary = ring && ring->OwnersOf(ring->PartitionOf(hash))[0] == from;
-    applied = items_.Apply(state->key, std::move(state->entry), from_primary);
-    if (applied) NoteItems();
+    applied = s.items.Apply(state->key, std::move(state->entry), from_primary);
+    if (applied) NoteItems(s);
   }
   {
-    SpinGuard g(lock_);
-    if (state.ok()) {
-      stats_.replicated += applied ? 1 : 0;
+    SpinGuard g(s.lock);
+    if (ok) {
+      s.stats.replicated += applied ? 1 : 0;
+      ++s.load;
     } else {
-      ++stats_.bad_requests;
+      ++s.stats.bad_requests;
     }
   }
-  Answer(from, id, state.ok() ? Error::kOk : Error::kInvalidArgument);
+  Answer(from, id, ok ? Error::kOk : Error::kInvalidArgument);
 }
 
-void Dht::ServeFlush(NodeId from, uint64_t id, const uint8_t* body, size_t length) {
-  if (length != 4) {
-    {
-      SpinGuard g(lock_);
-      ++stats_.bad_requests;
-    }
-    return Answer(from, id, Error::kInvalidArgument);
-  }
-  uint32_t delay_s = net::wire::Load32(body);
-  auto flush = [this] {
-    size_t flushed = items_.Flush();
-    NoteItems();
-    SpinGuard g(lock_);
-    stats_.flushed += flushed;
-  };
-  if (delay_s == 0) {
-    flush();
-  } else {
-    event::Spawn([delay_s, flush] {
-      timer::Sleep(uint64_t(delay_s) * 1'000'000'000);
-      flush();
-    });
-  }
-  Answer(from, id, Error::kOk);
-}
+// ---- held takes and waits (the key's shard)
 
-void Dht::ServeCount(NodeId from, uint64_t id) {
-  auto ring = Ring();
-  uint64_t items = 0, bytes = 0, now = clock::NowNs();
-  if (ring) {
-    items_.ForEach([&](const std::string& key, const DhtEntry& e) {
-      if (!e.live(now) || !Primary(*ring, HashOf(key))) return;
-      ++items;
-      bytes += key.size() + e.value.size();
-    });
-  }
-  std::vector<uint8_t> payload(16);
-  net::wire::StoreLe<uint64_t>(payload.data(), items);
-  net::wire::StoreLe<uint64_t>(payload.data() + 8, bytes);
-  Answer(from, id, Error::kOk, payload);
-}
-
-// ---- held takes and waits (home core)
-
-void Dht::Wake(const std::string& key) {
-  if (waiters_.empty()) return;  // after every write: the common case costs no lookup
-  auto it = waiters_.find(key);
-  if (it == waiters_.end()) return;
+void Dht::Wake(Shard& s, const std::string& key) {
+  if (s.waiters.empty()) return;  // after every write: the common case costs no lookup
+  auto it = s.waiters.find(key);
+  if (it == s.waiters.end()) return;
   std::deque<Waiter>& queue = it->second;
   uint64_t now = clock::NowNs();
   size_t removed = 0;
@@ -1020,7 +1161,7 @@ void Dht::Wake(const std::string& key) {
       ++removed;
       continue;
     }
-    auto served = items_.Write(queue[i].write, now);
+    auto served = s.items.Write(queue[i].write, now);
     if (!served.ok() && served.error() == Error::kBusy) {
       ++i;
       continue;
@@ -1028,36 +1169,33 @@ void Dht::Wake(const std::string& key) {
     Waiter done = std::move(queue[i]);
     queue.erase(queue.begin() + long(i));
     ++removed;
-    if (served.ok() && done.write.mode == DhtWrite::Mode::kTake) NoteItems();
+    if (served.ok() && done.write.mode == DhtWrite::Mode::kTake) NoteItems(s);
     // Answered from an event of its own: answering may block, and the
     // queue must not change under this loop meanwhile.
-    event::Spawn([this, done = std::move(done), served = std::move(served)]() mutable {
+    event::Spawn([this, &s, done = std::move(done), served = std::move(served)]() mutable {
       if (!served.ok()) return Answer(done.from, done.id, served.error());
-      Finish(done.from, done.id, done.write, *served);
+      Finish(s, done.from, done.id, done.write, *served);
     });
   }
-  if (queue.empty()) waiters_.erase(it);
-  SpinGuard g(lock_);
-  stats_.waiting -= removed;
+  if (queue.empty()) s.waiters.erase(it);
+  SpinGuard g(s.lock);
+  s.stats.waiting -= removed;
 }
 
-void Dht::Finish(NodeId from, uint64_t id, const DhtWrite& write, const DhtEntry& entry) {
+void Dht::Finish(Shard& s, NodeId from, uint64_t id, const DhtWrite& write, const DhtEntry& entry) {
   if (write.mode == DhtWrite::Mode::kTake) {
-    {
-      SpinGuard g(lock_);
-      ++stats_.served_writes;
-    }
-    if (!Replicate(write.key, HashOf(write.key))) return Answer(from, id, Error::kTimedOut);
+    s.Count(&Stats::served_writes);
+    if (!Replicate(s, write.key, HashOf(write.key))) return Answer(from, id, Error::kTimedOut);
   }
   Answer(from, id, Error::kOk, dht_wire::EncodeItem(entry));
 }
 
-void Dht::Sweep() {
-  while (!waiters_.empty()) {
+void Dht::Sweep(Shard& s) {
+  while (!s.waiters.empty()) {
     timer::Sleep(50'000'000);
     uint64_t now = clock::NowNs();
     std::vector<Waiter> late;
-    for (auto it = waiters_.begin(); it != waiters_.end();) {
+    for (auto it = s.waiters.begin(); it != s.waiters.end();) {
       std::deque<Waiter>& queue = it->second;
       for (size_t i = 0; i < queue.size();) {
         if (queue[i].deadline_ns > now) {
@@ -1067,28 +1205,24 @@ void Dht::Sweep() {
         late.push_back(std::move(queue[i]));
         queue.erase(queue.begin() + long(i));
       }
-      it = queue.empty() ? waiters_.erase(it) : std::next(it);
+      it = queue.empty() ? s.waiters.erase(it) : std::next(it);
     }
     {
-      SpinGuard g(lock_);
-      stats_.waiting -= late.size();
-      stats_.waits_timed_out += late.size();
+      SpinGuard g(s.lock);
+      s.stats.waiting -= late.size();
+      s.stats.waits_timed_out += late.size();
     }
     for (const Waiter& w : late) Answer(w.from, w.id, Error::kTimedOut);  // may block: after the loop
   }
-  sweeping_ = false;
+  s.sweeping = false;
 }
 
 // ---- failures
 
 void Dht::Quiesce(NodeId origin) {
-  auto done = std::make_shared<Promise<void>>();
-  auto future = done->GetFuture();
-  event::SpawnRemote(core_, [this, origin, done] {
-    while (in_progress_.count(origin) != 0) timer::Sleep(1'000'000);  // its writes block on replicas meanwhile
-    done->SetValue();
+  OnEveryShard([origin](Shard& s) {
+    while (s.in_progress.count(origin) != 0) timer::Sleep(1'000'000);  // its writes block on replicas meanwhile
   });
-  future.Block();
 }
 
 void Dht::OnDeath(NodeId node) {
@@ -1116,8 +1250,7 @@ void Dht::OnDeath(NodeId node) {
   }  // else the joiner died: the join is over
   {
     SpinGuard g(lock_);
-    ring_ = after;
-    target_ = next_target;
+    SetRingsLocked(after, next_target);
     if (in_ring) ++stats_.rebuilds_running;
   }
   if (!in_ring) {
@@ -1143,56 +1276,68 @@ void Dht::OnDeath(NodeId node) {
 
 // Copies every item this node is the source of to the owners in `after`
 // that were not owners in `before` (the others hold it already: they were in
-// every write set). A partition's source is its primary in `after` if that
-// was an owner in `before` (after a death: it held the data), else its
-// primary in `before` (after a join: the new primary is the joiner).
-// Version merge makes it safe against the writes that run meanwhile.
+// every write set), every shard at once (each to the same shard there). A
+// partition's source is its primary in `after` if that was an owner in
+// `before` (after a death: it held the data), else its primary in `before`
+// (after a join: the new primary is the joiner). Version merge makes it
+// safe against the writes that run meanwhile.
 uint64_t Dht::Rebuild(std::shared_ptr<const DhtRing> before, std::shared_ptr<const DhtRing> after, const char* what) {
-  NodeId self = am::Self();
-  auto source = [&](uint32_t p) {
-    NodeId primary = after->OwnersOf(p)[0];
-    auto old_owners = before->OwnersOf(p);
-    if (std::find(old_owners.begin(), old_owners.end(), primary) != old_owners.end()) return primary;
-    return old_owners.empty() ? primary : old_owners[0];
-  };
-  std::vector<std::string> keys;
-  items_.ForEach([&](const std::string& key, const DhtEntry&) {
-    if (after->nodes().empty()) return;
-    if (source(after->PartitionOf(HashOf(key))) == self) keys.push_back(key);
-  });
-  uint64_t copied = 0, failures = 0;
-  std::deque<Future<Result<Rpc::Bytes>>> window;
-  auto drain_one = [&] {
-    auto r = window.front().Block();
-    window.pop_front();
-    bool ok = StatusOf(r) == Error::kOk;
-    ++(ok ? copied : failures);
-  };
-  for (const std::string& key : keys) {
-    uint32_t p = after->PartitionOf(HashOf(key));
-    auto old_owners = before->OwnersOf(p);
-    std::vector<NodeId> destinations;
-    for (NodeId n : after->OwnersOf(p)) {
-      if (n != self && std::find(old_owners.begin(), old_owners.end(), n) == old_owners.end()) {
-        destinations.push_back(n);
-      }
-    }
-    if (destinations.empty()) continue;
-    const DhtEntry* current = items_.Held(key);
-    if (!current) continue;
-    std::vector<uint8_t> state = ReplicateBody(key, *current, after->epoch());
-    for (NodeId n : destinations) {
-      window.push_back(Rpc::Get()->Call(n, kDhtId, kReplicate, state.data(), state.size()));
-      if (window.size() >= kRebuildWindow) drain_one();
-    }
+  uint64_t copied[kShards] = {}, failed[kShards] = {};  // each shard writes its own
+  OnEveryShard([&](Shard& s) { copied[s.index] = RebuildShard(s, *before, *after, &failed[s.index]); });
+  uint64_t copies = 0, failures = 0;
+  for (int i = 0; i < kShards; ++i) {
+    copies += copied[i];
+    failures += failed[i];
   }
-  while (!window.empty()) drain_one();
   {
     SpinGuard g(lock_);
     stats_.rebuild_failures += failures;
   }
   LOG_INFO("dht: %s for ring epoch %llu: %llu copies to new owners, %llu failed", what,
-           (unsigned long long)after->epoch(), (unsigned long long)copied, (unsigned long long)failures);
+           (unsigned long long)after->epoch(), (unsigned long long)copies, (unsigned long long)failures);
+  return copies;
+}
+
+uint64_t Dht::RebuildShard(Shard& s, const DhtRing& before, const DhtRing& after, uint64_t* failures) {
+  NodeId self = am::Self();
+  auto source = [&](uint32_t p) {
+    NodeId primary = after.OwnersOf(p)[0];
+    auto old_owners = before.OwnersOf(p);
+    if (std::find(old_owners.begin(), old_owners.end(), primary) != old_owners.end()) return primary;
+    return old_owners.empty() ? primary : old_owners[0];
+  };
+  std::vector<std::string> keys;
+  s.items.ForEach([&](const std::string& key, const DhtEntry&) {
+    if (after.nodes().empty()) return;
+    if (source(after.PartitionOf(HashOf(key))) == self) keys.push_back(key);
+  });
+  uint64_t copied = 0;
+  std::deque<Future<Result<Rpc::Bytes>>> window;
+  auto drain_one = [&] {
+    auto r = window.front().Block();
+    window.pop_front();
+    bool ok = StatusOf(r) == Error::kOk;
+    ++(ok ? copied : *failures);
+  };
+  for (const std::string& key : keys) {
+    uint32_t p = after.PartitionOf(HashOf(key));
+    auto old_owners = before.OwnersOf(p);
+    std::vector<NodeId> destinations;
+    for (NodeId n : after.OwnersOf(p)) {
+      if (n != self && std::find(old_owners.begin(), old_owners.end(), n) == old_owners.end()) {
+        destinations.push_back(n);
+      }
+    }
+    if (destinations.empty()) continue;
+    const DhtEntry* current = s.items.Held(key);
+    if (!current) continue;
+    std::vector<uint8_t> state = ReplicateBody(key, *current, after.epoch());
+    for (NodeId n : destinations) {
+      window.push_back(Rpc::Get()->Call(n, kDhtShardIds[s.index], kReplicate, state.data(), state.size()));
+      if (window.size() >= kRebuildWindow) drain_one();
+    }
+  }
+  while (!window.empty()) drain_one();
   return copied;
 }
 

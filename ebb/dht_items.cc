@@ -55,15 +55,25 @@ bool DhtParseCounter(std::string_view s, uint64_t* out) {
   return true;
 }
 
+void DhtItems::AddBytes(size_t n) {
+  bytes_ += n;
+  if (pool_ != nullptr) pool_->fetch_add(n, std::memory_order_relaxed);
+}
+
+void DhtItems::SubtractBytes(size_t n) {
+  bytes_ -= n;
+  if (pool_ != nullptr) pool_->fetch_sub(n, std::memory_order_relaxed);
+}
+
 void DhtItems::Store(std::string_view key, DhtEntry entry) {
   auto [it, inserted] = map_.try_emplace(std::string(key));
   if (inserted) {
-    bytes_ += key.size();
+    AddBytes(key.size());
   } else {
-    bytes_ -= it->second.value.size();
+    SubtractBytes(it->second.value.size());
     stored_ -= it->second.tombstone ? 0 : 1;
   }
-  bytes_ += entry.value.size();
+  AddBytes(entry.value.size());
   stored_ += entry.tombstone ? 0 : 1;
   bool tombstone = entry.tombstone;
   it->second = std::move(entry);
@@ -207,8 +217,9 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
     entry.applied.push_back({write.request, entry.version, RecordsAnswer(write.mode) ? entry.value : std::string()});
   }
   if (limit_ != 0 && !entry.tombstone) {
-    size_t after = bytes_ - (held ? held->value.size() : 0) + (held ? 0 : write.key.size()) + entry.value.size();
-    if (after > limit_ && after > bytes_) return Error::kNoMemory;
+    size_t now = pool_ != nullptr ? pool_->load(std::memory_order_relaxed) : bytes_;
+    size_t after = now - (held ? held->value.size() : 0) + (held ? 0 : write.key.size()) + entry.value.size();
+    if (after > limit_ && after > now) return Error::kNoMemory;
   }
   Store(write.key, entry);
   return entry;
@@ -217,7 +228,7 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
 bool DhtItems::Drop(std::string_view key) {
   auto it = map_.find(std::string(key));
   if (it == map_.end()) return false;
-  bytes_ -= key.size() + it->second.value.size();
+  SubtractBytes(key.size() + it->second.value.size());
   stored_ -= it->second.tombstone ? 0 : 1;
   tomb_generation_.erase(it->first);
   map_.erase(it);
@@ -235,7 +246,7 @@ size_t DhtItems::Flush() {
   size_t flushed = 0;
   for (auto& [key, entry] : map_) {
     if (entry.tombstone || entry.version >= kDhtMaxVersion) continue;  // expired items too: their bytes go
-    bytes_ -= entry.value.size();
+    SubtractBytes(entry.value.size());
     --stored_;
     DhtEntry tomb;
     tomb.version = entry.version + 1;

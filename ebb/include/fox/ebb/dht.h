@@ -1,8 +1,8 @@
 // Dht: the job's replicated distributed hash table (DESIGN.md, "Dht";
-// issue 13), a shared system Ebb at kDhtId: one representative per node,
-// shared by its cores (per-core representatives are for later). Keys are
-// placed by the consistent-hash ring of dht_ring.h over the job's nodes;
-// each key lives on its r owners (default 2), the first being its primary.
+// issue 13), a system Ebb at kDhtId with per-core representatives (Shards,
+// below). Keys are placed by the consistent-hash ring of dht_ring.h over the
+// job's nodes; each key lives on its r owners (default 2), the first being
+// its primary.
 //
 //   auto dht = Dht::Get();             // on every node, before am::Start
 //   dht->Start();                      // on every node, after am::Start
@@ -65,12 +65,27 @@
 // (A cas taken before such a delete could then match the re-created key's:
 // the grace after the delete is its bound.)
 //
-// Threads. The items live on the home core (the constructing core) and
-// are touched only by events there: requests are served there, deaths
-// handled and rebuilds run there, so the item map needs no lock (events
-// on a core never preempt each other; an event that blocks lets the next
-// run). lock_ guards only the ring pointer and the counters, and nothing
-// allocates under it (STYLE.md). Callers run on any core.
+// Shards: per-core representatives. A key's hash places it twice: its high
+// bits pick its partition in the ring (which nodes), its low bits one of
+// kShards shards (which core there). Every node holds every shard, shard s
+// on its kernel core s mod KernelCores() (natively fox.kcores, default 1;
+// hosted, every core: the cores that take events and timers; application
+// cores are the application's). A shard is its keys' items, the takes and
+// waits held for them, their tombstones' collector and read leases, all
+// touched only by events on the shard's core, so the item maps need no
+// lock. Messages about a key (get, write, replicate, collect) go to its
+// shard's Ebb id (kDhtShardIds), which the transport delivers to that core
+// directly; so requests to one node are served by all its kernel cores at
+// once. Messages about the node (joins, flush, count, confirm) go to kDhtId,
+// served on the home core (the constructing core), which asks the shards
+// when it needs them (a rebuild or a stream runs on every shard at once).
+//
+// Threads. Requests are served as events on the shard's core; they may
+// block (a write waits for its replicas), and other requests run meanwhile.
+// lock_ guards the rings and the node's counters; each shard reads the rings
+// through a copy it renews when ring_generation_ moves (no shared lock on
+// the request path), and counts in its own counters. Nothing allocates
+// under a lock (STYLE.md). Callers run on any core.
 //
 // Contexts and errors. Every operation blocks the calling event (event
 // context, any core) until the primary answers. Errors: those of DhtWrite
@@ -96,6 +111,7 @@
 #include "fox/ebb/ebb_ref.h"
 #include "fox/ebb/shared_ebb.h"
 #include "fox/ebb/static_ids.h"
+#include "fox/function.h"
 #include "fox/net/am.h"
 #include "fox/result.h"
 #include "fox/spinlock.h"
@@ -107,9 +123,15 @@ class Dht : public SharedEbb<Dht> {
   static EbbRef<Dht> Get() { return EbbRef<Dht>(kDhtId); }
   // How long a call keeps retrying while rings disagree.
   static constexpr uint64_t kRouteTimeoutMs = 15'000;
+  // Shards per node (the top's "Shards"): the most cores of a node that
+  // serve it. Part of the wire contract, as kDhtShardIds.
+  static constexpr int kShards = 16;
+  static int ShardOf(uint64_t key_hash) { return int(key_hash & (kShards - 1)); }
+  // The core that serves shard `shard` on this node.
+  static int ShardCore(int shard);
 
-  // Listens for the Dht's messages on the calling core (its home core,
-  // where requests are served). Event context.
+  // Listens for the node's messages on the calling core (its home core) and
+  // for each shard's on its core. Event context.
   Dht();
   ~Dht();
   // This node's Dht if it has been constructed, else null (never
@@ -234,26 +256,42 @@ class Dht : public SharedEbb<Dht> {
     uint64_t leases_renewed = 0;    // reads that asked the other owners first (no lease: dht.cc)
     uint64_t leases_refused = 0;    // of those, reads refused: an owner did not answer
   };
+  // This node's counters: its own and its shards' summed.
   Stats stats() const;
+  // Requests (gets, writes, replicated states) served by each shard here,
+  // by shard: where a node's load went. Any context.
+  std::vector<uint64_t> ShardLoad() const;
 
  private:
-  struct Route;
-  // Sends `body` under `handler` to the primary of `key_hash` and returns
-  // the reply's payload (after its status), retrying as the header says.
+  struct Shard;  // dht.cc
+  // Sends `body` under `handler` to the primary of `key_hash` (its shard's
+  // Ebb there) and returns the reply's payload (after its status),
+  // retrying as the header says.
   Result<std::vector<uint8_t>> Call(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body,
                                     uint64_t rpc_timeout_ms = 10'000);
   std::shared_ptr<const DhtRing> Ring() const;
+  // Sets the rings (lock_ held) and tells the shards they moved.
+  void SetRingsLocked(std::shared_ptr<const DhtRing> ring, std::shared_ptr<const DhtRing> target) REQUIRES(lock_);
+  // The shard's copy of the rings (Shard::ring, ::target), renewed if they moved.
+  void RenewRings(Shard& s);
+  // Every shard's byte limit: `max_bytes` for the node's items together.
+  void SetLimit(size_t max_bytes);
+  // The node's messages (home core) and a shard's (its core).
   void Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
-  void ServeGet(NodeId from, uint64_t id, const uint8_t* body, size_t length);
-  void ServeWrite(NodeId from, uint64_t id, const uint8_t* body, size_t length);
-  void ServeReplicate(NodeId from, uint64_t id, const uint8_t* body, size_t length);
+  void ServeShard(Shard& s, NodeId from, uint16_t handler, const uint8_t* data, size_t length);
+  void ServeGet(Shard& s, NodeId from, uint64_t id, const uint8_t* body, size_t length);
+  void ServeWrite(Shard& s, NodeId from, uint64_t id, const uint8_t* body, size_t length);
+  void ServeReplicate(Shard& s, NodeId from, uint64_t id, const uint8_t* body, size_t length);
+  void ServeCollect(Shard& s, NodeId from, uint64_t id, const uint8_t* body, size_t length);
   void ServeFlush(NodeId from, uint64_t id, const uint8_t* body, size_t length);
   void ServeCount(NodeId from, uint64_t id);
-  void ServeCollect(NodeId from, uint64_t id, const uint8_t* body, size_t length);
-  // Tombstones (above): the home core's collector, while any are held, and
-  // one primary's round.
-  void CollectTombstones();
-  void CollectRound(std::vector<DhtItems::Tombstone> old);
+  // Runs `work(shard)` on every shard's core at once and returns when all
+  // have. Event context.
+  void OnEveryShard(Function<void(Shard&)> work);
+  // Tombstones (above): a shard's collector, while it holds any, and one
+  // primary's round.
+  void CollectTombstones(Shard& s);
+  void CollectRound(Shard& s, std::vector<DhtItems::Tombstone> old);
   // A take or wait the primary holds until it can be served or wait_ms passes.
   struct Waiter {
     NodeId from;
@@ -262,37 +300,39 @@ class Dht : public SharedEbb<Dht> {
     uint64_t deadline_ns;
   };
   // Serves the held requests of `key` that can be now (after a write to it).
-  void Wake(const std::string& key);
+  void Wake(Shard& s, const std::string& key);
   // Answers a served take or wait: replicates a take first (blocks).
-  void Finish(NodeId from, uint64_t id, const DhtWrite& write, const DhtEntry& entry);
+  void Finish(Shard& s, NodeId from, uint64_t id, const DhtWrite& write, const DhtEntry& entry);
   // Answers held requests past their deadline, every 50 ms while any are held.
-  void Sweep();
-  // Sends an empty-bodied request to every node of the ring; the replies
-  // (their payloads after an ok status) and how many nodes there were.
+  void Sweep(Shard& s);
+  // Sends `body` to every node of the ring; the replies (their payloads
+  // after an ok status) and how many nodes there were.
   std::vector<std::vector<uint8_t>> AskEveryNode(uint16_t handler, const std::vector<uint8_t>& body, size_t* asked,
                                                  Error* last_error);
-  // After the home core changed items_: the counters' copies of its sizes.
-  void NoteItems();
-  void NoteCollected(uint64_t collected);  // NoteItems, and `collected` tombstones more in the counters
-  bool Primary(const DhtRing& ring, uint64_t key_hash) const;
+  // After a shard changed its items: its counters' copies of their sizes.
+  void NoteItems(Shard& s);
+  void NoteCollected(Shard& s, uint64_t collected);  // NoteItems, and `collected` tombstones more
+  // Whether this node is the primary of `key_hash` in the shard's ring.
+  bool Primary(Shard& s, uint64_t key_hash);
   // Whether this primary may serve a read of `key_hash` from its copy (read
   // leases: dht.cc); asks the other owners when it must. Blocks.
-  bool HoldsLease(uint64_t key_hash);
+  bool HoldsLease(Shard& s, uint64_t key_hash);
   // The ring when no join or rebuild moves data, else null.
   std::shared_ptr<const DhtRing> RingAtRest() const;
-  // Sends `body` under `handler` to each of `nodes`; true if all answer kOk.
-  // Blocks.
-  bool AllAcknowledge(const std::vector<NodeId>& nodes, uint16_t handler, const std::vector<uint8_t>& body,
+  // Sends `body` under `handler` to Ebb `ebb` on each of `nodes`; true if
+  // all answer kOk. Blocks.
+  bool AllAcknowledge(const std::vector<NodeId>& nodes, EbbId ebb, uint16_t handler, const std::vector<uint8_t>& body,
                       uint64_t timeout_ms);
   // Sends the key's current state to every owner but this node; true when
   // all acknowledged (waits for the ring to drop dead replicas and tries
   // the new owners).
-  bool Replicate(const std::string& key, uint64_t key_hash);
+  bool Replicate(Shard& s, const std::string& key, uint64_t key_hash);
   void OnDeath(NodeId node);
   // Copies the items this node is the source of (the top, "Joins") from
-  // `before`'s owners to `after`'s new ones; returns how many were copied.
-  // `what` names it in the log (rebuild, stream).
+  // `before`'s owners to `after`'s new ones, every shard at once; returns
+  // how many were copied. `what` names it in the log (rebuild, stream).
   uint64_t Rebuild(std::shared_ptr<const DhtRing> before, std::shared_ptr<const DhtRing> after, const char* what);
+  uint64_t RebuildShard(Shard& s, const DhtRing& before, const DhtRing& after, uint64_t* failures);
   // Joins: a member streams to the joiners of `target` and tells them it
   // is ready; the joiner's side; the switch.
   void ServeJoin(NodeId from, uint64_t id);
@@ -303,25 +343,22 @@ class Dht : public SharedEbb<Dht> {
   void AskToJoin();    // the joiner
   void FollowDeaths(const std::vector<NodeId>& members);
   void Switch(std::shared_ptr<const DhtRing> target);
-  // Owners of the partition of `key_hash` to replicate to: the ring's and,
-  // during a join, the target's.
-  std::vector<NodeId> ReplicasOf(uint64_t key_hash) const;
+  // Owners of the partition of `key_hash` to replicate to: the shard's
+  // ring's and, during a join, its target's.
+  std::vector<NodeId> ReplicasOf(Shard& s, uint64_t key_hash);
   bool TakeRing(uint64_t epoch, std::vector<NodeId> nodes);
 
   static inline std::atomic<Dht*> constructed_{nullptr};
   int core_;
   uint64_t subscription_ = 0;
-  DhtItems items_;                                               // home core only
-  std::unordered_map<std::string, std::deque<Waiter>> waiters_;  // home core only
-  bool sweeping_ = false;                                        // home core only
-  bool collecting_ = false;                                      // home core only: CollectTombstones runs
-  std::unordered_map<NodeId, uint64_t> lease_until_;             // home core only: NowNs a read lease holds until
-  std::atomic<uint64_t> grace_ns_{60'000'000'000};               // SetTombstoneGrace
-  std::atomic<uint64_t> next_request_{1};                        // DhtWrite::request's count
-  std::unordered_map<NodeId, uint32_t> in_progress_;             // home core only: writes being served, by caller
+  std::unique_ptr<Shard> shards_[kShards];
+  std::atomic<size_t> bytes_pool_{0};               // the shards' items' bytes (DhtItems::share_bytes)
+  std::atomic<uint64_t> grace_ns_{60'000'000'000};  // SetTombstoneGrace
+  std::atomic<uint64_t> next_request_{1};           // DhtWrite::request's count
   mutable SpinLock lock_;
   std::shared_ptr<const DhtRing> ring_ GUARDED_BY(lock_);
   std::shared_ptr<const DhtRing> target_ GUARDED_BY(lock_);  // T while a node joins
+  std::atomic<uint64_t> ring_generation_{0};                 // moves with every change of ring_ or target_
   // The joiner's side (home core): each member's readiness (the tag of the
   // target it streamed for; kSwitched: it routes by a ring with this node).
   std::unordered_map<NodeId, uint64_t> ready_;
@@ -329,7 +366,7 @@ class Dht : public SharedEbb<Dht> {
   bool switching_ = false;               // home core: the joiner is telling the members
   uint64_t ask_generation_ = 0;          // home core: AskToJoin's rounds
   std::atomic<bool> joined_set_{false};  // the joiner's Join returns
-  Stats stats_ GUARDED_BY(lock_);
+  Stats stats_ GUARDED_BY(lock_);        // the node's own (the shards count theirs)
 };
 
 }  // namespace fox::ebb

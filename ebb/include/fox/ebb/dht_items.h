@@ -30,6 +30,8 @@
 // context).
 #pragma once
 
+#include <atomic>
+
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -165,6 +167,11 @@ class DhtItems {
   // is never refused: a replica is as full as its primaries.
   size_t bytes() const { return bytes_; }
   void set_limit(size_t bytes) { limit_ = bytes; }
+  // Items that share `pool` (a node's Dht shards, each on its core) count
+  // their bytes there too, and the limit applies to the pool's total (to
+  // within the values being written at that moment on the other shards).
+  // Before any item is stored.
+  void share_bytes(std::atomic<size_t>* pool) { pool_ = pool; }
   // A replica's apply: stores `entry` if its version is newer than what is
   // held, or as new and `from_primary` (sent by the key's current primary)
   // and different (true); else keeps what is held (false). A primary never
@@ -216,7 +223,10 @@ class DhtItems {
   size_t bytes_ = 0;
   size_t stored_ = 0;
   size_t limit_ = 0;
+  std::atomic<size_t>* pool_ = nullptr;  // share_bytes
   uint64_t deduplicated_ = 0;
+  void AddBytes(size_t n);
+  void SubtractBytes(size_t n);
 };
 
 // Wire format of the Dht's Rpc bodies (little-endian, after Rpc's request

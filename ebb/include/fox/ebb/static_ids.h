@@ -18,10 +18,40 @@ inline constexpr EbbId kApgasRuntimeId = StaticId("fox.apgas.Runtime");
 inline constexpr EbbId kPlaceManagerId = StaticId("fox.apgas.PlaceManager");
 inline constexpr EbbId kResilientFinishId = StaticId("fox.apgas.ResilientFinish");
 inline constexpr EbbId kTeamId = StaticId("fox.apgas.Team");
+// The Dht's shards (dht.h): messages about a key go to its shard's id.
+inline constexpr EbbId kDhtShardIds[] = {
+    StaticId("fox.Dht.0"),  StaticId("fox.Dht.1"),  StaticId("fox.Dht.2"),  StaticId("fox.Dht.3"),
+    StaticId("fox.Dht.4"),  StaticId("fox.Dht.5"),  StaticId("fox.Dht.6"),  StaticId("fox.Dht.7"),
+    StaticId("fox.Dht.8"),  StaticId("fox.Dht.9"),  StaticId("fox.Dht.10"), StaticId("fox.Dht.11"),
+    StaticId("fox.Dht.12"), StaticId("fox.Dht.13"), StaticId("fox.Dht.14"), StaticId("fox.Dht.15")};
 
-static_assert(StaticIdsDistinct({"fox.GlobalIdMap", "fox.Messenger", "fox.Rpc", "fox.NodeAllocator", "fox.FileSystem",
-                                 "fox.Dht", "fox.FailureDetector", "fox.apgas.Runtime", "fox.apgas.PlaceManager",
-                                 "fox.apgas.ResilientFinish", "fox.apgas.Team"}),
+static_assert(StaticIdsDistinct({"fox.GlobalIdMap",
+                                 "fox.Messenger",
+                                 "fox.Rpc",
+                                 "fox.NodeAllocator",
+                                 "fox.FileSystem",
+                                 "fox.Dht",
+                                 "fox.FailureDetector",
+                                 "fox.apgas.Runtime",
+                                 "fox.apgas.PlaceManager",
+                                 "fox.apgas.ResilientFinish",
+                                 "fox.apgas.Team",
+                                 "fox.Dht.0",
+                                 "fox.Dht.1",
+                                 "fox.Dht.2",
+                                 "fox.Dht.3",
+                                 "fox.Dht.4",
+                                 "fox.Dht.5",
+                                 "fox.Dht.6",
+                                 "fox.Dht.7",
+                                 "fox.Dht.8",
+                                 "fox.Dht.9",
+                                 "fox.Dht.10",
+                                 "fox.Dht.11",
+                                 "fox.Dht.12",
+                                 "fox.Dht.13",
+                                 "fox.Dht.14",
+                                 "fox.Dht.15"}),
               "two system Ebb names share a static id: rename one");
 
 }  // namespace fox::ebb
