@@ -289,7 +289,8 @@ Result<void> Dht::Start(const RingConfig& config, std::vector<NodeId> members, s
     SetRingsLocked(shared, nullptr);
   }
   FollowDeaths(members);
-  LOG_INFO("dht: started on %zu nodes, r = %u", members.size(), config.replication);
+  LOG_INFO("dht: started on %zu nodes, r = %u, %d shards on %d cores", members.size(), config.replication, kShards,
+           std::min(kShards, std::max(1, core::KernelCores())));
   return Ok();
 }
 void Dht::FollowDeaths(const std::vector<NodeId>& members) {
@@ -331,7 +332,8 @@ Result<void> Dht::Join(const RingConfig& config, std::vector<NodeId> members, ui
     AskToJoin();
   });
   FollowDeaths(members);
-  LOG_INFO("dht: joining %zu nodes, r = %u", members.size(), config.replication);
+  LOG_INFO("dht: joining %zu nodes, r = %u, %d shards on %d cores", members.size(), config.replication, kShards,
+           std::min(kShards, std::max(1, core::KernelCores())));
   uint64_t deadline = clock::NowNs() + timeout_ms * 1'000'000;
   if (!SleepUntil([&] { return joined_set_.load(std::memory_order_acquire); }, deadline)) return Error::kTimedOut;
   return Ok();

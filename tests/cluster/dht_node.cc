@@ -62,7 +62,9 @@
 #include <vector>
 
 #include "fox/clock.h"
+#include "fox/core.h"
 #include "fox/ebb/dht.h"
+#include "fox/ebb/dht_hash.h"
 #include "fox/ebb/dht_queue.h"
 #include "fox/event.h"
 #include "fox/future.h"
@@ -181,16 +183,26 @@ void BadRequests(Dht* dht) {
     std::string body;
   };
   const Bad bad[] = {{99, "x"}, {0, ""}, {1, ""}, {1, long_key}, {2, junk}, {2, "short"}, {3, ""}, {4, junk}, {4, "1"}};
+  // To the node's Ebb and to a shard's; and a get of a key to a shard that does not hold it.
+  int shard = Dht::ShardOf(fox::ebb::DhtKeyHash("k", 1));
+  fox::ebb::EbbId other_shard = fox::ebb::kDhtShardIds[(shard + 1) % Dht::kShards];
   for (NodeId n : fox::am::Peers()) {
-    for (const Bad& b : bad) {
-      ++sent;
-      auto r = fox::ebb::Rpc::Get()->Call(n, fox::ebb::kDhtId, b.handler, b.body.data(), b.body.size()).Block();
-      if (r.ok() && r->size() == 4 && fox::net::wire::Load32(r->data()) == uint32_t(fox::Error::kInvalidArgument)) {
-        ++answered;
+    for (fox::ebb::EbbId ebb : {fox::ebb::kDhtId, fox::ebb::kDhtShardIds[shard]}) {
+      for (const Bad& b : bad) {
+        ++sent;
+        auto r = fox::ebb::Rpc::Get()->Call(n, ebb, b.handler, b.body.data(), b.body.size()).Block();
+        if (r.ok() && r->size() == 4 && fox::net::wire::Load32(r->data()) == uint32_t(fox::Error::kInvalidArgument)) {
+          ++answered;
+        }
       }
+      // Too short to carry a request id: dropped and counted, not answered.
+      CHECK(fox::ebb::Messenger::Get()->SendWait(n, ebb, 2, "abc", 3).ok());
     }
-    // Too short to carry a request id: dropped and counted, not answered.
-    CHECK(fox::ebb::Messenger::Get()->SendWait(n, fox::ebb::kDhtId, 2, "abc", 3).ok());
+    ++sent;
+    auto r = fox::ebb::Rpc::Get()->Call(n, other_shard, 1, "k", 1).Block();
+    if (r.ok() && r->size() == 4 && fox::net::wire::Load32(r->data()) == uint32_t(fox::Error::kInvalidArgument)) {
+      ++answered;
+    }
   }
   std::printf("dht: %llu malformed requests to the peers: %llu answered invalid argument\n", (unsigned long long)sent,
               (unsigned long long)answered);
@@ -205,6 +217,21 @@ bool WaitUntil(uint64_t ms, auto done) {
     SleepMs(10);
   }
   return true;
+}
+
+// Where this node's Dht requests were served: the cores of the shards that
+// served any (dht.h, "Shards"), of the cores that serve shards.
+void ReportShards(Dht* dht) {
+  auto load = dht->ShardLoad();
+  std::vector<bool> busy(fox::core::Online(), false);
+  int serving = 0;
+  for (int s = 0; s < Dht::kShards; ++s) {
+    int core = Dht::ShardCore(s);
+    serving = std::max(serving, core + 1);
+    if (load[s] != 0) busy[core] = true;
+  }
+  std::printf("dht: node %u served requests on %d of %d cores\n", fox::am::Self(),
+              int(std::count(busy.begin(), busy.end(), true)), serving);
 }
 
 // Once every peer is alive: the Dht with replication r. Returns the peers.
@@ -775,6 +802,7 @@ int main(int argc, char** argv) {
         (unsigned long long)s.bad_requests);
     CHECK(s.live == g_expected.load() && s.rebuilds_running == 0);
   }
+  ReportShards(dht);
   std::printf("dht_node: done\n");
   std::fflush(stdout);
   return 0;

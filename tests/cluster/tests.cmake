@@ -254,9 +254,9 @@ fox_cluster_test(am_dhcp NODES 2 IMAGE am_node TIMEOUT 120 DHCP
 # The memcached app on a fox node (lwIP TCP 11211), driven by stock clients
 # from the namespace: every memccapable test (text and binary; its quit tests
 # need a FIN after the answer, not lwIP's reset for unread data) and the
-# pymemcache conversation.
-fox_cluster_test(memcached_stock_clients NODES 1 IMAGE memcached TIMEOUT 200 UNTIL_HOST
-  HOST_AFTER "0:memcached: node 0 serving"
+# pymemcache conversation. Two kernel cores: the Dht's shards on both.
+fox_cluster_test(memcached_stock_clients NODES 1 IMAGE memcached TIMEOUT 200 UNTIL_HOST SMP 2 ARGS "fox.kcores=2"
+  HOST_AFTER "0:memcached: node 0 serving" EXPECT "0:dht: started on 1 nodes, r = 2, 16 shards on 2 cores"
   HOST_CMD "python3 tests/memcached/conformance.py remote 10.77.0.10 11211 tests/memcached/pymemcache_check.py")
 
 # The memcached app over the Dht on 4 fox nodes (r = 2), driven (once every
@@ -318,7 +318,8 @@ set_tests_properties(hosted.dht_zombie PROPERTIES LABELS hosted TIMEOUT 180)
 # root, no QEMU): node 0 sets 2000 keys and 4 values of 1 MiB, the last
 # node is killed (SIGKILL), node 0 sets 200 keys meanwhile and reads every
 # key back; after the rebuild each survivor holds every item. r = 2 on 3
-# nodes, r = 3 on 4. The nodes die with the script (PR_SET_PDEATHSIG),
+# nodes, r = 3 on 4. Nodes of 3 cores: every node's requests are served by
+# its shards on all 3 (dht.h, "Shards"). The nodes die with the script (PR_SET_PDEATHSIG),
 # which kills them on any failure or timeout.
 foreach(shape "3;2" "4;3")
   list(GET shape 0 nodes)
@@ -328,11 +329,12 @@ foreach(shape "3;2" "4;3")
   foreach(n RANGE 1 ${victim})
     if(NOT n EQUAL victim)
       list(APPEND expect_survivors --expect "${n}:dht: node ${n} holds 2407 live items of 2407" --expect "${n}:dht_node: done"
-        --expect "0:dht: node ${n}'s status report: dht.live 2407")
+        --expect "0:dht: node ${n}'s status report: dht.live 2407"
+        --expect "${n}:dht: node ${n} served requests on 3 of 3 cores")
     endif()
   endforeach()
   add_test(NAME hosted.dht_failover_r${r} COMMAND ${FOX_HOSTED_NODES}
-    --nodes ${nodes} --timeout 150 --killed ${victim}
+    --nodes ${nodes} --cores 3 --timeout 150 --killed ${victim}
     --expect "0:dht: add, replace, cas, delete and bad sizes answered as memcached would"
     --expect "0:dht: ([0-9]+) malformed requests to the peers: \\1 answered invalid argument"
     --expect "0:dht: set 2000 keys and 4 values of 1 MiB through node 0: 0 failed"
@@ -340,6 +342,7 @@ foreach(shape "3;2" "4;3")
     --expect "0:dht: node ${victim} killed: read 2204 of 2204 keys back from node 0, 0 missing, 0 wrong"
     --expect "0:dht: after the death: 200 more keys set \\(0 failed\\) and 200 read back"
     --expect "0:dht: node 0 holds 2407 live items of 2407 after the rebuild"
+    --expect "0:dht: node 0 served requests on 3 of 3 cores"
     --expect "0:dht_node: done" ${expect_survivors}
     $<TARGET_FILE:dht_node_hosted> 0 ${victim} 2000 ${r})
   set_tests_properties(hosted.dht_failover_r${r} PROPERTIES LABELS hosted TIMEOUT 200)
