@@ -96,6 +96,11 @@ int Main(int, char**, Function<void()> body) {
     return ended ? 0 : 1;
   }
   if (!start_dht()) return 1;
+#ifndef FOX_NATIVE
+  // Tests (hosted): place 0 late to await the joins, which have all come by then.
+  if (const char* delay = std::getenv("FOX_TEST_AWAIT_DELAY_MS"); delay != nullptr)
+    timer::Sleep(std::strtoull(delay, nullptr, 10) * 1'000'000);
+#endif
   if (!runtime->AwaitJoins(120'000)) {
     runtime->Shutdown();
     return 1;

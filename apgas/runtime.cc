@@ -345,11 +345,10 @@ bool Runtime::AwaitJoins(uint64_t timeout_ms) {
     SpinGuard g(lock_);
     if (places_.size() <= 1 && !all_joined_set_.exchange(true)) all_joined_.SetValue();
   }
-  auto joined = all_joined_.GetFuture();
   auto deadline = timer::Start(timeout_ms * 1'000'000, [this] {
     if (!all_joined_set_.exchange(true)) all_joined_.SetValue();
   });
-  joined.Block();
+  all_joined_future_.Block();
   timer::Cancel(deadline);
   SpinGuard g(lock_);
   if (!refusal_.empty()) {

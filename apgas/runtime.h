@@ -447,6 +447,9 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   std::string refusal_ GUARDED_BY(lock_);
   Stats stats_ GUARDED_BY(lock_);
   Promise<void> all_joined_;
+  // Taken at once: a place may join (and set all_joined_, which gives up its
+  // state) before place 0's main reaches AwaitJoins.
+  Future<void> all_joined_future_ = all_joined_.GetFuture();
   std::atomic<bool> all_joined_set_{false};
   Promise<bool> over_;  // Serve's result
   std::atomic<bool> over_set_{false};

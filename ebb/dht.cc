@@ -117,10 +117,15 @@ bool DecodeRing(const uint8_t* data, size_t length, uint64_t* epoch, std::vector
   return true;
 }
 
-void Answer(NodeId to, uint64_t id, Error status, const std::vector<uint8_t>& payload = {}) {
+std::vector<uint8_t> ReplyBytes(Error status, const std::vector<uint8_t>& payload) {
   std::vector<uint8_t> reply(4 + payload.size());
   net::wire::StoreLe<uint32_t>(reply.data(), uint32_t(status));
   std::copy(payload.begin(), payload.end(), reply.begin() + 4);
+  return reply;
+}
+
+void Answer(NodeId to, uint64_t id, Error status, const std::vector<uint8_t>& payload = {}) {
+  std::vector<uint8_t> reply = ReplyBytes(status, payload);
   (void)Rpc::Reply(to, id, reply.data(), reply.size());  // kNotFound: the client died; nobody waits
 }
 
@@ -661,11 +666,11 @@ bool Dht::AllAcknowledge(const std::vector<NodeId>& nodes, EbbId ebb, uint16_t h
   return all;
 }
 
-void Dht::ServeCollect(Shard& s, NodeId from, uint64_t id, const uint8_t* body, size_t length) {
+void Dht::ServeCollect(Shard& s, const Caller& caller, const uint8_t* body, size_t length) {
   auto tombstones = dht_wire::DecodeCollect(body, length);
   if (!tombstones.ok()) {
     s.Count(&Stats::bad_requests);
-    return Answer(from, id, Error::kInvalidArgument);
+    return Reply(caller, Error::kInvalidArgument);
   }
   uint64_t collected = 0;
   for (const DhtItems::Tombstone& t : *tombstones) {
@@ -673,7 +678,7 @@ void Dht::ServeCollect(Shard& s, NodeId from, uint64_t id, const uint8_t* body, 
     collected += s.items.Collect(t.key, t.version) ? 1 : 0;
   }
   NoteCollected(s, collected);
-  Answer(from, id, Error::kOk);
+  Reply(caller, Error::kOk);
 }
 
 bool Dht::Primary(Shard& s, uint64_t key_hash) {
@@ -695,9 +700,11 @@ Result<std::vector<uint8_t>> Dht::Call(uint64_t key_hash, uint16_t handler, cons
     auto ring = Ring();
     if (!ring || ring->nodes().empty()) return Error::kBusy;
     NodeId primary = ring->OwnersOf(ring->PartitionOf(key_hash))[0];
-    auto reply = Rpc::Get()
-                     ->Call(primary, kDhtShardIds[ShardOf(key_hash)], handler, body.data(), body.size(), rpc_timeout_ms)
-                     .Block();
+    auto reply = primary == am::Self() ? CallLocal(key_hash, handler, body)
+                                       : Rpc::Get()
+                                             ->Call(primary, kDhtShardIds[ShardOf(key_hash)], handler, body.data(),
+                                                    body.size(), rpc_timeout_ms)
+                                             .Block();
     if (!reply.ok()) {
       if (reply.error() != Error::kNotFound) return reply.error();
       if (am::State(primary) != am::PeerState::kDead) {
@@ -950,13 +957,35 @@ void Dht::ServeShard(Shard& s, NodeId from, uint16_t handler, const uint8_t* dat
     s.Count(&Stats::bad_requests);
     return;
   }
+  ServeKey(s, Caller{from, request->id, nullptr}, handler, request->body, request->length);
+}
+
+void Dht::ServeKey(Shard& s, const Caller& caller, uint16_t handler, const uint8_t* body, size_t length) {
   switch (handler) {
-    case kGet: return ServeGet(s, from, request->id, request->body, request->length);
-    case kWrite: return ServeWrite(s, from, request->id, request->body, request->length);
-    case kReplicate: return ServeReplicate(s, from, request->id, request->body, request->length);
-    case kCollect: return ServeCollect(s, from, request->id, request->body, request->length);
-    default: s.Count(&Stats::bad_requests); Answer(from, request->id, Error::kInvalidArgument);
+    case kGet: return ServeGet(s, caller, body, length);
+    case kWrite: return ServeWrite(s, caller, body, length);
+    case kReplicate: return ServeReplicate(s, caller, body, length);
+    case kCollect: return ServeCollect(s, caller, body, length);
+    default: s.Count(&Stats::bad_requests); Reply(caller, Error::kInvalidArgument);
   }
+}
+
+void Dht::Reply(const Caller& caller, Error status, const std::vector<uint8_t>& payload) {
+  if (caller.local) return caller.local->SetValue(ReplyBytes(status, payload));
+  Answer(caller.node, caller.id, status, payload);
+}
+
+Result<std::vector<uint8_t>> Dht::CallLocal(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body) {
+  Shard& s = *shards_[ShardOf(key_hash)];
+  Caller caller{am::Self(), 0, std::make_shared<Promise<Result<std::vector<uint8_t>>>>()};
+  auto reply = caller.local->GetFuture();
+  if (core::Current() == s.core) {
+    ServeKey(s, caller, handler, body.data(), body.size());  // may block this event, as a call would
+  } else {
+    event::SpawnRemote(s.core,
+                       [this, &s, caller, handler, body] { ServeKey(s, caller, handler, body.data(), body.size()); });
+  }
+  return reply.Block();
 }
 
 namespace {
@@ -965,7 +994,7 @@ namespace {
 bool InShard(const std::string& key, int shard) { return Dht::ShardOf(HashOf(key)) == shard; }
 }  // namespace
 
-void Dht::ServeGet(Shard& s, NodeId from, uint64_t id, const uint8_t* body, size_t length) {
+void Dht::ServeGet(Shard& s, const Caller& caller, const uint8_t* body, size_t length) {
   auto key = dht_wire::DecodeKey(body, length);
   Error status = Error::kOk;
   const DhtEntry* entry = nullptr;
@@ -987,18 +1016,19 @@ void Dht::ServeGet(Shard& s, NodeId from, uint64_t id, const uint8_t* body, size
                                          : s.stats.served_gets);
     ++s.load;
   }
-  Answer(from, id, status, entry ? dht_wire::EncodeItem(*entry) : std::vector<uint8_t>{});
+  Reply(caller, status, entry ? dht_wire::EncodeItem(*entry) : std::vector<uint8_t>{});
 }
 
-void Dht::ServeWrite(Shard& s, NodeId from, uint64_t id, const uint8_t* body, size_t length) {
+void Dht::ServeWrite(Shard& s, const Caller& caller, const uint8_t* body, size_t length) {
+  NodeId from = caller.node;
   auto write = dht_wire::DecodeWrite(body, length);  // a copy: this event blocks below
   if (!write.ok() || !InShard(write->key, s.index)) {
     s.Count(&Stats::bad_requests);
-    return Answer(from, id, write.ok() ? Error::kInvalidArgument : write.error());
+    return Reply(caller, write.ok() ? Error::kInvalidArgument : write.error());
   }
   // A dead caller's write (it waited in the mailbox while the transport
   // declared it dead) is never applied: Quiesce.
-  if (am::State(from) == am::PeerState::kDead) return Answer(from, id, Error::kNotFound);
+  if (am::State(from) == am::PeerState::kDead) return Reply(caller, Error::kNotFound);
   struct InProgress {  // counted until answered (replication included)
     Shard& s;
     NodeId from;
@@ -1010,7 +1040,7 @@ void Dht::ServeWrite(Shard& s, NodeId from, uint64_t id, const uint8_t* body, si
   uint64_t hash = HashOf(write->key);
   if (!Primary(s, hash)) {
     s.Count(&Stats::not_primary);
-    return Answer(from, id, Error::kBusy);
+    return Reply(caller, Error::kBusy);
   }
   {
     SpinGuard g(s.lock);
@@ -1018,10 +1048,10 @@ void Dht::ServeWrite(Shard& s, NodeId from, uint64_t id, const uint8_t* body, si
   }
   auto applied = s.items.Write(*write, clock::NowNs());
   if (!applied.ok() && applied.error() == Error::kBusy && DhtWriteWaits(write->mode)) {
-    if (write->wait_ms == 0) return Answer(from, id, Error::kTimedOut);
+    if (write->wait_ms == 0) return Reply(caller, Error::kTimedOut);
     uint64_t deadline = clock::NowNs() + uint64_t(write->wait_ms) * 1'000'000;
     std::string key = write->key;
-    s.waiters[key].push_back(Waiter{from, id, std::move(*write), deadline});
+    s.waiters[key].push_back(Waiter{caller, std::move(*write), deadline});
     s.Count(&Stats::waiting);
     if (!s.sweeping) {
       s.sweeping = true;
@@ -1029,16 +1059,16 @@ void Dht::ServeWrite(Shard& s, NodeId from, uint64_t id, const uint8_t* body, si
     }
     return;
   }
-  if (!applied.ok()) return Answer(from, id, applied.error());
-  if (write->mode == DhtWrite::Mode::kWait) return Answer(from, id, Error::kOk, dht_wire::EncodeItem(*applied));
+  if (!applied.ok()) return Reply(caller, applied.error());
+  if (write->mode == DhtWrite::Mode::kWait) return Reply(caller, Error::kOk, dht_wire::EncodeItem(*applied));
   NoteItems(s);
   Wake(s, write->key);
   s.Count(write->mode == DhtWrite::Mode::kDelete ? &Stats::served_deletes : &Stats::served_writes);
-  if (!Replicate(s, write->key, hash)) return Answer(from, id, Error::kTimedOut);
-  if (DhtWriteAnswersItem(write->mode)) return Answer(from, id, Error::kOk, dht_wire::EncodeItem(*applied));
+  if (!Replicate(s, write->key, hash)) return Reply(caller, Error::kTimedOut);
+  if (DhtWriteAnswersItem(write->mode)) return Reply(caller, Error::kOk, dht_wire::EncodeItem(*applied));
   std::vector<uint8_t> cas(8);
   net::wire::StoreLe<uint64_t>(cas.data(), applied->version);
-  Answer(from, id, Error::kOk, cas);
+  Reply(caller, Error::kOk, cas);
 }
 
 // Read leases. A primary that the job has declared dead but that does not
@@ -1116,8 +1146,9 @@ bool Dht::Replicate(Shard& s, const std::string& key, uint64_t key_hash) {
   }
 }
 
-void Dht::ServeReplicate(Shard& s, NodeId from, uint64_t id, const uint8_t* body, size_t length) {
-  if (am::State(from) == am::PeerState::kDead) return Answer(from, id, Error::kNotFound);  // its write never counts
+void Dht::ServeReplicate(Shard& s, const Caller& caller, const uint8_t* body, size_t length) {
+  NodeId from = caller.node;
+  if (am::State(from) == am::PeerState::kDead) return Reply(caller, Error::kNotFound);  // its write never counts
   auto state = length < 8 ? Result<dht_wire::Replicate>(Error::kInvalidArgument)
                           : dht_wire::DecodeReplicate(body + 8, length - 8, clock::NowNs());
   bool ok = state.ok() && InShard(state->key, s.index);
@@ -1129,7 +1160,7 @@ void Dht::ServeReplicate(Shard& s, NodeId from, uint64_t id, const uint8_t* body
     auto owns = [&](const std::shared_ptr<const DhtRing>& r) { return r && r->Owns(am::Self(), r->PartitionOf(hash)); };
     if (ring && ring->epoch() > net::wire::Load64(body) && !owns(ring) && !owns(s.target)) {
       s.Count(&Stats::stale_copies);  // sent by a move this node's ring has gone past
-      return Answer(from, id, Error::kOk);
+      return Reply(caller, Error::kOk);
     }
     // From the key's primary here: an equal version replaces (dht_items.h).
     bool from_primary = ring && ring->OwnersOf(ring->PartitionOf(hash))[0] == from;
@@ -1145,7 +1176,7 @@ void Dht::ServeReplicate(Shard& s, NodeId from, uint64_t id, const uint8_t* body
       ++s.stats.bad_requests;
     }
   }
-  Answer(from, id, ok ? Error::kOk : Error::kInvalidArgument);
+  Reply(caller, ok ? Error::kOk : Error::kInvalidArgument);
 }
 
 // ---- held takes and waits (the key's shard)
@@ -1158,7 +1189,7 @@ void Dht::Wake(Shard& s, const std::string& key) {
   uint64_t now = clock::NowNs();
   size_t removed = 0;
   for (size_t i = 0; i < queue.size();) {
-    if (am::State(queue[i].from) == am::PeerState::kDead) {  // nobody to answer: take nothing for it
+    if (am::State(queue[i].caller.node) == am::PeerState::kDead) {  // nobody to answer: take nothing for it
       queue.erase(queue.begin() + long(i));
       ++removed;
       continue;
@@ -1175,8 +1206,8 @@ void Dht::Wake(Shard& s, const std::string& key) {
     // Answered from an event of its own: answering may block, and the
     // queue must not change under this loop meanwhile.
     event::Spawn([this, &s, done = std::move(done), served = std::move(served)]() mutable {
-      if (!served.ok()) return Answer(done.from, done.id, served.error());
-      Finish(s, done.from, done.id, done.write, *served);
+      if (!served.ok()) return Reply(done.caller, served.error());
+      Finish(s, done.caller, done.write, *served);
     });
   }
   if (queue.empty()) s.waiters.erase(it);
@@ -1184,12 +1215,12 @@ void Dht::Wake(Shard& s, const std::string& key) {
   s.stats.waiting -= removed;
 }
 
-void Dht::Finish(Shard& s, NodeId from, uint64_t id, const DhtWrite& write, const DhtEntry& entry) {
+void Dht::Finish(Shard& s, const Caller& caller, const DhtWrite& write, const DhtEntry& entry) {
   if (write.mode == DhtWrite::Mode::kTake) {
     s.Count(&Stats::served_writes);
-    if (!Replicate(s, write.key, HashOf(write.key))) return Answer(from, id, Error::kTimedOut);
+    if (!Replicate(s, write.key, HashOf(write.key))) return Reply(caller, Error::kTimedOut);
   }
-  Answer(from, id, Error::kOk, dht_wire::EncodeItem(entry));
+  Reply(caller, Error::kOk, dht_wire::EncodeItem(entry));
 }
 
 void Dht::Sweep(Shard& s) {
@@ -1214,7 +1245,7 @@ void Dht::Sweep(Shard& s) {
       s.stats.waiting -= late.size();
       s.stats.waits_timed_out += late.size();
     }
-    for (const Waiter& w : late) Answer(w.from, w.id, Error::kTimedOut);  // may block: after the loop
+    for (const Waiter& w : late) Reply(w.caller, Error::kTimedOut);  // may block: after the loop
   }
   s.sweeping = false;
 }

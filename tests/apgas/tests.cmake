@@ -75,6 +75,13 @@ add_test(NAME hosted.apgas_store_late COMMAND ${FOX_HOSTED_NODES} --nodes 4 --co
   --expect "0:apgas_node: done" $<TARGET_FILE:apgas_node> store)
 set_tests_properties(hosted.apgas_store_late PROPERTIES LABELS hosted TIMEOUT 180 ENVIRONMENT FOX_TEST_STORE_DELAY_MS=500)
 
+# Every place joined before place 0 awaits the joins (FOX_TEST_AWAIT_DELAY_MS:
+# place 0 waits 500 ms first): the job runs (the joins' promise was once set
+# before its future was taken, and place 0 died of FutureAlreadyRetrieved).
+add_test(NAME hosted.apgas_joined_early COMMAND ${FOX_HOSTED_NODES} --nodes 3 --timeout 120
+  --expect "0:apgas: 3 places, finish mode" --expect "0:apgas_node: done" $<TARGET_FILE:apgas_node> store)
+set_tests_properties(hosted.apgas_joined_early PROPERTIES LABELS hosted TIMEOUT 180 ENVIRONMENT FOX_TEST_AWAIT_DELAY_MS=500)
+
 # A Team member dies: the survivors' collectives throw instead of hanging,
 # and agree gives them all the same answer.
 apgas_hosted_test(apgas_team_kill --nodes 4 --timeout 120 --killed 2

@@ -112,6 +112,7 @@
 #include "fox/ebb/shared_ebb.h"
 #include "fox/ebb/static_ids.h"
 #include "fox/function.h"
+#include "fox/future.h"
 #include "fox/net/am.h"
 #include "fox/result.h"
 #include "fox/spinlock.h"
@@ -264,6 +265,20 @@ class Dht : public SharedEbb<Dht> {
 
  private:
   struct Shard;  // dht.cc
+  // Who asked: a node's Rpc request (node, id), or a call on this node that
+  // skipped the transport (`local` gets the reply's bytes).
+  struct Caller {
+    NodeId node;
+    uint64_t id;
+    std::shared_ptr<Promise<Result<std::vector<uint8_t>>>> local;
+  };
+  // A request for a key whose primary is this node: served by its shard
+  // directly (inline if the calling core is the shard's), no transport and
+  // no Rpc. Returns the reply as Rpc would.
+  Result<std::vector<uint8_t>> CallLocal(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body);
+  void ServeKey(Shard& s, const Caller& caller, uint16_t handler, const uint8_t* body, size_t length);
+  // Answers `caller`: status, then `payload` (Rpc::Reply, or its promise).
+  static void Reply(const Caller& caller, Error status, const std::vector<uint8_t>& payload = {});
   // Sends `body` under `handler` to the primary of `key_hash` (its shard's
   // Ebb there) and returns the reply's payload (after its status),
   // retrying as the header says.
@@ -279,10 +294,10 @@ class Dht : public SharedEbb<Dht> {
   // The node's messages (home core) and a shard's (its core).
   void Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
   void ServeShard(Shard& s, NodeId from, uint16_t handler, const uint8_t* data, size_t length);
-  void ServeGet(Shard& s, NodeId from, uint64_t id, const uint8_t* body, size_t length);
-  void ServeWrite(Shard& s, NodeId from, uint64_t id, const uint8_t* body, size_t length);
-  void ServeReplicate(Shard& s, NodeId from, uint64_t id, const uint8_t* body, size_t length);
-  void ServeCollect(Shard& s, NodeId from, uint64_t id, const uint8_t* body, size_t length);
+  void ServeGet(Shard& s, const Caller& caller, const uint8_t* body, size_t length);
+  void ServeWrite(Shard& s, const Caller& caller, const uint8_t* body, size_t length);
+  void ServeReplicate(Shard& s, const Caller& caller, const uint8_t* body, size_t length);
+  void ServeCollect(Shard& s, const Caller& caller, const uint8_t* body, size_t length);
   void ServeFlush(NodeId from, uint64_t id, const uint8_t* body, size_t length);
   void ServeCount(NodeId from, uint64_t id);
   // Runs `work(shard)` on every shard's core at once and returns when all
@@ -294,15 +309,14 @@ class Dht : public SharedEbb<Dht> {
   void CollectRound(Shard& s, std::vector<DhtItems::Tombstone> old);
   // A take or wait the primary holds until it can be served or wait_ms passes.
   struct Waiter {
-    NodeId from;
-    uint64_t id;
+    Caller caller;
     DhtWrite write;
     uint64_t deadline_ns;
   };
   // Serves the held requests of `key` that can be now (after a write to it).
   void Wake(Shard& s, const std::string& key);
   // Answers a served take or wait: replicates a take first (blocks).
-  void Finish(Shard& s, NodeId from, uint64_t id, const DhtWrite& write, const DhtEntry& entry);
+  void Finish(Shard& s, const Caller& caller, const DhtWrite& write, const DhtEntry& entry);
   // Answers held requests past their deadline, every 50 ms while any are held.
   void Sweep(Shard& s);
   // Sends `body` to every node of the ring; the replies (their payloads
