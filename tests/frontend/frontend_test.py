@@ -335,6 +335,16 @@ def two_clusters(e):
     e.expect_nothing_left("after both downs")
 
 
+def one_node_cluster(e, name, **variables):
+    """`fox cluster up --nodes 1` whose supervisor has `variables` (test knobs) in its environment."""
+    e.env.update(variables)
+    try:
+        e.fox_cmd("cluster", "up", "--nodes", "1", "--name", name, check=0)
+    finally:
+        for v in variables:
+            del e.env[v]
+
+
 def consecutive_jobs(e):
     name = e.name("seq")
     e.fox_cmd("cluster", "up", "--nodes", "2", "--name", name, check=0)
@@ -362,11 +372,7 @@ def consecutive_jobs(e):
     # Reports lost (FOX_TEST_DEAF_TO_EXITS=1: the switch drops them): the node gives up after 20 ms
     # and its QEMU's exit tells the status.
     deaf = e.name("seqdf")
-    e.env["FOX_TEST_DEAF_TO_EXITS"] = "1"
-    try:
-        e.fox_cmd("cluster", "up", "--nodes", "1", "--name", deaf, check=0)
-    finally:
-        del e.env["FOX_TEST_DEAF_TO_EXITS"]
+    one_node_cluster(e, deaf, FOX_TEST_DEAF_TO_EXITS="1")
     status, out = e.fox_cmd("run", "ring", "--name", deaf, "--timeout", "200", "--", "laps=zero")
     if status != 2:
         raise Failure("a job whose places exit 2 made fox run exit %d (reports lost):\n%s" % (status, out))
@@ -380,11 +386,7 @@ def consecutive_jobs(e):
     # An agent that does not answer in time: the node is rebooted into the job (FOX_HAND_TIMEOUT_S=0
     # makes every hand-over time out at once; a cluster of its own).
     other = e.name("seqfb")
-    e.env["FOX_HAND_TIMEOUT_S"] = "0"
-    try:
-        e.fox_cmd("cluster", "up", "--nodes", "1", "--name", other, check=0)
-    finally:
-        del e.env["FOX_HAND_TIMEOUT_S"]
+    one_node_cluster(e, other, FOX_HAND_TIMEOUT_S="0")
     _, out = e.fox_cmd("run", "ring", "--name", other, "--timeout", "200", "--", "laps=5", check=0)
     check_ring(out, 2)
     expect(out, r"^place1\| .*\| boot args: fox\.app=ring fox\.node=1 ", "the fallback's boot into the job")
