@@ -688,6 +688,22 @@ bool Dht::Primary(Shard& s, uint64_t key_hash) {
 
 // ---- client side
 
+const DhtRing* Dht::CallersRing() {
+  CoreRing& mine = core_rings_[core::Current()];
+  uint64_t g = ring_generation_.load(std::memory_order_acquire);
+  if (mine.generation != g) {
+    std::shared_ptr<const DhtRing> ring;
+    {
+      SpinGuard guard(lock_);
+      ring = ring_;
+      g = ring_generation_.load(std::memory_order_relaxed);
+    }
+    mine.ring = std::move(ring);  // the old one is released outside the lock
+    mine.generation = g;
+  }
+  return mine.ring.get();
+}
+
 Result<std::vector<uint8_t>> Dht::Call(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body,
                                        uint64_t rpc_timeout_ms) {
   uint64_t deadline = clock::NowNs() + kRouteTimeoutMs * 1'000'000;
@@ -697,7 +713,7 @@ Result<std::vector<uint8_t>> Dht::Call(uint64_t key_hash, uint16_t handler, cons
       SpinGuard g(lock_);
       ++stats_.retries;
     }
-    auto ring = Ring();
+    const DhtRing* ring = CallersRing();
     if (!ring || ring->nodes().empty()) return Error::kBusy;
     NodeId primary = ring->OwnersOf(ring->PartitionOf(key_hash))[0];
     auto reply = primary == am::Self() ? CallLocal(key_hash, handler, body)

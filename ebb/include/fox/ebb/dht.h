@@ -106,6 +106,7 @@
 #include <string>
 #include <vector>
 
+#include "fox/core.h"
 #include "fox/ebb/dht_items.h"
 #include "fox/ebb/dht_ring.h"
 #include "fox/ebb/ebb_ref.h"
@@ -285,6 +286,10 @@ class Dht : public SharedEbb<Dht> {
   Result<std::vector<uint8_t>> Call(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body,
                                     uint64_t rpc_timeout_ms = 10'000);
   std::shared_ptr<const DhtRing> Ring() const;
+  // The ring as the calling core last copied it (renewed when it moved: no
+  // shared lock or count on a call's path); null before Start. Valid until
+  // the calling event blocks.
+  const DhtRing* CallersRing();
   // Sets the rings (lock_ held) and tells the shards they moved.
   void SetRingsLocked(std::shared_ptr<const DhtRing> ring, std::shared_ptr<const DhtRing> target) REQUIRES(lock_);
   // The shard's copy of the rings (Shard::ring, ::target), renewed if they moved.
@@ -366,6 +371,11 @@ class Dht : public SharedEbb<Dht> {
   int core_;
   uint64_t subscription_ = 0;
   std::unique_ptr<Shard> shards_[kShards];
+  struct alignas(64) CoreRing {  // CallersRing's, one per core
+    uint64_t generation = ~uint64_t(0);
+    std::shared_ptr<const DhtRing> ring;
+  };
+  std::unique_ptr<CoreRing[]> core_rings_{new CoreRing[core::kMaxCores]};
   std::atomic<size_t> bytes_pool_{0};               // the shards' items' bytes (DhtItems::share_bytes)
   std::atomic<uint64_t> grace_ns_{60'000'000'000};  // SetTombstoneGrace
   std::atomic<uint64_t> next_request_{1};           // DhtWrite::request's count
