@@ -39,6 +39,7 @@
 #include <map>
 #include <set>
 
+#include "fox/boot_args.h"
 #include "fox/clock.h"
 #include "fox/core.h"
 #include "fox/ebb/dht_hash.h"
@@ -206,9 +207,14 @@ static_assert(sizeof(kCounters) / sizeof(kCounters[0]) * sizeof(uint64_t) == siz
               "a counter of Dht::Stats is missing from kCounters");
 }  // namespace
 
-int Dht::ShardCore(int shard) { return shard % std::max(1, core::KernelCores()); }
+namespace {
+int ServingCores() {
+  int kernel = std::max(1, core::KernelCores());
+  return int(std::clamp<uint64_t>(BootArgNumber("fox.dht_cores", uint64_t(kernel)), 1, uint64_t(kernel)));
+}
+}  // namespace
 
-Dht::Dht() : core_(core::Current()) {
+Dht::Dht() : core_(core::Current()), serving_cores_(ServingCores()) {
   (void)Rpc::Get()->pending();  // constructs the Rpc Ebb here: replies need it
   auto serve = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
     Serve(from, handler, data, length);
@@ -295,7 +301,7 @@ Result<void> Dht::Start(const RingConfig& config, std::vector<NodeId> members, s
   }
   FollowDeaths(members);
   LOG_INFO("dht: started on %zu nodes, r = %u, %d shards on %d cores", members.size(), config.replication, kShards,
-           std::min(kShards, std::max(1, core::KernelCores())));
+           std::min(kShards, serving_cores_));
   return Ok();
 }
 void Dht::FollowDeaths(const std::vector<NodeId>& members) {
@@ -338,7 +344,7 @@ Result<void> Dht::Join(const RingConfig& config, std::vector<NodeId> members, ui
   });
   FollowDeaths(members);
   LOG_INFO("dht: joining %zu nodes, r = %u, %d shards on %d cores", members.size(), config.replication, kShards,
-           std::min(kShards, std::max(1, core::KernelCores())));
+           std::min(kShards, serving_cores_));
   uint64_t deadline = clock::NowNs() + timeout_ms * 1'000'000;
   if (!SleepUntil([&] { return joined_set_.load(std::memory_order_acquire); }, deadline)) return Error::kTimedOut;
   return Ok();

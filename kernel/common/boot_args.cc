@@ -40,6 +40,8 @@ const BootArgSpec kBootArgSpecs[] = {
     {"fox.joining", BootArgKind::kEnum, "0|1", 0, 0,
      "1: this node joins a job that runs already (the frontend grows it): apps join their Dht instead of "
      "starting it"},
+    {"fox.dht_cores", BootArgKind::kUInt, nullptr, 1, 256,
+     "the Dht's shards lie on the first N kernel cores (default: all of them; ebb/include/fox/ebb/dht.h)"},
     {"fox.app", BootArgKind::kString, nullptr, 0, 0,
      "the app the pool image (fox.elf, every app) starts: its name (given by the frontend)"},
 };

@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   double sets = Phase(seconds, clients, [&](uint64_t r) { return dht->Set(Key(r % keys), value).ok(); });
   auto load = dht->ShardLoad();
   std::vector<bool> busy(fox::core::Online(), false);
-  for (int s = 0; s < Dht::kShards; ++s) busy[Dht::ShardCore(s)] = busy[Dht::ShardCore(s)] || load[s] != 0;
+  for (int s = 0; s < Dht::kShards; ++s) busy[dht->ShardCore(s)] = busy[dht->ShardCore(s)] || load[s] != 0;
   int serving = 0;
   for (bool b : busy) serving += b;
   std::printf("dht_cores: %d cores: %.0f gets/s, %.0f sets/s, requests served on %d cores\n", fox::core::Online(), gets,

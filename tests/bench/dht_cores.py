@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """make bench B=dht_cores: the Dht's per-core representatives (dht.h,
-"Shards") on one hosted node (build/host/tests/bench/dht_cores), with 1 core
-and with 2, each core running CLIENTS events that get (then set) random keys
-of the node's own Dht one request at a time. Prints
+"Shards") on one hosted node (build/host/tests/bench/dht_cores): with 1 core,
+with 2 cores and its shards on one of them (fox.dht_cores=1: one serving
+core), and with 2 cores and its shards on both; each core runs CLIENTS
+events that get (then set) random keys of the node's own Dht one request at
+a time. Prints
 
-    dht_cores.<N>core_gets_per_s, dht_cores.<N>core_sets_per_s
-    dht_cores.scaling_ratio     2-core gets/s over 1-core gets/s
+    dht_cores.<case>_gets_per_s, dht_cores.<case>_sets_per_s
+        case: 1core, 2cores_1serving, 2cores_2serving
+    dht_cores.scaling_ratio     2 cores, shards on both, over 1 core (gets)
+    dht_cores.shards_ratio      2 cores, shards on both, over shards on one (gets)
 
 A request whose key's shard lies on the calling core is served inline; one
 whose shard lies on the other core costs two cross-core events (there, and
@@ -31,10 +35,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run(cores, a):
+def run(cores, serving, a):
     port = free_port()
     env = dict(os.environ, FOX_CORES=str(cores),
-               FOX_ARGS="fox.node=0 fox.amport=%d fox.peers=0@127.0.0.1:%d" % (port, port))
+               FOX_ARGS="fox.node=0 fox.amport=%d fox.peers=0@127.0.0.1:%d fox.dht_cores=%d" % (port, port, serving))
     p = subprocess.run([PROGRAM, str(a.seconds), str(a.clients), str(a.keys)], env=env, capture_output=True,
                        text=True, timeout=120)
     m = LINE.search(p.stdout)
@@ -52,13 +56,15 @@ def main():
     if not os.access(PROGRAM, os.X_OK):
         sys.exit("bench dht_cores: %s missing; run make first" % PROGRAM)
     gets = {}
-    for cores in (1, 2):
-        g, s, serving = run(cores, a)
-        gets[cores] = g
-        print("dht_cores.%dcore_gets_per_s %d ops/s (served on %d cores)" % (cores, g, serving))
-        print("dht_cores.%dcore_sets_per_s %d ops/s" % (cores, s))
-    print("dht_cores.scaling_ratio %.2f x (2 cores over 1, gets; %d clients per core; host cores: %d)" %
-          (gets[2] / gets[1], a.clients, os.cpu_count()))
+    for case, cores, serving in (("1core", 1, 1), ("2cores_1serving", 2, 1), ("2cores_2serving", 2, 2)):
+        g, s, served_on = run(cores, serving, a)
+        gets[case] = g
+        print("dht_cores.%s_gets_per_s %d ops/s (served on %d cores)" % (case, g, served_on))
+        print("dht_cores.%s_sets_per_s %d ops/s" % (case, s))
+    print("dht_cores.scaling_ratio %.2f x (2 cores, shards on both, over 1 core, gets; %d clients per core; "
+          "host cores: %d)" % (gets["2cores_2serving"] / gets["1core"], a.clients, os.cpu_count()))
+    print("dht_cores.shards_ratio %.2f x (2 cores: shards on both over shards on one, gets)" %
+          (gets["2cores_2serving"] / gets["2cores_1serving"]))
     return 0
 
 

@@ -226,7 +226,7 @@ void ReportShards(Dht* dht) {
   std::vector<bool> busy(fox::core::Online(), false);
   int serving = 0;
   for (int s = 0; s < Dht::kShards; ++s) {
-    int core = Dht::ShardCore(s);
+    int core = dht->ShardCore(s);
     serving = std::max(serving, core + 1);
     if (load[s] != 0) busy[core] = true;
   }

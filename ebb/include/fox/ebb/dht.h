@@ -68,9 +68,10 @@
 // Shards: per-core representatives. A key's hash places it twice: its high
 // bits pick its partition in the ring (which nodes), its low bits one of
 // kShards shards (which core there). Every node holds every shard, shard s
-// on its kernel core s mod KernelCores() (natively fox.kcores, default 1;
-// hosted, every core: the cores that take events and timers; application
-// cores are the application's). A shard is its keys' items, the takes and
+// on its kernel core s mod N, N = fox.dht_cores (default and at most
+// KernelCores(): natively fox.kcores, default 1; hosted, every core: the
+// cores that take events and timers; application cores are the
+// application's). A shard is its keys' items, the takes and
 // waits held for them, their tombstones' collector and read leases, all
 // touched only by events on the shard's core, so the item maps need no
 // lock. Messages about a key (get, write, replicate, collect) go to its
@@ -129,8 +130,9 @@ class Dht : public SharedEbb<Dht> {
   // serve it. Part of the wire contract, as kDhtShardIds.
   static constexpr int kShards = 16;
   static int ShardOf(uint64_t key_hash) { return int(key_hash & (kShards - 1)); }
-  // The core that serves shard `shard` on this node.
-  static int ShardCore(int shard);
+  // The core that serves shard `shard` on this node: shards lie on the
+  // first fox.dht_cores kernel cores (default: all of them), in turn.
+  int ShardCore(int shard) const { return shard % serving_cores_; }
 
   // Listens for the node's messages on the calling core (its home core) and
   // for each shard's on its core. Event context.
@@ -369,6 +371,7 @@ class Dht : public SharedEbb<Dht> {
 
   static inline std::atomic<Dht*> constructed_{nullptr};
   int core_;
+  int serving_cores_;  // ShardCore
   uint64_t subscription_ = 0;
   std::unique_ptr<Shard> shards_[kShards];
   struct alignas(64) CoreRing {  // CallersRing's, one per core
