@@ -20,6 +20,17 @@
 #endif
 
 namespace fox::apgas {
+namespace {
+// Tests (hosted builds only): sleeps the milliseconds the environment
+// variable `name` gives, if set. Natively nothing.
+void TestDelay(const char* name) {
+#ifndef FOX_NATIVE
+  if (const char* ms = std::getenv(name)) timer::Sleep(std::strtoull(ms, nullptr, 10) * 1'000'000);
+#else
+  (void)name;
+#endif
+}
+}  // namespace
 
 int Main(int, char**, Function<void()> body) {
   auto config = am::ConfigFromBootArgs();
@@ -63,11 +74,7 @@ int Main(int, char**, Function<void()> body) {
   // applied or refused everywhere before a finish that governs it returns.
   runtime->AddDeathHook([dht](uint32_t dead) { dht->Quiesce(dead); });
   auto start_dht = [&] {
-#ifndef FOX_NATIVE
-    // Tests (hosted): a place whose store comes up late, after it joined.
-    if (const char* delay = std::getenv("FOX_TEST_STORE_DELAY_MS"); delay != nullptr && config->self != 0)
-      timer::Sleep(std::strtoull(delay, nullptr, 10) * 1'000'000);
-#endif
+    if (config->self != 0) TestDelay("FOX_TEST_STORE_DELAY_MS");  // a place whose store comes up after it joined
     std::vector<NodeId> members;
     for (Place p : all) members.push_back(p.id);
     auto r = dht->Start(ebb::RingConfig{}, members);
@@ -96,11 +103,7 @@ int Main(int, char**, Function<void()> body) {
     return ended ? 0 : 1;
   }
   if (!start_dht()) return 1;
-#ifndef FOX_NATIVE
-  // Tests (hosted): place 0 late to await the joins, which have all come by then.
-  if (const char* delay = std::getenv("FOX_TEST_AWAIT_DELAY_MS"); delay != nullptr)
-    timer::Sleep(std::strtoull(delay, nullptr, 10) * 1'000'000);
-#endif
+  TestDelay("FOX_TEST_AWAIT_DELAY_MS");  // place 0 late to await the joins, which have all come by then
   if (!runtime->AwaitJoins(120'000)) {
     runtime->Shutdown();
     return 1;

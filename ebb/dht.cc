@@ -72,6 +72,9 @@ constexpr size_t kRebuildWindow = 32;         // copies in flight per rebuild
 constexpr size_t kCollectBatch = 256;         // tombstones per kCollect
 
 uint64_t HashOf(const std::string& key) { return DhtKeyHash(key.data(), key.size()); }
+// Whether `key` belongs to shard `shard` (a request for another shard's key
+// is malformed: shards hold their own keys only).
+bool InShard(const std::string& key, int shard) { return Dht::ShardOf(HashOf(key)) == shard; }
 
 // A ring's name in joins: its members (FNV-1a), the same on every node that
 // computed it, whatever the epoch its changes gave it there.
@@ -163,12 +166,9 @@ struct Dht::Shard {
   bool collecting = false;                           // CollectTombstones runs
   std::unordered_map<NodeId, uint64_t> lease_until;  // NowNs a read lease holds until, by other owner
   std::unordered_map<NodeId, uint32_t> in_progress;  // writes being served, by caller
-  // The rings as of `generation` (Rings renews them).
-  uint64_t generation = ~uint64_t(0);
-  std::shared_ptr<const DhtRing> ring, target;
+  RingCopy rings;                                    // Renew renews it
   mutable SpinLock lock;
   Stats stats GUARDED_BY(lock);
-  uint64_t load GUARDED_BY(lock) = 0;  // requests served (ShardLoad)
 
   void Count(uint64_t Stats::*counter, uint64_t n = 1) {
     SpinGuard g(lock);
@@ -249,9 +249,9 @@ void Dht::SetRingsLocked(std::shared_ptr<const DhtRing> ring, std::shared_ptr<co
   ring_generation_.fetch_add(1, std::memory_order_release);
 }
 
-void Dht::RenewRings(Shard& s) {
+const Dht::RingCopy& Dht::Renew(RingCopy& copy) {
   uint64_t g = ring_generation_.load(std::memory_order_acquire);
-  if (s.generation == g) return;
+  if (copy.generation == g) return copy;
   std::shared_ptr<const DhtRing> ring, target;
   {
     SpinGuard guard(lock_);
@@ -259,9 +259,10 @@ void Dht::RenewRings(Shard& s) {
     target = target_;
     g = ring_generation_.load(std::memory_order_relaxed);
   }
-  s.ring = std::move(ring);  // the old ones are released outside the lock
-  s.target = std::move(target);
-  s.generation = g;
+  copy.ring = std::move(ring);  // the old ones are released outside the lock
+  copy.target = std::move(target);
+  copy.generation = g;
+  return copy;
 }
 
 void Dht::OnEveryShard(Function<void(Shard&)> work) {
@@ -493,10 +494,10 @@ void Dht::Switch(std::shared_ptr<const DhtRing> target) {
 }
 
 std::vector<NodeId> Dht::ReplicasOf(Shard& s, uint64_t key_hash) {
-  RenewRings(s);
+  const RingCopy& rings = Renew(s.rings);
   std::vector<NodeId> out;
   NodeId self = am::Self();
-  for (const auto* r : {s.ring.get(), s.target.get()}) {
+  for (const auto* r : {rings.ring.get(), rings.target.get()}) {
     if (r == nullptr) continue;
     for (NodeId n : r->OwnersOf(r->PartitionOf(key_hash))) {
       if (n != self && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
@@ -566,11 +567,12 @@ Dht::Stats Dht::stats() const {
   return out;
 }
 
-std::vector<uint64_t> Dht::ShardLoad() const {
-  std::vector<uint64_t> load;
+std::vector<uint64_t> Dht::CoreLoad() const {
+  std::vector<uint64_t> load(std::min(kShards, serving_cores_), 0);
   for (const auto& shard : shards_) {
     SpinGuard g(shard->lock);
-    load.push_back(shard->load);
+    load[shard->core] +=
+        shard->stats.served_gets + shard->stats.served_writes + shard->stats.served_deletes + shard->stats.replicated;
   }
   return load;
 }
@@ -628,7 +630,7 @@ void Dht::CollectRound(Shard& s, std::vector<DhtItems::Tombstone> old) {
   std::map<std::vector<NodeId>, std::vector<DhtItems::Tombstone>> by_owners;
   for (DhtItems::Tombstone& t : old) {
     uint64_t hash = HashOf(t.key);
-    if (!ring || ring->OwnersOf(ring->PartitionOf(hash))[0] != am::Self()) {
+    if (!ring || ring->PrimaryOf(hash) != am::Self()) {
       s.items.Requeue(t.key);
     } else {
       by_owners[ReplicasOf(s, hash)].push_back(std::move(t));
@@ -680,7 +682,7 @@ void Dht::ServeCollect(Shard& s, const Caller& caller, const uint8_t* body, size
   }
   uint64_t collected = 0;
   for (const DhtItems::Tombstone& t : *tombstones) {
-    if (ShardOf(HashOf(t.key)) != s.index) continue;  // not this shard's key: a sender's bug, or a forgery
+    if (!InShard(t.key, s.index)) continue;  // not this shard's key: a sender's bug, or a forgery
     collected += s.items.Collect(t.key, t.version) ? 1 : 0;
   }
   NoteCollected(s, collected);
@@ -688,27 +690,11 @@ void Dht::ServeCollect(Shard& s, const Caller& caller, const uint8_t* body, size
 }
 
 bool Dht::Primary(Shard& s, uint64_t key_hash) {
-  RenewRings(s);
-  return s.ring && s.ring->OwnersOf(s.ring->PartitionOf(key_hash))[0] == am::Self();
+  const RingCopy& rings = Renew(s.rings);
+  return rings.ring && rings.ring->PrimaryOf(key_hash) == am::Self();
 }
 
 // ---- client side
-
-const DhtRing* Dht::CallersRing() {
-  CoreRing& mine = core_rings_[core::Current()];
-  uint64_t g = ring_generation_.load(std::memory_order_acquire);
-  if (mine.generation != g) {
-    std::shared_ptr<const DhtRing> ring;
-    {
-      SpinGuard guard(lock_);
-      ring = ring_;
-      g = ring_generation_.load(std::memory_order_relaxed);
-    }
-    mine.ring = std::move(ring);  // the old one is released outside the lock
-    mine.generation = g;
-  }
-  return mine.ring.get();
-}
 
 Result<std::vector<uint8_t>> Dht::Call(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body,
                                        uint64_t rpc_timeout_ms) {
@@ -721,7 +707,7 @@ Result<std::vector<uint8_t>> Dht::Call(uint64_t key_hash, uint16_t handler, cons
     }
     const DhtRing* ring = CallersRing();
     if (!ring || ring->nodes().empty()) return Error::kBusy;
-    NodeId primary = ring->OwnersOf(ring->PartitionOf(key_hash))[0];
+    NodeId primary = ring->PrimaryOf(key_hash);
     auto reply = primary == am::Self() ? CallLocal(key_hash, handler, body)
                                        : Rpc::Get()
                                              ->Call(primary, kDhtShardIds[ShardOf(key_hash)], handler, body.data(),
@@ -954,7 +940,7 @@ void Dht::ServeCount(NodeId from, uint64_t id) {
       uint64_t now = clock::NowNs();
       NodeId self = am::Self();
       s.items.ForEach([&](const std::string& key, const DhtEntry& e) {
-        if (!e.live(now) || ring->OwnersOf(ring->PartitionOf(HashOf(key)))[0] != self) return;
+        if (!e.live(now) || ring->PrimaryOf(HashOf(key)) != self) return;
         ++counts[s.index][0];
         counts[s.index][1] += key.size() + e.value.size();
       });
@@ -1010,12 +996,6 @@ Result<std::vector<uint8_t>> Dht::CallLocal(uint64_t key_hash, uint16_t handler,
   return reply.Block();
 }
 
-namespace {
-// Whether `key` belongs to shard `shard` (a request for another shard's key
-// is malformed: shards hold their own keys only).
-bool InShard(const std::string& key, int shard) { return Dht::ShardOf(HashOf(key)) == shard; }
-}  // namespace
-
 void Dht::ServeGet(Shard& s, const Caller& caller, const uint8_t* body, size_t length) {
   auto key = dht_wire::DecodeKey(body, length);
   Error status = Error::kOk;
@@ -1036,7 +1016,6 @@ void Dht::ServeGet(Shard& s, const Caller& caller, const uint8_t* body, size_t l
     ++(status == Error::kInvalidArgument ? s.stats.bad_requests
        : status == Error::kBusy          ? s.stats.not_primary
                                          : s.stats.served_gets);
-    ++s.load;
   }
   Reply(caller, status, entry ? dht_wire::EncodeItem(*entry) : std::vector<uint8_t>{});
 }
@@ -1063,10 +1042,6 @@ void Dht::ServeWrite(Shard& s, const Caller& caller, const uint8_t* body, size_t
   if (!Primary(s, hash)) {
     s.Count(&Stats::not_primary);
     return Reply(caller, Error::kBusy);
-  }
-  {
-    SpinGuard g(s.lock);
-    ++s.load;
   }
   auto applied = s.items.Write(*write, clock::NowNs());
   if (!applied.ok() && applied.error() == Error::kBusy && DhtWriteWaits(write->mode)) {
@@ -1138,7 +1113,7 @@ bool Dht::Replicate(Shard& s, const std::string& key, uint64_t key_hash) {
     // The key's current state: an item (live or expired) or a tombstone.
     const DhtEntry* current = s.items.Held(key);
     if (!current) return true;  // nothing to copy (cannot happen after a write)
-    std::vector<uint8_t> state = ReplicateBody(key, *current, s.ring->epoch());
+    std::vector<uint8_t> state = ReplicateBody(key, *current, s.rings.ring->epoch());
     std::vector<Future<Result<Rpc::Bytes>>> calls;
     for (NodeId n : replicas) {
       calls.push_back(Rpc::Get()->Call(n, kDhtShardIds[s.index], kReplicate, state.data(), state.size()));
@@ -1176,16 +1151,15 @@ void Dht::ServeReplicate(Shard& s, const Caller& caller, const uint8_t* body, si
   bool ok = state.ok() && InShard(state->key, s.index);
   bool applied = false;
   if (ok) {
-    RenewRings(s);
-    const auto& ring = s.ring;
+    const auto& [generation, ring, target] = Renew(s.rings);
     uint64_t hash = HashOf(state->key);
     auto owns = [&](const std::shared_ptr<const DhtRing>& r) { return r && r->Owns(am::Self(), r->PartitionOf(hash)); };
-    if (ring && ring->epoch() > net::wire::Load64(body) && !owns(ring) && !owns(s.target)) {
+    if (ring && ring->epoch() > net::wire::Load64(body) && !owns(ring) && !owns(target)) {
       s.Count(&Stats::stale_copies);  // sent by a move this node's ring has gone past
       return Reply(caller, Error::kOk);
     }
     // From the key's primary here: an equal version replaces (dht_items.h).
-    bool from_primary = ring && ring->OwnersOf(ring->PartitionOf(hash))[0] == from;
+    bool from_primary = ring && ring->PrimaryOf(hash) == from;
     applied = s.items.Apply(state->key, std::move(state->entry), from_primary);
     if (applied) NoteItems(s);
   }
@@ -1193,7 +1167,6 @@ void Dht::ServeReplicate(Shard& s, const Caller& caller, const uint8_t* body, si
     SpinGuard g(s.lock);
     if (ok) {
       s.stats.replicated += applied ? 1 : 0;
-      ++s.load;
     } else {
       ++s.stats.bad_requests;
     }

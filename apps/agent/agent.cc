@@ -95,6 +95,18 @@ struct PoolIdentity {
 
 PoolIdentity g_taken_by;  // set when a job is taken: its end is reported as this node's agent
 
+// A UDP socket on `port` (0: any free one) whose datagrams `on_frame(data,
+// length)` sees, copied out of their packets. Blocks until bound.
+template <typename F>
+fox::net::UdpSocket BindFrames(uint16_t port, F on_frame) {
+  return fox::net::UdpSocket::Bind(port,
+                                   [on_frame](fox::net::Packet p, fox::net::Endpoint) {
+                                     uint8_t buf[fox::net::kMaxFrameBytes];
+                                     on_frame(buf, p.CopyTo(buf, std::min(p.size(), sizeof buf)));
+                                   })
+      .Block();
+}
+
 struct Agent {
   PoolIdentity me;
   fox::net::UdpSocket socket;
@@ -148,11 +160,9 @@ struct ExitReport {
 extern "C" void fox_agent_job_ended(int status) {
   if (g_taken_by.nonce == 0) return;
   auto report = std::make_shared<ExitReport>();
-  report->socket = fox::net::UdpSocket::Bind(0, [report](fox::net::Packet p, fox::net::Endpoint) {
-                     uint8_t buf[fox::net::kMaxFrameBytes];
-                     size_t n = p.CopyTo(buf, std::min(p.size(), sizeof buf));
-                     g_taken_by.Records(buf, n, kExitSeen, [&](const fox::net::AmMessage&) { report->Finish(true); });
-                   }).Block();
+  report->socket = BindFrames(0, [report](const uint8_t* data, size_t length) {
+    g_taken_by.Records(data, length, kExitSeen, [&](const fox::net::AmMessage&) { report->Finish(true); });
+  });
   if (report->socket.status() != fox::net::Status::kOk) return;
   std::string body = g_taken_by.NonceBytes();
   uint8_t s[4];
@@ -200,11 +210,7 @@ int main(int, char**) {
     std::printf("agent: node %u: fox.peers names no frontend (0@IP)\n", config->self);
     return 2;
   }
-  agent->socket = fox::net::UdpSocket::Bind(kPort, [agent](fox::net::Packet p, fox::net::Endpoint) {
-                    uint8_t buf[fox::net::kMaxFrameBytes];
-                    size_t n = p.CopyTo(buf, std::min(p.size(), sizeof buf));
-                    agent->OnDatagram(buf, n);
-                  }).Block();
+  agent->socket = BindFrames(kPort, [agent](const uint8_t* data, size_t length) { agent->OnDatagram(data, length); });
   if (agent->socket.status() != fox::net::Status::kOk) {
     std::printf("agent: node %u: UDP port %u: %s\n", config->self, kPort, fox::net::StatusName(agent->socket.status()));
     return 1;

@@ -176,13 +176,17 @@ class Switch(hub.Hub):
         parts = [data[i:i + JOB_PART_BYTES] for i in range(0, len(data), JOB_PART_BYTES)] or [b""]
         for i, part in enumerate(parts):
             body = port.nonce + struct.pack("<HH", i, len(parts)) + part
-            self.to_node(port, siphash.seal_frame(self.key, nodes.POOL_JOB, 0, k, [(AGENT_EBB, JOB, body)]))
+            self.to_node(port, self.agent_record(k, JOB, body))
         return True
 
-    def agent_frame(self, node, payload, sport):
-        """A frame of node's agent (to 10.77.0.1, from its UDP port `sport`): its announcements (the
-        nonce), answers to a job and a job's end. True if it was one (authenticated: the key is
-        checked on every one)."""
+    def agent_record(self, k, handler, body):
+        """A frame of the pool protocol to node k's agent: one record, sealed with the key."""
+        return siphash.seal_frame(self.key, nodes.POOL_JOB, 0, k, [(AGENT_EBB, handler, body)])
+
+    def agent_frame(self, node, payload, frame, udp_at):
+        """A frame of node's agent (to 10.77.0.1; its UDP header at `udp_at` of `frame`): its
+        announcements (the nonce), answers to a job and a job's end. True if it was one
+        (authenticated: the key is checked on every one)."""
         if payload[8:16] != POOL_JOB_LE:  # a job's frame (every one to place 0 comes here: cheap first)
             return False
         parsed = siphash.frame_records(payload)
@@ -198,9 +202,9 @@ class Switch(hub.Hub):
             elif handler == EXIT and self.deaf_to_exits:
                 continue
             elif handler in (TAKEN, REFUSED, EXIT) and node.nonce == bytes(data[:8]) and self.on_agent is not None:
-                if handler == EXIT:
-                    self.to_node(node, siphash.seal_frame(self.key, nodes.POOL_JOB, 0, node.k,
-                                                          [(AGENT_EBB, EXIT_SEEN, node.nonce)]), sport)
+                if handler == EXIT:  # answered to the port it came from
+                    self.to_node(node, self.agent_record(node.k, EXIT_SEEN, node.nonce),
+                                 struct.unpack_from("!H", frame, udp_at)[0])
                 self.on_agent(node.k, handler, bytes(data[8:]))
         return True
 
@@ -254,7 +258,7 @@ class Switch(hub.Hub):
                     self.on_join(node.k)
             if frame[30:34] == FRONTEND_IP:
                 node.counters["rx"] += 1
-                if self.agent_frame(node, payload, struct.unpack_from("!H", frame, 14 + ihl)[0]):
+                if self.agent_frame(node, payload, frame, 14 + ihl):
                     node.to_place0 += 1
                     return
                 if node.route is None:

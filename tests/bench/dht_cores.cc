@@ -7,6 +7,7 @@
 //   FOX_ARGS="fox.node=0 fox.amport=P fox.peers=0@127.0.0.1:P" dht_cores SECONDS CLIENTS KEYS
 //
 // Prints "dht_cores: C cores: G gets/s, S sets/s, requests served on N cores".
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -87,11 +88,8 @@ int main(int argc, char** argv) {
   }
   double gets = Phase(seconds, clients, [&](uint64_t r) { return dht->Get(Key(r % keys)).ok(); });
   double sets = Phase(seconds, clients, [&](uint64_t r) { return dht->Set(Key(r % keys), value).ok(); });
-  auto load = dht->ShardLoad();
-  std::vector<bool> busy(fox::core::Online(), false);
-  for (int s = 0; s < Dht::kShards; ++s) busy[dht->ShardCore(s)] = busy[dht->ShardCore(s)] || load[s] != 0;
-  int serving = 0;
-  for (bool b : busy) serving += b;
+  auto load = dht->CoreLoad();
+  int serving = int(load.size() - std::count(load.begin(), load.end(), 0));
   std::printf("dht_cores: %d cores: %.0f gets/s, %.0f sets/s, requests served on %d cores\n", fox::core::Online(), gets,
               sets, serving);
   return gets > 0 && sets > 0 ? 0 : 1;

@@ -62,7 +62,6 @@
 #include <vector>
 
 #include "fox/clock.h"
-#include "fox/core.h"
 #include "fox/ebb/dht.h"
 #include "fox/ebb/dht_hash.h"
 #include "fox/ebb/dht_queue.h"
@@ -219,19 +218,12 @@ bool WaitUntil(uint64_t ms, auto done) {
   return true;
 }
 
-// Where this node's Dht requests were served: the cores of the shards that
-// served any (dht.h, "Shards"), of the cores that serve shards.
+// Where this node's Dht requests were served: the cores whose shards served
+// any (dht.h, "Shards"), of the cores that serve shards.
 void ReportShards(Dht* dht) {
-  auto load = dht->ShardLoad();
-  std::vector<bool> busy(fox::core::Online(), false);
-  int serving = 0;
-  for (int s = 0; s < Dht::kShards; ++s) {
-    int core = dht->ShardCore(s);
-    serving = std::max(serving, core + 1);
-    if (load[s] != 0) busy[core] = true;
-  }
-  std::printf("dht: node %u served requests on %d of %d cores\n", fox::am::Self(),
-              int(std::count(busy.begin(), busy.end(), true)), serving);
+  auto load = dht->CoreLoad();
+  std::printf("dht: node %u served requests on %d of %zu cores\n", fox::am::Self(),
+              int(load.size() - std::count(load.begin(), load.end(), 0)), load.size());
 }
 
 // Once every peer is alive: the Dht with replication r. Returns the peers.

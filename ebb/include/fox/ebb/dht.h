@@ -130,9 +130,6 @@ class Dht : public SharedEbb<Dht> {
   // serve it. Part of the wire contract, as kDhtShardIds.
   static constexpr int kShards = 16;
   static int ShardOf(uint64_t key_hash) { return int(key_hash & (kShards - 1)); }
-  // The core that serves shard `shard` on this node: shards lie on the
-  // first fox.dht_cores kernel cores (default: all of them), in turn.
-  int ShardCore(int shard) const { return shard % serving_cores_; }
 
   // Listens for the node's messages on the calling core (its home core) and
   // for each shard's on its core. Event context.
@@ -262,12 +259,17 @@ class Dht : public SharedEbb<Dht> {
   };
   // This node's counters: its own and its shards' summed.
   Stats stats() const;
-  // Requests (gets, writes, replicated states) served by each shard here,
-  // by shard: where a node's load went. Any context.
-  std::vector<uint64_t> ShardLoad() const;
+  // Requests served here (gets answered, writes and deletes applied, states
+  // replicated) by the shards of each core that serves shards, by core
+  // (0 .. min(kShards, serving cores) - 1): where a node's load went. Any
+  // context.
+  std::vector<uint64_t> CoreLoad() const;
 
  private:
   struct Shard;  // dht.cc
+  // The core that serves shard `shard` on this node: shards lie on the
+  // first fox.dht_cores kernel cores (default: all of them), in turn.
+  int ShardCore(int shard) const { return shard % serving_cores_; }
   // Who asked: a node's Rpc request (node, id), or a call on this node that
   // skipped the transport (`local` gets the reply's bytes).
   struct Caller {
@@ -288,14 +290,20 @@ class Dht : public SharedEbb<Dht> {
   Result<std::vector<uint8_t>> Call(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body,
                                     uint64_t rpc_timeout_ms = 10'000);
   std::shared_ptr<const DhtRing> Ring() const;
-  // The ring as the calling core last copied it (renewed when it moved: no
-  // shared lock or count on a call's path); null before Start. Valid until
-  // the calling event blocks.
-  const DhtRing* CallersRing();
+  // A copy of the rings as of `generation` (each shard's, and each calling
+  // core's), renewed when they moved: no shared lock or count on a
+  // request's path.
+  struct alignas(64) RingCopy {
+    uint64_t generation = ~uint64_t(0);
+    std::shared_ptr<const DhtRing> ring, target;
+  };
+  // `copy`, renewed if the rings moved since it was taken.
+  const RingCopy& Renew(RingCopy& copy);
+  // The ring as the calling core last copied it; null before Start. Valid
+  // until the calling event blocks.
+  const DhtRing* CallersRing() { return Renew(core_rings_[core::Current()]).ring.get(); }
   // Sets the rings (lock_ held) and tells the shards they moved.
   void SetRingsLocked(std::shared_ptr<const DhtRing> ring, std::shared_ptr<const DhtRing> target) REQUIRES(lock_);
-  // The shard's copy of the rings (Shard::ring, ::target), renewed if they moved.
-  void RenewRings(Shard& s);
   // Every shard's byte limit: `max_bytes` for the node's items together.
   void SetLimit(size_t max_bytes);
   // The node's messages (home core) and a shard's (its core).
@@ -374,11 +382,7 @@ class Dht : public SharedEbb<Dht> {
   int serving_cores_;  // ShardCore
   uint64_t subscription_ = 0;
   std::unique_ptr<Shard> shards_[kShards];
-  struct alignas(64) CoreRing {  // CallersRing's, one per core
-    uint64_t generation = ~uint64_t(0);
-    std::shared_ptr<const DhtRing> ring;
-  };
-  std::unique_ptr<CoreRing[]> core_rings_{new CoreRing[core::kMaxCores]};
+  std::unique_ptr<RingCopy[]> core_rings_{new RingCopy[core::kMaxCores]};  // CallersRing's, by core
   std::atomic<size_t> bytes_pool_{0};               // the shards' items' bytes (DhtItems::share_bytes)
   std::atomic<uint64_t> grace_ns_{60'000'000'000};  // SetTombstoneGrace
   std::atomic<uint64_t> next_request_{1};           // DhtWrite::request's count

@@ -83,6 +83,9 @@ class DhtRing {
   // r <= kMaxReplication (more than the ring's r: candidates beyond the
   // owners, in ring order). With r == replication(), OwnersOf its partition.
   std::vector<NodeId> Replicas(uint64_t key_hash, uint32_t r) const;
+  // The primary of a key with this hash: the first owner of its partition.
+  // The ring must not be empty.
+  NodeId PrimaryOf(uint64_t key_hash) const { return OwnersOf(PartitionOf(key_hash))[0]; }
   bool Owns(NodeId node, uint32_t partition) const;
 
  private:
