@@ -44,12 +44,15 @@ const BootArgSpec kBootArgSpecs[] = {
      "the Dht's shards lie on the first N kernel cores (default: all of them; ebb/include/fox/ebb/dht.h)"},
     {"fox.app", BootArgKind::kString, nullptr, 0, 0,
      "the app the pool image (fox.elf, every app) starts: its name (given by the frontend)"},
+    {"fox.smp_deaf", BootArgKind::kUInt, nullptr, 1, 255,
+     "for tests: the N-th processor after the boot one (MADT order) is not sent its SIPI, as one that does not "
+     "answer: the cores after it are numbered down"},
 };
 const size_t kNumBootArgSpecs = sizeof kBootArgSpecs / sizeof kBootArgSpecs[0];
 
 // Applied once at boot (cores, idle mode, main's stack, the interface, the
 // node and its key): a pool node taking a job without a reboot keeps them.
-const char* const kBootTimeArgs[] = {"fox.stack", "fox.kcores", "fox.idle", "fox.node",
+const char* const kBootTimeArgs[] = {"fox.stack", "fox.kcores", "fox.idle", "fox.smp_deaf", "fox.node",
                                      "fox.ip",    "fox.gw",     "fox.key",  nullptr};
 
 }  // namespace fox

@@ -28,8 +28,17 @@ struct IdleInfo {
 // Boot step on the boot core, after the IDT, the system vectors and the
 // local APIC are up and before any core's event loop runs (smp.cc calls it
 // while the other processors start): chooses the idle mode from the CPU's
-// features, a probe, and `fox.idle=mwait|hlt|auto` (default auto); logs it.
+// features and `fox.idle=mwait|hlt|auto` (default auto); logs it. Under a
+// hypervisor whether MWAIT waits takes a probe of about 100 us of waiting
+// for the timer, left to the boot core's first idle (ProbeIdle); until
+// then the mode is HLT (with fox.idle=mwait: MWAIT that polls, then halts).
 void ChooseIdle();
-// The chosen mode. Any context, after ChooseIdle.
+// Whether the probe is still to run.
+bool IdleProbePending();
+// The probe and the final mode, logged; the boot core's idle path calls it
+// once, with interrupts masked (they are taken inside its waits).
+void ProbeIdle();
+// The mode in force: it changes at most once, when the probe settles it
+// (`mode` written last, with release). Any context.
 const IdleInfo& Idle();
 }  // namespace fox::cpu

@@ -63,6 +63,14 @@ Doorbell g_doorbells[core::kMaxCores];
 
 void WaitHlt() { asm volatile("sti; hlt; cli" ::: "memory"); }
 
+// HLT, announced in the doorbell as kHalted: a waker that already takes
+// the idle mode to be MWAIT (cpu::ProbeIdle settled it while this core
+// slept) then still sends the IPI.
+void WaitHltAnnounced(Doorbell& bell) {
+  if (bell.state.exchange(kHalted, std::memory_order_seq_cst) != kRung) WaitHlt();
+  bell.state.store(kAwake, std::memory_order_relaxed);
+}
+
 // MWAIT may end for no reason now and then; this many times in one wait
 // means it does not wait at all.
 constexpr int kMaxEarlyReturns = 256;
@@ -111,12 +119,18 @@ void WaitMwait(Doorbell& bell, uint64_t deadline_ns) {
 void PollWhileBusy() {}  // devices interrupt
 
 void WaitForWork(uint64_t deadline_ns) {
+  if (cpu::IdleProbePending() && core::Current() == 0) {
+    // Its waits take interrupts, a wake-up IPI among them: the loop looks
+    // at its queues again before it sleeps.
+    cpu::ProbeIdle();
+    return;
+  }
   bool kernel_core = percpu::Current()->kernel_core;
   if (kernel_core) lapic::ArmTimer(deadline_ns ? tsc::EntryTsc() + tsc::NsToTicks(deadline_ns) : 0);
   if (cpu::Idle().mode == cpu::IdleMode::kMwait) {
     WaitMwait(g_doorbells[core::Current()], kernel_core ? deadline_ns : 0);
   } else {
-    WaitHlt();
+    WaitHltAnnounced(g_doorbells[core::Current()]);
   }
   if (kernel_core && deadline_ns) lapic::ArmTimer(0);
 }

@@ -99,7 +99,7 @@ void FinishCalibrationNow() {
     uint64_t base = tsc::FrequencyHz() / (attempt == 0 ? 1000 : 500);
     uint64_t wait = std::clamp(g_calibration_start.spread * (2000000 / tsc::kMaxErrorPpm), base, 4 * base);
     while (x86::Rdtsc() - g_calibration_start.tsc < wait) x86::Pause();
-    auto end = tsc::ReadPaired(ReadCurrent);
+    auto end = tsc::ReadPaired(ReadCurrent, 8);
     uint64_t elapsed_apic = uint64_t(g_calibration_start.value) - end.value;
     uint64_t elapsed_tsc = end.tsc - g_calibration_start.tsc;
     if (end.value == 0 || end.value >= g_calibration_start.value || elapsed_tsc == 0) continue;  // ran out

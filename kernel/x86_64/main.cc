@@ -117,7 +117,7 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   gdt::InitBootCore();
   interrupts::Init();
   // The APIC timer's calibration (one-shot mode) runs from here until the
-  // processors' start, which ends it (the boot page tables map the APIC).
+  // idle mode is chosen, which ends it (the boot page tables map the APIC).
   lapic::InitCore();
   g_boot_core.apic_id = lapic::Id();
   Mark("cpu");
@@ -135,16 +135,25 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   Mark("memory");
   percpu::SetOnline(0, &g_boot_core);
   syscall::Init();
+  // The other processors start while this core goes on, and are collected
+  // (numbered, marked online) before main.
+  StartCores();
+  Mark("smp start");
+  ioapic::Init();
+  interrupts::InstallSystemHandlers();
+  virtio_net::Init();
+  Mark("devices");
+  // The TSC's calibration against the PIT needs 5 ms from tsc::Init: done
+  // as late as the steps above allow (none of them reads the clock), so
+  // that the boot does not wait for it.
   tsc::FinishCalibration();
   Mark("clock");
   rtc::Init();
   Mark("rtc");
-  ioapic::Init();
-  interrupts::InstallSystemHandlers();
-  StartCores();
-  Mark("smp");
-  virtio_net::Init();
-  Mark("devices");
+  cpu::ChooseIdle();
+  Mark("idle");
+  smp::CollectCores();
+  Mark("smp collect");
   LogStepTimes();
   if (symbols::Count() == 0) LOG_WARN("boot: image has no symbol table; backtraces show addresses only");
   PrintBanner();

@@ -10,6 +10,7 @@
 #include "acpi.h"
 #include "cpu.h"
 #include "cpu_init.h"
+#include "fox/boot_args.h"
 #include "fox/clock.h"
 #include "fox/core.h"
 #include "fox/log.h"
@@ -36,16 +37,17 @@ constexpr uint64_t kSecondSipiNs = 1000000;        // 1 ms without an answer: SI
 constexpr uint64_t kAnswerTimeoutNs = 1000000000;  // then give up on a processor
 constexpr uint64_t kSetUpTimeoutNs = 2000000000;   // an answering core's own set-up
 
-// A core number's resources, prepared by the boot core while the processors
-// run the trampoline, so that a starting core takes no lock and allocates
+// A core number's resources, prepared by the boot core before the
+// processors start, so that a starting core takes no lock and allocates
 // nothing (on an emulator with fewer host processors than cores, a lock
 // holder descheduled by the host stalls every core waiting for the lock);
 // then the hand-over of its C library thread.
 struct Core {
   percpu::CoreLocal* local = nullptr;
-  uint64_t root = 0;    // its PML4 (paging::NewCoreRoot)
-  uintptr_t stack = 0;  // top of its thread's stack (AttachThreads)
-  std::atomic<bool> online{false};
+  uint64_t root = 0;                // its PML4 (paging::NewCoreRoot)
+  uintptr_t stack = 0;              // top of its thread's stack (AttachThreads)
+  std::atomic<bool> set_up{false};  // a processor runs as this core, halted until its thread
+  std::atomic<int> move_to{0};      // renumbering (Collect): the core number to run as instead
   std::atomic<bool> has_thread{false};
   syscall::CloneArgs thread{};
 };
@@ -55,21 +57,30 @@ constinit Core g_cores[core::kMaxCores];
 int g_started = 1;        // cores started, the boot core included
 int g_clone_target = -1;  // core the next clone() goes to (boot core only)
 
-// Parallel start. Every processor gets INIT-SIPI-SIPI at once and takes a
-// ticket in the trampoline; ticket t runs on boot stack g_stacks[t] and
-// reports through g_slots[t]: its APIC id, then kArrived. The boot core
-// numbers the processors that answered in MADT order, so core numbers do not
-// depend on which processor was quicker, as soon as every processor before
-// them in that order has answered, and writes each its core number; a slot
-// that did not answer in time is closed (kRefused), and a processor that
-// answers after that halts for good. The compare-and-swap on `state` decides
-// each race between a late answer and the close.
-constexpr int kEmpty = -1, kArrived = -2, kRefused = -3;  // else: the core number
+// Parallel start, without waiting. Every processor gets INIT-SIPI-SIPI at
+// once and takes a ticket in the trampoline (ticket t runs on boot stack
+// g_stacks[t]); then it finds its own APIC id among the processors to start,
+// in MADT order (g_targets), and runs as core number index + 1 at once: core
+// numbers do not depend on which processor was quicker, and no processor
+// waits for the boot core, which goes on with its own boot meanwhile and
+// collects them before main (Collect). Its slot says whether it came:
+// kArrived, or kRefused once Collect closed it (a processor that answers
+// after that halts for good; the compare-and-swap on `state` decides each
+// race between a late answer and the close). A processor that did not come
+// leaves a gap in the numbers, which Collect closes by moving the cores
+// after it down (Core::move_to), so that core numbers stay dense. (A chain,
+// each processor starting the next once set up, so that fewer run at once
+// on an emulator's host, was tried: it was no faster with 4 cores on 2
+// host processors and slower with 8.)
+constexpr int kEmpty = -1, kArrived = -2, kRefused = -3;
 struct Slot {
-  std::atomic<uint32_t> apic_id{0};
   std::atomic<int> state{kEmpty};
 };
 constinit Slot g_slots[core::kMaxCores];
+uint32_t g_targets[core::kMaxCores];  // APIC ids of the processors started, MADT order
+int g_num_targets = 0;
+std::atomic<uint32_t> g_stray_apic_id{UINT32_MAX};  // a processor not in g_targets answered
+uint64_t g_sipi_tsc = 0;                            // when the SIPIs went out (before the TSC is calibrated)
 uint64_t g_stacks[core::kMaxCores];
 
 template <typename T>
@@ -109,7 +120,7 @@ Result<void> Prepare(int core) {
   return Ok();
 }
 
-// Gives back what Prepare took for a core number no processor took.
+// Gives back what Prepare took for a core number no processor runs as.
 void Unprepare(int core) {
   Core& c = g_cores[core];
   paging::FreeCoreRoot(c.root);
@@ -119,6 +130,8 @@ void Unprepare(int core) {
   c.local = nullptr;
   c.root = 0;
   c.stack = 0;
+  c.set_up.store(false, std::memory_order_relaxed);
+  c.move_to.store(0, std::memory_order_relaxed);
 }
 
 [[noreturn]] void ApEntry(int core) {
@@ -133,8 +146,7 @@ void Unprepare(int core) {
   lapic::InitCore();
   c.local->apic_id = lapic::Id();  // the APIC's own view (x2APIC ids exceed CPUID's 8 bits)
   if (!kernel_core) lapic::DisableTimer();
-  percpu::SetOnline(core, c.local);
-  c.online.store(true, std::memory_order_release);
+  c.set_up.store(true, std::memory_order_release);
   // Halted until Clone hands this core its thread and wakes it with one
   // kWakeVector IPI: spinning would take the machine (or, emulated, the
   // host's processors) from the boot core for the rest of its boot. STI's
@@ -142,8 +154,13 @@ void Unprepare(int core) {
   // pending until the HLT. The core goes on only once it has taken that
   // IPI, so none is left pending. Interrupts of its start-up are counted
   // apart (CoreLocal::starting): an application core's count stays 0.
-  while (__atomic_load_n(&c.local->startup_wakes, __ATOMIC_RELAXED) == 0 ||
-         !c.has_thread.load(std::memory_order_acquire)) {
+  // Collect may move it to a lower number first (its own IPI).
+  for (;;) {
+    if (int to = c.move_to.load(std::memory_order_acquire); to != 0) ApEntry(to);
+    if (__atomic_load_n(&c.local->startup_wakes, __ATOMIC_RELAXED) != 0 &&
+        c.has_thread.load(std::memory_order_acquire)) {
+      break;
+    }
     asm volatile("sti; hlt; cli" ::: "memory");
   }
   __atomic_store_n(&c.local->starting, false, __ATOMIC_RELEASE);  // interrupts are off (cli) here
@@ -152,15 +169,19 @@ void Unprepare(int core) {
 
 // The trampoline's call, on the boot stack of `ticket`. Touches nothing
 // per-core (no GS base yet) until it has a core number.
-extern "C" [[noreturn]] void ApStart(int ticket) {
-  Slot& slot = g_slots[ticket];
-  slot.apic_id.store(x86::InitialApicId(), std::memory_order_relaxed);
+extern "C" [[noreturn]] void ApStart(int /*ticket*/) {
+  uint32_t apic_id = x86::InitialApicId();
+  int index = 0;
+  while (index < g_num_targets && g_targets[index] != apic_id) ++index;
+  if (index == g_num_targets) {
+    g_stray_apic_id.store(apic_id, std::memory_order_relaxed);
+    x86::HaltForever();
+  }
   int expected = kEmpty;
-  if (!slot.state.compare_exchange_strong(expected, kArrived, std::memory_order_acq_rel)) x86::HaltForever();
-  int core;
-  while ((core = slot.state.load(std::memory_order_acquire)) == kArrived) x86::Pause();
-  if (core == kRefused) x86::HaltForever();
-  ApEntry(core);
+  if (!g_slots[index].state.compare_exchange_strong(expected, kArrived, std::memory_order_acq_rel)) {
+    x86::HaltForever();  // too late: Collect closed the slot
+  }
+  ApEntry(index + 1);
 }
 
 // The core thread's body: this core's event loop.
@@ -168,17 +189,6 @@ void* CoreThread(void* arg) {
   int core = int(reinterpret_cast<intptr_t>(arg));
   if (core != core::Current()) Panic("smp: thread for core %d started on core %d", core, core::Current());
   event::ThisLoop()->Run();
-}
-
-// The slot in [0, n) of the processor `apic_id` if it has answered, else -1.
-int AnsweredSlot(uint32_t apic_id, int n) {
-  for (int t = 0; t < n; ++t) {
-    if (g_slots[t].state.load(std::memory_order_acquire) == kArrived &&
-        g_slots[t].apic_id.load(std::memory_order_relaxed) == apic_id) {
-      return t;
-    }
-  }
-  return -1;
 }
 
 // The boot core's wait between two looks at the others: halted until its
@@ -190,60 +200,49 @@ void Nap() {
   lapic::ArmTimer(0);
 }
 
-// Numbering, in MADT order (targets[i]): the first `numbered` targets are
-// dealt with; `next` is the next core number, `prepared` the last core
-// number with resources.
-struct Numbering {
-  const uint32_t* targets;
-  int n;
-  int prepared;
-  int numbered = 0;
-  int next = 1;
-};
+int g_deaf = -1;  // fox.smp_deaf - 1: the target not sent its SIPI (tests)
 
-// Core number `core` for the processor in `slot`, which is waiting for it.
-void Release(Numbering& num, int slot) {
-  if (num.next > num.prepared) {
-    LOG_ERROR("smp: no memory to set up a core for the processor with APIC id %u; left halted",
-              g_slots[slot].apic_id.load(std::memory_order_relaxed));
-    g_slots[slot].state.store(kRefused, std::memory_order_release);
-    return;
-  }
-  event::CreateLoop(num.next);
-  g_slots[slot].state.store(num.next++, std::memory_order_release);
+void Sipi(int index) {
+  if (index != g_deaf) lapic::SendStartup(g_targets[index], uint8_t(kTrampoline >> 12));
 }
 
-// Numbers the answered processors up to the first, in MADT order, that has
-// not answered yet.
-void NumberAnswered(Numbering& num) {
-  for (; num.numbered < num.n; ++num.numbered) {
-    int slot = AnsweredSlot(num.targets[num.numbered], num.n);
-    if (slot < 0) return;
-    Release(num, slot);
-  }
-}
+bool Answered(int index) { return g_slots[index].state.load(std::memory_order_acquire) == kArrived; }
 
-// Numbers processors as they answer until all have or `deadline` (NowNs).
-void NumberUntil(Numbering& num, uint64_t deadline) {
-  for (;;) {
-    NumberAnswered(num);
-    if (num.numbered == num.n || fox::clock::NowNs() >= deadline) return;
+// Waits until every processor has answered or `deadline` (NowNs); true if all did.
+bool AnswersBy(uint64_t deadline) {
+  for (int next = 0;;) {
+    while (next < g_num_targets && Answered(next)) ++next;
+    if (next == g_num_targets) return true;
+    if (fox::clock::NowNs() >= deadline) return false;
     Nap();
   }
 }
 
-// Starts the processors `apic_ids` together. Returns the number of cores
-// online, the boot core included; cores 1.. are the answering processors in
-// the order of `apic_ids`.
-int StartAll(const uint32_t* apic_ids, int n) {
+// Waits until core `core` has set itself up (it answered: a matter of
+// microseconds, else something is badly wrong).
+void AwaitSetUp(int core, uint64_t since) {
+  while (!g_cores[core].set_up.load(std::memory_order_acquire)) {
+    if (fox::clock::NowNs() - since > kSetUpTimeoutNs)
+      Panic("smp: core %d answered but did not finish its set-up", core);
+    Nap();
+  }
+}
+
+// Starts the processors `apic_ids` (MADT order) and returns without waiting
+// for them (Collect does). Their resources first: a processor runs as soon
+// as it answers.
+void StartAll(const uint32_t* apic_ids, int n) {
   for (int i = 0; i < n; ++i) {
     g_stacks[i] = memory::AllocStack(kBootStackBytes, "the guard page below a core's boot stack");
-    if (g_stacks[i] == 0) {
-      LOG_ERROR("smp: no memory for boot stacks; starting %d of %d other processors", i, n);
+    if (g_stacks[i] == 0 || !Prepare(i + 1).ok()) {
+      if (g_stacks[i] != 0) memory::FreeStack(g_stacks[i], kBootStackBytes);
+      LOG_ERROR("smp: no memory to set up cores %d and above; starting %d of %d other processors", i + 1, i, n);
       n = i;
       break;
     }
   }
+  std::memcpy(g_targets, apic_ids, sizeof(uint32_t) * n);
+  g_num_targets = n;
   std::memcpy(reinterpret_cast<void*>(kTrampoline), trampoline_start, size_t(trampoline_end - trampoline_start));
   *TrampolineField<uint32_t>(trampoline_cr3) = uint32_t(paging::SharedRoot());  // not core 0's own
   *TrampolineField<uint32_t>(trampoline_efer) = uint32_t(x86::ReadMsr(x86::kMsrEfer) & ((1u << 8) | (1u << 11)));
@@ -252,76 +251,70 @@ int StartAll(const uint32_t* apic_ids, int n) {
   *TrampolineField<uint32_t>(trampoline_slots) = uint32_t(n);
   *TrampolineField<uint32_t>(trampoline_ticket) = 0;
   asm volatile("mfence" ::: "memory");
-
   for (int i = 0; i < n; ++i) lapic::SendInit(apic_ids[i]);
-  tsc::SpinNs(10000);  // modern processors need no 10 ms wait after INIT
-  for (int i = 0; i < n; ++i) lapic::SendStartup(apic_ids[i], uint8_t(kTrampoline >> 12));
-  uint64_t start = fox::clock::NowNs();
-  // While the processors run the trampoline: every core number's resources
-  // (in the usual case all answer), then the idle mode, whose probes take a
-  // little while.
-  Numbering num{apic_ids, n, 0};
-  for (int core = 1; core <= n; ++core) {
-    if (!Prepare(core).ok()) {
-      LOG_ERROR("smp: no memory to set up cores %d and above", core);
-      break;
-    }
-    num.prepared = core;
-  }
-  cpu::ChooseIdle();
-  NumberUntil(num, start + kSecondSipiNs);
-  // The second SIPI, to the processors that have not answered yet. One
-  // that is already running the trampoline ignores it (a SIPI only starts
-  // a processor waiting for one).
-  if (num.numbered < n) {
-    for (int i = num.numbered; i < n; ++i) {
-      if (AnsweredSlot(apic_ids[i], n) < 0) lapic::SendStartup(apic_ids[i], uint8_t(kTrampoline >> 12));
-    }
-    NumberUntil(num, start + kAnswerTimeoutNs);
-  }
+  // Modern processors need no 10 ms wait after INIT; 10 us, counted in TSC
+  // ticks of a processor of at most 5 GHz (the TSC is not calibrated yet).
+  for (uint64_t start = x86::Rdtsc(); x86::Rdtsc() - start < 50000;) x86::Pause();
+  g_deaf = int(BootArgNumber("fox.smp_deaf", 0)) - 1;
+  for (int i = 0; i < n; ++i) Sipi(i);
+  g_sipi_tsc = x86::Rdtsc();
+}
 
+// Core numbers 1.. for the processors that answered, in MADT order; returns
+// how many cores are online, the boot core included.
+int Collect() {
+  int n = g_num_targets;
+  uint64_t sipi_ns = tsc::TicksToNs(g_sipi_tsc - tsc::EntryTsc());  // NowNs's scale
+  if (!AnswersBy(sipi_ns + kSecondSipiNs)) {
+    // The second SIPI, to the processors that have not answered yet. One
+    // that is already running the trampoline ignores it (a SIPI only starts
+    // a processor waiting for one).
+    for (int i = 0; i < n; ++i) {
+      if (!Answered(i)) Sipi(i);
+    }
+    if (!AnswersBy(sipi_ns + kAnswerTimeoutNs)) {
+      // Close the slots nobody took; from here on the slot states change only here.
+      for (int i = 0; i < n; ++i) {
+        int expected = kEmpty;
+        if (g_slots[i].state.compare_exchange_strong(expected, kRefused, std::memory_order_acq_rel)) {
+          LOG_ERROR(
+              "smp: processor with APIC id %u did not answer INIT-SIPI-SIPI within %llu ms; continuing without it",
+              g_targets[i], (unsigned long long)(kAnswerTimeoutNs / 1000000));
+        }
+      }
+    }
+  }
+  uint32_t stray = g_stray_apic_id.load(std::memory_order_relaxed);
+  if (stray != UINT32_MAX) {
+    LOG_ERROR("smp: a processor answered with unexpected APIC id %u; left halted", stray);  // firmware out of step
+  }
   uint64_t answered = fox::clock::NowNs();
-  if (num.numbered < n) {
-    // Close the slots nobody took or finished answering in; from here on
-    // the slot states change only here. Then number the rest, leaving out
-    // those that did not answer.
-    for (int t = 0; t < n; ++t) {
-      int expected = kEmpty;
-      g_slots[t].state.compare_exchange_strong(expected, kRefused, std::memory_order_acq_rel);
+  // Number them densely: a core after a processor that did not answer moves
+  // down, one at a time, into numbers already free (never answered, or left
+  // by an earlier move and prepared afresh: a loaded TSS cannot be loaded again).
+  int next = 1;
+  for (int i = 0; i < n; ++i) {
+    if (!Answered(i)) continue;
+    int self = i + 1;
+    AwaitSetUp(self, answered);
+    if (self != next) {
+      g_cores[self].move_to.store(next, std::memory_order_release);
+      lapic::SendIpi(g_cores[self].local->apic_id, lapic::kWakeVector);
+      AwaitSetUp(next, answered);
+      Unprepare(self);
+      if (!Prepare(self).ok()) Panic("smp: no memory to prepare core %d again", self);
     }
-    for (; num.numbered < n; ++num.numbered) {
-      int slot = AnsweredSlot(apic_ids[num.numbered], n);
-      if (slot >= 0) {
-        Release(num, slot);
-        continue;
-      }
-      LOG_ERROR("smp: processor with APIC id %u did not answer INIT-SIPI-SIPI within %llu ms; continuing without it",
-                apic_ids[num.numbered], (unsigned long long)(kAnswerTimeoutNs / 1000000));
-    }
-    // A processor that answered with an APIC id we did not start (a
-    // firmware table out of step with the hardware) is not used.
-    for (int t = 0; t < n; ++t) {
-      if (g_slots[t].state.load(std::memory_order_acquire) == kArrived) {
-        LOG_ERROR("smp: a processor answered with unexpected APIC id %u; left halted",
-                  g_slots[t].apic_id.load(std::memory_order_relaxed));
-        g_slots[t].state.store(kRefused, std::memory_order_release);
-      }
-    }
+    ++next;
   }
-  for (int core = num.next; core <= num.prepared; ++core) Unprepare(core);
-  // The numbered cores set themselves up in parallel.
-  uint64_t set_up = fox::clock::NowNs();
-  for (int core = 1; core < num.next; ++core) {
-    while (!g_cores[core].online.load(std::memory_order_acquire)) {
-      if (fox::clock::NowNs() - set_up > kSetUpTimeoutNs)
-        Panic("smp: core %d answered but did not finish its set-up", core);
-      Nap();
-    }
+  for (int core = next; core <= n; ++core) Unprepare(core);
+  for (int core = 1; core < next; ++core) {
+    event::CreateLoop(core);
+    percpu::SetOnline(core, g_cores[core].local);
   }
-  LOG_DEBUG("smp: %d of %d processors answered in %llu us, set up in %llu us", num.next - 1, n,
-            (unsigned long long)((answered - start) / 1000),
-            (unsigned long long)((fox::clock::NowNs() - set_up) / 1000));
-  return num.next;
+  LOG_DEBUG("smp: %d of %d processors answered in %llu us, set up in %llu us", next - 1, n,
+            (unsigned long long)((answered - sipi_ns) / 1000),
+            (unsigned long long)((fox::clock::NowNs() - answered) / 1000));
+  return next;
 }
 
 }  // namespace
@@ -342,13 +335,15 @@ Result<void> StartCores(int kernel_cores) {
   for (int i = 0; i < t.num_cpus && n < core::kMaxCores - 1; ++i) {
     if (t.cpus[i].enabled && t.cpus[i].apic_id != self) targets[n++] = t.cpus[i].apic_id;
   }
-  int next = 1;
-  if (n > 0) {
-    next = StartAll(targets, n);
-  } else {
-    cpu::ChooseIdle();
-  }
+  if (n > 0) StartAll(targets, n);
+  return Ok();
+}
+
+void CollectCores() {
+  int n = g_num_targets;
+  int next = n > 0 ? Collect() : 1;
   if (n > 0 && next == 1) Panic("smp: none of the %d other processors answered INIT-SIPI-SIPI", n);
+  int kernel_cores = core::KernelCores();
   if (kernel_cores > next) {
     LOG_WARN("smp: fox.kcores=%d but only %d cores started; all are kernel cores", kernel_cores, next);
     kernel_cores = next;
@@ -356,7 +351,6 @@ Result<void> StartCores(int kernel_cores) {
   }
   g_started = next;
   LOG_INFO("smp: %d cores online: %d kernel, %d application", next, kernel_cores, next - kernel_cores);
-  return Ok();
 }
 
 void AttachThreads() {

@@ -1,16 +1,18 @@
 // Bringing up the other processors (native).
 //
-// Boot (StartCores): every enabled processor the ACPI MADT lists is started
-// with INIT-SIPI-SIPI through a real-mode trampoline, all of them at once.
-// While they run it, the boot core prepares every core number's resources
-// (CoreLocal, page tables, GDT/TSS with IST stacks, thread stack), so that a starting core
-// takes no lock and allocates nothing. Those that answer are numbered in
-// MADT order (one that does not is logged by APIC id and left out), each as
-// soon as the processors before it in that order have answered; each loads
-// what was prepared for it, its IDT and local APIC, in parallel, and halts
-// until it is given its thread (no spinning: on an emulator the spinning
-// cores would take the host's processors from the boot core). Once the C library runs
-// (AttachThreads, before main), each waiting core becomes a C library
+// Boot (StartCores, then CollectCores): every enabled processor the ACPI
+// MADT lists is started with INIT-SIPI-SIPI through a real-mode trampoline,
+// all of them at once, after the boot core has prepared every core number's
+// resources (CoreLocal, page tables, GDT/TSS with IST stacks, thread stack),
+// so that a starting core takes no lock and allocates nothing. Each finds its
+// APIC id in MADT order and runs as that core number at once: it loads what
+// was prepared for it, its IDT and local APIC, and halts until it is given
+// its thread (no spinning: on an emulator the spinning cores would take the
+// host's processors from the boot core). The boot core does not wait: it goes
+// on with its own boot and collects them just before the banner (one that
+// does not answer within 1 s is logged by APIC id and left out, and the cores
+// after it move down so that core numbers stay dense). Once the C library
+// runs (AttachThreads, before main), each waiting core becomes a C library
 // thread — pthread_create on the boot core, its clone() system call handed
 // to the waiting core — so TLS, errno and stdio locking work on every core,
 // and enters its event loop. Cores [0, fox.kcores) are kernel cores; the
@@ -25,8 +27,14 @@
 namespace fox::smp {
 
 // Boot step. `kernel_cores` from fox.kcores; kInvalidArgument (with a
-// message logged) if the node has fewer cores.
+// message logged) if the node has fewer cores. Starts the processors and
+// chooses the idle mode; returns without waiting for them.
 Result<void> StartCores(int kernel_cores);
+
+// Boot step, after StartCores and the boot core's other steps: waits for
+// the processors (a second SIPI after 1 ms, up to 1 s), numbers them
+// densely in MADT order and marks them online.
+void CollectCores();
 
 // Called from the C library's first thread before main (boot core).
 void AttachThreads();

@@ -38,7 +38,12 @@ int Cores(int argc, char** argv) {
     int seen = RunOn(c, [c] {
       tls_core = c;  // thread_local is per core
       errno = 1000 + c;
+#ifdef FOX_NATIVE
+      std::printf("core %d here (%s, APIC id %u)\n", fox::core::Current(),
+                  fox::core::IsKernelCore(c) ? "kernel" : "application", fox::lapic::Id());
+#else
       std::printf("core %d here (%s)\n", fox::core::Current(), fox::core::IsKernelCore(c) ? "kernel" : "application");
+#endif
       return fox::core::Current();
     });
     CHECK(seen == c);

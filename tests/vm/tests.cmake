@@ -119,7 +119,7 @@ fox_vm_test(escape_event_core0 IMAGE vmtest SMP 2 ARGS "-- escape_event 0" EXIT 
          "#0 +0x[0-9a-f]+ vmtest::ThrowFromEvent\\(int\\)\\+0x"
   REJECT ${ESCAPE_REJECT})
 fox_vm_test(bad_boot_arg IMAGE hello ARGS "fox.bogus=1" EXIT ${USAGE}
-  EXPECT "E boot: unknown boot argument 'fox.bogus' \\(known: fox.log, fox.stack, fox.kcores, fox.idle, fox.node, fox.ip, fox.gw, fox.job, fox.key, fox.amport, fox.peers, fox.aggregate, fox.probe_ms, fox.suspect_ms, fox.join_ms, fox.finish, fox.spares, fox.joining, fox.dht_cores, fox.app\\)"
+  EXPECT "E boot: unknown boot argument 'fox.bogus' \\(known: fox.log, fox.stack, fox.kcores, fox.idle, fox.node, fox.ip, fox.gw, fox.job, fox.key, fox.amport, fox.peers, fox.aggregate, fox.probe_ms, fox.suspect_ms, fox.join_ms, fox.finish, fox.spares, fox.joining, fox.dht_cores, fox.app, fox.smp_deaf\\)"
   REJECT "Hello from fox")
 fox_vm_test(bad_boot_value IMAGE hello ARGS "fox.log=loud -- x" EXIT ${USAGE}
   EXPECT "bad boot argument 'fox.log=loud': expected one of debug\\|info\\|warn\\|error"
@@ -144,9 +144,19 @@ fox_vm_test(acpi_poweroff_bad_kcores IMAGE hello SMP 2 ARGS "fox.kcores=3" EXIT 
 
 # Cores, roles, events (issue: native foundation II). Four cores.
 fox_vm_test(cores IMAGE vmtest SMP 4 ARGS "-- cores 4 1" EXIT 0
-  EXPECT "smp: 4 cores online: 1 kernel, 3 application" "core 3 here \\(application\\)" "vmtest cores: PASS")
+  EXPECT "smp: 4 cores online: 1 kernel, 3 application" "core 3 here \\(application, APIC id 3\\)" "vmtest cores: PASS")
 fox_vm_test(cores_kcores2 IMAGE vmtest SMP 4 ARGS "fox.kcores=2 -- cores 4 2" EXIT 0
-  EXPECT "smp: 4 cores online: 2 kernel, 2 application" "core 1 here \\(kernel\\)" "vmtest cores: PASS")
+  EXPECT "smp: 4 cores online: 2 kernel, 2 application" "core 1 here \\(kernel, APIC id 1\\)" "vmtest cores: PASS")
+# A processor that does not answer (fox.smp_deaf=2: the second after the
+# boot one is not sent its SIPI): after the 1 s wait the cores are numbered
+# densely, the one after the gap moved down into it (core 2 is APIC id 3).
+fox_vm_test(cores_deaf_processor IMAGE vmtest SMP 4 ARGS "fox.kcores=2 fox.smp_deaf=2 -- cores 3 2" EXIT 0
+  EXPECT "smp: processor with APIC id 2 did not answer INIT-SIPI-SIPI within 1000 ms; continuing without it"
+         "smp: 3 cores online: 2 kernel, 1 application" "core 1 here \\(kernel, APIC id 1\\)"
+         "core 2 here \\(application, APIC id 3\\)" "vmtest cores: PASS")
+fox_vm_test(cores_deaf_last IMAGE vmtest SMP 4 ARGS "fox.smp_deaf=3 -- cores 3 1" EXIT 0
+  EXPECT "smp: processor with APIC id 3 did not answer" "smp: 3 cores online: 1 kernel, 2 application"
+         "core 2 here \\(application, APIC id 2\\)" "vmtest cores: PASS")
 fox_vm_test(spawn_storm IMAGE vmtest SMP 4 MEM 1024 ARGS "-- spawn_storm 250000" EXIT 0 TIMEOUT 300
   EXPECT "spawn_storm: 4000000 cross-core events in [0-9]+ ms, counts exact")
 # A pool node's agent takes a job without a reboot (fox::ReplaceBootArgs).
