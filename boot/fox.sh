@@ -15,4 +15,7 @@ if [ ! -f "$root/boot/fox/cli.py" ]; then
 fi
 python=python3
 [ -x /usr/bin/python3 ] && python=/usr/bin/python3
-PYTHONPATH="$root/boot${PYTHONPATH:+:$PYTHONPATH}" exec "$python" -S -m fox "$@"
+# -c, not -m fox: runpy and importlib.util cost every command 4 ms.
+PYTHONPATH="$root/boot${PYTHONPATH:+:$PYTHONPATH}" exec "$python" -S -c 'import sys
+from fox.cli import main
+sys.exit(main())' "$@"

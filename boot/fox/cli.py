@@ -15,9 +15,7 @@ Exit statuses: 0 done, 1 failed (the message says why), 2 bad arguments;
 `fox run` returns the job's status (124 timed out, 130 interrupted).
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
 import time
 
@@ -61,7 +59,7 @@ def address_range(text):
 
 
 def cluster_name(text):
-    if not state.NAME_RE.match(text):
+    if not state.valid_name(text):
         raise argparse.ArgumentTypeError("%r is not a cluster name (letters, digits, '_', '.', '-'; at most 32)" % text)
     return text
 
@@ -70,81 +68,128 @@ def add_name(p):
     p.add_argument("--name", type=cluster_name, default="default", help="the cluster (default: default)")
 
 
-def parser():
-    ap = argparse.ArgumentParser(prog="fox", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def terminal_width():
+    """shutil.get_terminal_size().columns without shutil, whose import (through argparse's help
+    formatter, made by every add_argument) cost every command 2 ms."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return columns or 80
+
+
+class WidthKnown:
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        super().__init__(prog, indent_increment, max_help_position, terminal_width() - 2 if width is None else width)
+
+
+class Formatter(WidthKnown, argparse.HelpFormatter):
+    pass
+
+
+class RawFormatter(WidthKnown, argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser (and its subcommands') with Formatter."""
+
+    def __init__(self, *args, formatter_class=Formatter, **kwargs):
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
+
+COMMANDS = ("cluster", "status", "run", "kill", "add", "pxe", "logs")
+
+
+def parser(command=None):
+    """The command line's parser; with `command`, the top level and that command's only (every
+    command builds only its own: building them all cost each command 3 ms)."""
+    ap = Parser(prog="fox", description=__doc__, formatter_class=RawFormatter)
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    cluster = sub.add_parser("cluster", help="bring a cluster up or down, list clusters")
-    csub = cluster.add_subparsers(dest="action", metavar="ACTION")
-    csub.required = True
-    up = csub.add_parser("up", help="boot a pool of nodes and leave a supervisor running")
-    up.add_argument("--nodes", type=positive(200), default=3, help="nodes to boot (default 3)")
-    up.add_argument("--cores", type=positive(64), default=1, help="cores per node (default 1)")
-    up.add_argument("--mem", type=positive(65536), default=128, help="MiB per node (default 128)")
-    up.add_argument("--timeout", type=seconds, default=120, help="how long to wait for every node to join")
-    up.add_argument("--bridge", action="store_true", help="a namespace bridge instead of the switch (root)")
-    up.add_argument("--pxe", action="store_true", help="nodes boot through iPXE (implies --bridge)")
-    up.add_argument("--iso", action="store_true", help="nodes boot a GRUB ISO whose menu entry carries their arguments")
-    add_name(up)
-    down = csub.add_parser("down", help="stop a cluster's nodes, switch and supervisor; remove its state")
-    add_name(down)
-    csub.add_parser("list", help="the clusters that are up, with their supervisors")
+    if command in (None, "cluster"):
+        cluster = sub.add_parser("cluster", help="bring a cluster up or down, list clusters")
+        csub = cluster.add_subparsers(dest="action", metavar="ACTION")
+        csub.required = True
+        up = csub.add_parser("up", help="boot a pool of nodes and leave a supervisor running")
+        up.add_argument("--nodes", type=positive(200), default=3, help="nodes to boot (default 3)")
+        up.add_argument("--cores", type=positive(64), default=1, help="cores per node (default 1)")
+        up.add_argument("--mem", type=positive(65536), default=128, help="MiB per node (default 128)")
+        up.add_argument("--timeout", type=seconds, default=120, help="how long to wait for every node to join")
+        up.add_argument("--bridge", action="store_true", help="a namespace bridge instead of the switch (root)")
+        up.add_argument("--pxe", action="store_true", help="nodes boot through iPXE (implies --bridge)")
+        up.add_argument("--iso", action="store_true", help="nodes boot a GRUB ISO whose menu entry carries their arguments")
+        add_name(up)
+        down = csub.add_parser("down", help="stop a cluster's nodes, switch and supervisor; remove its state")
+        add_name(down)
+        csub.add_parser("list", help="the clusters that are up, with their supervisors")
 
-    st = sub.add_parser("status", help="one row per node of a cluster")
-    st.add_argument("--json", action="store_true", help="machine-readable")
-    add_name(st)
+    if command in (None, "status"):
+        st = sub.add_parser("status", help="one row per node of a cluster")
+        st.add_argument("--json", action="store_true", help="machine-readable")
+        add_name(st)
 
-    run = sub.add_parser("run", help="run a job: place 0 here, the others on the pool's nodes")
-    run.add_argument("app", help="the application (apps/APP); with --hosted also a hosted program's path")
-    run.add_argument("--places", type=positive(201), help="places including place 0 (default: 1 + every node)")
-    run.add_argument("--nodes", type=positive(200),
-                     help="with no cluster up: make one of N nodes for this job and remove it after")
-    run.add_argument("--timeout", type=seconds, help="stop the job after T seconds (status 124)")
-    run.add_argument("--spares", type=positive(200),
-                     help="APGAS apps: the last S of the job's places are spares (PlaceManager; fox.spares)")
-    run.add_argument("--finish", choices=("none", "place0", "optimistic"),
-                     help="APGAS apps: the finish mode of every place (fox.finish; default none)")
-    run.add_argument("--reboot", action="store_true",
-                     help="boot every node into the job afresh (default: idle nodes' agents take it, no reboot)")
-    run.add_argument("--hosted", action="store_true",
-                     help="every place a Linux process on this machine (no QEMU, no cluster); --places N (2)")
-    run.epilog = "The job's arguments follow --: fox run ring --nodes 3 -- laps=100"
-    add_name(run)
+    if command in (None, "run"):
+        run = sub.add_parser("run", help="run a job: place 0 here, the others on the pool's nodes")
+        run.add_argument("app", help="the application (apps/APP); with --hosted also a hosted program's path")
+        run.add_argument("--places", type=positive(201), help="places including place 0 (default: 1 + every node)")
+        run.add_argument("--nodes", type=positive(200),
+                         help="with no cluster up: make one of N nodes for this job and remove it after")
+        run.add_argument("--timeout", type=seconds, help="stop the job after T seconds (status 124)")
+        run.add_argument("--spares", type=positive(200),
+                         help="APGAS apps: the last S of the job's places are spares (PlaceManager; fox.spares)")
+        run.add_argument("--finish", choices=("none", "place0", "optimistic"),
+                         help="APGAS apps: the finish mode of every place (fox.finish; default none)")
+        run.add_argument("--reboot", action="store_true",
+                         help="boot every node into the job afresh (default: idle nodes' agents take it, no reboot)")
+        run.add_argument("--hosted", action="store_true",
+                         help="every place a Linux process on this machine (no QEMU, no cluster); --places N (2)")
+        run.epilog = "The job's arguments follow --: fox run ring --nodes 3 -- laps=100"
+        add_name(run)
 
-    kill = sub.add_parser("kill", help="kill a node (SIGKILL of its QEMU); the job is told at once")
-    kill.add_argument("node", type=positive(nodes.MAX_NODE_ID), help="node id")
-    add_name(kill)
+    if command in (None, "kill"):
+        kill = sub.add_parser("kill", help="kill a node (SIGKILL of its QEMU); the job is told at once")
+        kill.add_argument("node", type=positive(nodes.MAX_NODE_ID), help="node id")
+        add_name(kill)
 
-    add = sub.add_parser("add", help="boot more nodes into the pool (also while a job runs)")
-    add.add_argument("--nodes", type=positive(200), required=True)
-    add.add_argument("--wrong-key", action="store_true", help=argparse.SUPPRESS)  # tests: a node the pool refuses
-    add.add_argument("--no-wait", action="store_true", help="return without waiting for them to join")
-    add.add_argument("--into-job", action="store_true",
-                     help="they join the job that runs (its Dht rebalances onto them) instead of idling in the pool")
-    add.add_argument("--timeout", type=seconds, default=120)
-    add_name(add)
+    if command in (None, "add"):
+        add = sub.add_parser("add", help="boot more nodes into the pool (also while a job runs)")
+        add.add_argument("--nodes", type=positive(200), required=True)
+        add.add_argument("--wrong-key", action="store_true", help=argparse.SUPPRESS)  # tests: a node the pool refuses
+        add.add_argument("--no-wait", action="store_true", help="return without waiting for them to join")
+        add.add_argument("--into-job", action="store_true",
+                         help="they join the job that runs (its Dht rebalances onto them) instead of idling in the pool")
+        add.add_argument("--timeout", type=seconds, default=120)
+        add_name(add)
 
-    pxe = sub.add_parser("pxe", help="PXE-boot real machines: DHCP, TFTP and iPXE on an interface (root)")
-    psub = pxe.add_subparsers(dest="action", metavar="ACTION")
-    psub.required = True
-    serve = psub.add_parser("serve", help="serve until Ctrl-C",
-                            description="DHCP (dnsmasq) on IF with addresses A..B, TFTP of the image and iPXE "
-                                        "scripts: iPXE ROMs boot the image by multiboot with the boot arguments; "
-                                        "legacy PXE ROMs first chain-load Debian's undionly.kpxe (package ipxe). "
-                                        "--hosts FILE: lines 'MAC IP [BOOT ARGS...]' give machines a fixed address "
-                                        "and arguments of their own (fox.node=K fox.ip=... fox.key=...).")
-    serve.add_argument("--interface", required=True, help="the interface facing the machines (it needs an IPv4 address)")
-    serve.add_argument("--range", required=True, type=address_range, help="A,B: the addresses DHCP hands out")
-    serve.add_argument("--image", help="the multiboot image (default: build/native/fox.elf, every app)")
-    serve.add_argument("--append", default="fox.app=hello", help="boot arguments of machines not in --hosts")
-    serve.add_argument("--hosts", help="a file of 'MAC IP [BOOT ARGS...]' lines")
-    serve.add_argument("--dir", help="where its files go (default: a temporary directory, removed after)")
+    if command in (None, "pxe"):
+        pxe = sub.add_parser("pxe", help="PXE-boot real machines: DHCP, TFTP and iPXE on an interface (root)")
+        psub = pxe.add_subparsers(dest="action", metavar="ACTION")
+        psub.required = True
+        serve = psub.add_parser("serve", help="serve until Ctrl-C",
+                                description="DHCP (dnsmasq) on IF with addresses A..B, TFTP of the image and iPXE "
+                                            "scripts: iPXE ROMs boot the image by multiboot with the boot arguments; "
+                                            "legacy PXE ROMs first chain-load Debian's undionly.kpxe (package ipxe). "
+                                            "--hosts FILE: lines 'MAC IP [BOOT ARGS...]' give machines a fixed address "
+                                            "and arguments of their own (fox.node=K fox.ip=... fox.key=...).")
+        serve.add_argument("--interface", required=True, help="the interface facing the machines (it needs an IPv4 address)")
+        serve.add_argument("--range", required=True, type=address_range, help="A,B: the addresses DHCP hands out")
+        serve.add_argument("--image", help="the multiboot image (default: build/native/fox.elf, every app)")
+        serve.add_argument("--append", default="fox.app=hello", help="boot arguments of machines not in --hosts")
+        serve.add_argument("--hosts", help="a file of 'MAC IP [BOOT ARGS...]' lines")
+        serve.add_argument("--dir", help="where its files go (default: a temporary directory, removed after)")
 
-    logs = sub.add_parser("logs", help="a node's console (every boot)")
-    logs.add_argument("node", type=positive(nodes.MAX_NODE_ID))
-    logs.add_argument("--follow", "-f", action="store_true", help="keep printing as it grows")
-    add_name(logs)
+    if command in (None, "logs"):
+        logs = sub.add_parser("logs", help="a node's console (every boot)")
+        logs.add_argument("node", type=positive(nodes.MAX_NODE_ID))
+        logs.add_argument("--follow", "-f", action="store_true", help="keep printing as it grows")
+        add_name(logs)
     return ap
 
 
@@ -251,6 +296,7 @@ def cluster_up(name, count, cores, mem, timeout, quiet=False, iso=False, bridge=
     os.close(fd)
     env = dict(os.environ, PYTHONPATH=BOOT_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with open(os.path.join(d, "supervisor.log"), "ab") as logf:
+        import subprocess  # here, as json below: fox run and status start faster
         sup = subprocess.Popen([sys.executable, "-u", "-S", "-m", "fox.supervisor", "--name", name, "--nodes", str(count),
                                 "--cores", str(cores), "--mem", str(mem)] + (["--iso"] if iso else []) +
                                (["--bridge"] if bridge else []) + (["--pxe"] if pxe else []), stdin=subprocess.DEVNULL, stdout=logf,
@@ -337,6 +383,7 @@ def status(args):
     reply = conn.call(op="status")
     conn.close()
     if args.json:
+        import json
         json.dump(reply, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
@@ -466,8 +513,8 @@ def logs(args):
 
 
 def main(argv=None):
-    ap = parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    ap = parser(argv[0] if argv and argv[0] in COMMANDS else None)
     job_args = []
     if "--" in argv:  # what follows is the job's (fox run), never fox's own options
         i = argv.index("--")

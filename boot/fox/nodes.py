@@ -8,15 +8,12 @@ Node ids start at 1 (0 is place 0 on the frontend) and are never reused
 within a cluster.
 """
 import os
-import random
-import re
 import socket
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import qemu_run  # noqa: E402
-
-ROOT = qemu_run.ROOT
+BOOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, BOOT)  # boot/: qemu_run, build_id (imported where used: every command starts faster)
+ROOT = os.path.dirname(BOOT)
 FRONTEND_IP = "10.77.0.1"
 PREFIX = 16
 AM_PORT = 7700
@@ -39,7 +36,8 @@ def free_udp_port(host="127.0.0.1"):
         low = 32768
     top = max(low - 1, 2048)
     for _ in range(200):
-        port = random.randint(max(1024, top - 20000), top)
+        first = max(1024, top - 20000)
+        port = first + int.from_bytes(os.urandom(2), "little") % (top - first + 1)
         if port in _handed_out:
             continue
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
@@ -67,6 +65,7 @@ def image_apps(path):
     """The apps a pool image holds (its "FOXAPPS:a,b;" marker), or None."""
     with open(path, "rb") as f:
         data = f.read()
+    import re
     m = re.search(rb"FOXAPPS:([A-Za-z0-9_,]+);", data)
     return m.group(1).decode().split(",") if m else None
 
@@ -123,6 +122,7 @@ def qemu_command(cluster, k, image, append, cores, mem, accel, console, local_po
     with `tap` that tap (bridge mode; run it in the cluster's namespace); with `cdrom`, it boots
     that ISO (whose GRUB entry carries the boot arguments) instead of -kernel; with `pxe`, from
     its NIC's iPXE ROM (the boot arguments travel in its iPXE script: netns.py)."""
+    import qemu_run
     cmd = qemu_run.qemu_command(image, append, cores, mem, accel, cdrom, False)
     if pxe:
         i = cmd.index("-kernel")

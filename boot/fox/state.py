@@ -11,12 +11,18 @@ The directory exists exactly while the cluster does: `down` removes it.
 """
 import json
 import os
-import re
 import signal
 import socket
 import time
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
+NAME_FIRST = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+NAME_CHARS = NAME_FIRST + "_.-"
+
+
+def valid_name(text):
+    """A cluster name: [A-Za-z0-9][A-Za-z0-9_.-]{0,31} (no regular expression: `re` costs every
+    command 3 ms to import)."""
+    return 1 <= len(text) <= 32 and text[0] in NAME_FIRST and all(c in NAME_CHARS for c in text)
 
 
 def state_root():
@@ -113,7 +119,7 @@ def list_clusters():
         names = sorted(os.listdir(root))
     except OSError:
         return []
-    return [n for n in names if os.path.isdir(os.path.join(root, n)) and NAME_RE.match(n)]
+    return [n for n in names if os.path.isdir(os.path.join(root, n)) and valid_name(n)]
 
 
 class SupervisorGone(Exception):
