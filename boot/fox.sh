@@ -16,6 +16,4 @@ fi
 python=python3
 [ -x /usr/bin/python3 ] && python=/usr/bin/python3
 # -c, not -m fox: runpy and importlib.util cost every command 4 ms.
-PYTHONPATH="$root/boot${PYTHONPATH:+:$PYTHONPATH}" exec "$python" -S -c 'import sys
-from fox.cli import main
-sys.exit(main())' "$@"
+PYTHONPATH="$root/boot${PYTHONPATH:+:$PYTHONPATH}" exec "$python" -S -c 'from fox.cli import exit_main; exit_main()' "$@"
