@@ -135,14 +135,15 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   Mark("memory");
   percpu::SetOnline(0, &g_boot_core);
   syscall::Init();
-  // The other processors start while this core goes on, and are collected
-  // (numbered, marked online) before main.
-  StartCores();
-  Mark("smp start");
   ioapic::Init();
   interrupts::InstallSystemHandlers();
   virtio_net::Init();
   Mark("devices");
+  // After the PCI scan, whose port I/O (QEMU's global lock under TCG)
+  // slowed the starting processors' wake-up: 21 boots of 4 cores, median
+  // 11.2 -> 10.7 ms.
+  StartCores();  // they start while this core goes on; collected (numbered, online) before main
+  Mark("smp start");
   // The TSC's calibration against the PIT needs 5 ms from tsc::Init: done
   // as late as the steps above allow (none of them reads the clock), so
   // that the boot does not wait for it.
