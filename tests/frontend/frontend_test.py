@@ -542,6 +542,10 @@ def bad_arguments(e):
         (["cluster", "up", "--nodes", "0"], r"--nodes: 0 is not from 1 to 200"),
         (["cluster", "up", "--nodes", "many"], r"--nodes: 'many' is not a whole number"),
         (["cluster", "up", "--name", "no/slash"], r"--name: 'no/slash' is not a cluster name"),
+        (["status", "--name", "x" * 33], r"--name: 'x{33}' is not a cluster name"),
+        (["status", "--name", ".hidden"], r"--name: '\.hidden' is not a cluster name"),
+        (["status", "--name="], r"--name: '' is not a cluster name"),
+        (["run", "ring", "--name", "a b"], r"--name: 'a b' is not a cluster name"),
         (["cluster", "up", "--pxe", "--iso", "--name", name], r"--pxe and --iso exclude each other"),
         (["pxe"], r"the following arguments are required: ACTION"),
         (["pxe", "serve", "--interface", "lo"], r"the following arguments are required: --range"),
@@ -570,6 +574,10 @@ def bad_arguments(e):
     for args in (["cluster", "up", "--help"], ["run", "--help"], ["status", "--help"], ["kill", "--help"],
                  ["add", "--help"], ["logs", "--help"], ["cluster", "down", "--help"], ["--help"]):
         e.fox_cmd(*args, check=0)
+    # Each command builds only its own parser: the top level's help still lists every command.
+    _, out = e.fox_cmd("--help", check=0)
+    for command in ("cluster", "status", "run", "kill", "add", "pxe", "logs"):
+        expect(out, r"^    %s +\S" % command, "fox --help lists %s" % command)
     # Not bad arguments, but no cluster: status 1 with the way out.
     _, out = e.fox_cmd("status", "--name", name, check=1)
     expect(out, r"no cluster %s is up" % re.escape(name), "status without a cluster")
