@@ -26,7 +26,7 @@ struct IdleInfo {
 };
 
 // Boot step on the boot core, after the IDT, the system vectors and the
-// local APIC are up and before any core's event loop runs (smp.cc calls it
+// local APIC are up and before any core's event loop runs (main.cc calls it
 // while the other processors start): chooses the idle mode from the CPU's
 // features and `fox.idle=mwait|hlt|auto` (default auto); logs it. Under a
 // hypervisor whether MWAIT waits takes a probe of about 100 us of waiting
