@@ -84,6 +84,8 @@ def terminal_width():
 
 
 class WidthKnown:
+    """A help formatter mixin: the width from terminal_width() unless given."""
+
     def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
         super().__init__(prog, indent_increment, max_help_position, terminal_width() - 2 if width is None else width)
 

@@ -167,12 +167,11 @@ void ChooseIdle() {
   g_probe_pending.store(true, std::memory_order_relaxed);
 }
 
-bool IdleProbePending() { return g_probe_pending.load(std::memory_order_relaxed); }
-
-void ProbeIdle() {
-  if (core::Current() != 0 || !g_probe_pending.load(std::memory_order_relaxed)) return;
+bool ProbeIdle() {
+  if (!g_probe_pending.load(std::memory_order_relaxed) || core::Current() != 0) return false;
   g_probe_pending.store(false, std::memory_order_relaxed);
   Settle(true, MwaitWaits());
+  return true;
 }
 
 const IdleInfo& Idle() { return g_idle; }

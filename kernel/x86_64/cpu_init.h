@@ -33,11 +33,10 @@ struct IdleInfo {
 // for the timer, left to the boot core's first idle (ProbeIdle); until
 // then the mode is HLT (with fox.idle=mwait: MWAIT that polls, then halts).
 void ChooseIdle();
-// Whether the probe is still to run.
-bool IdleProbePending();
-// The probe and the final mode, logged; the boot core's idle path calls it
-// once, with interrupts masked (they are taken inside its waits).
-void ProbeIdle();
+// On the boot core while the probe is still to run: the probe and the
+// final mode, logged; true then (its waits took interrupts), false at once
+// anywhere else. Every core's idle path calls it, with interrupts masked.
+bool ProbeIdle();
 // The mode in force: it changes at most once, when the probe settles it
 // (`mode` written last, with release). Any context.
 const IdleInfo& Idle();

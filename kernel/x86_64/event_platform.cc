@@ -119,12 +119,9 @@ void WaitMwait(Doorbell& bell, uint64_t deadline_ns) {
 void PollWhileBusy() {}  // devices interrupt
 
 void WaitForWork(uint64_t deadline_ns) {
-  if (cpu::IdleProbePending() && core::Current() == 0) {
-    // Its waits take interrupts, a wake-up IPI among them: the loop looks
-    // at its queues again before it sleeps.
-    cpu::ProbeIdle();
-    return;
-  }
+  // The probe's waits take interrupts, a wake-up IPI among them: the loop
+  // looks at its queues again before it sleeps.
+  if (cpu::ProbeIdle()) return;
   bool kernel_core = percpu::Current()->kernel_core;
   if (kernel_core) lapic::ArmTimer(deadline_ns ? tsc::EntryTsc() + tsc::NsToTicks(deadline_ns) : 0);
   if (cpu::Idle().mode == cpu::IdleMode::kMwait) {
