@@ -117,6 +117,12 @@ void FinishCalibrationNow() {
   } else if (best_ppm > tsc::kMaxErrorPpm) {
     LOG_WARN("lapic: timer calibration uncertain (%llu ppm): timers will fire off by as much",
              (unsigned long long)best_ppm);
+  } else {
+    // Logged here, not at InitCore: that runs before the boot arguments
+    // (fox.log) are read. A TSC-deadline timer needs no calibration.
+    LOG_DEBUG("lapic: %s, one-shot timer at %llu ticks per ms (+-%llu ppm)", g_x2apic ? "x2APIC" : "xAPIC",
+              (unsigned long long)(((tsc::FrequencyHz() / 1000) * g_apic_ticks_per_tsc_q32) >> 32),
+              (unsigned long long)best_ppm);
   }
 }
 
@@ -142,8 +148,6 @@ void InitCore() {
   Write(kSvr, (1u << 8) | kSpuriousVector);  // software enable
   if (first) {
     if (!g_tsc_deadline) StartCalibration();
-    LOG_INFO("lapic: %s, timer in %s mode", g_x2apic ? "x2APIC" : "xAPIC",
-             g_tsc_deadline ? "TSC-deadline" : "one-shot");
     first = false;
   }
 }

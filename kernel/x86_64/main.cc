@@ -64,11 +64,14 @@ void ParseCommandLine() {
   if (const char* level = g_cmdline.Get("fox.log")) SetLogLevel(*ParseLogLevel(level));
 }
 
+// The one line a boot logs at info level before main (the clock, the APIC
+// timer and the cores are logged at debug level): on a real machine's serial
+// port every byte holds the boot core for 87 us at 115200 baud.
 void PrintBanner() {
   char args[512];
   g_cmdline.Describe(args, sizeof args);
-  Log(LogLevel::kInfo, "fox %s x86_64 | %d cores (%d online) | %llu MiB | %s | boot args: %s", FOX_VERSION,
-      core::Present(), core::Online(), (unsigned long long)(memory::UsableBytes() >> 20),
+  Log(LogLevel::kInfo, "fox %s x86_64 | %d cores (%d online, %d kernel) | %llu MiB | %s | boot args: %s", FOX_VERSION,
+      core::Present(), core::Online(), core::KernelCores(), (unsigned long long)(memory::UsableBytes() >> 20),
       g_boot_info.loader[0] ? g_boot_info.loader : (g_boot_info.protocol == 1 ? "multiboot1" : "multiboot2"),
       args[0] ? args : "(none)");
 }

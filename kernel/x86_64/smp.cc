@@ -350,7 +350,7 @@ void CollectCores() {
     percpu::SetKernelCores(kernel_cores);
   }
   g_started = next;
-  LOG_INFO("smp: %d cores online: %d kernel, %d application", next, kernel_cores, next - kernel_cores);
+  LOG_DEBUG("smp: %d cores online: %d kernel, %d application", next, kernel_cores, next - kernel_cores);
 }
 
 void AttachThreads() {

@@ -178,9 +178,9 @@ void FinishCalibration() {
     LOG_WARN("tsc: no way to measure the TSC frequency; assuming 2 GHz");
   }
   bool invariant = (x86::Cpuid(0x80000000).eax >= 0x80000007) && ((x86::Cpuid(0x80000007).edx >> 8) & 1);
-  LOG_INFO("tsc: %llu.%03llu MHz from %s (+-%llu ppm)%s", (unsigned long long)(g_hz / 1000000),
-           (unsigned long long)(g_hz / 1000 % 1000), g_source, (unsigned long long)g_error_ppm,
-           invariant ? ", invariant" : ", not invariant");
+  LOG_DEBUG("tsc: %llu.%03llu MHz from %s (+-%llu ppm)%s", (unsigned long long)(g_hz / 1000000),
+            (unsigned long long)(g_hz / 1000 % 1000), g_source, (unsigned long long)g_error_ppm,
+            invariant ? ", invariant" : ", not invariant");
   if (g_error_ppm > kMaxErrorPpm)
     LOG_WARN("tsc: calibration uncertain (%llu ppm): timeouts will be off by as much", (unsigned long long)g_error_ppm);
 }

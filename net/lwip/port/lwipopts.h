@@ -49,6 +49,10 @@
 
 /* ---- memory: lwIP's heap and pools, static ---- */
 #define MEM_ALIGNMENT 8
+/* The pools and the heap lie outside the BSS the kernel zeroes at boot
+ * (arch/cc.h, kernel/x86_64/linker.ld): lwIP zeroes its pools when it starts
+ * (memp_init), so a node that never starts the network never writes them. */
+#define MEMP_MEM_INIT 1
 #define MEM_SIZE (1024 * 1024)
 #define MEMP_NUM_PBUF 256
 #define MEMP_NUM_RAW_PCB 8

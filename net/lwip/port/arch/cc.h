@@ -29,6 +29,11 @@ uint32_t fox_lwip_rand(void);
   } while (0)
 #define LWIP_PLATFORM_ASSERT(x) fox_lwip_assert((x), __FILE__, __LINE__)
 #define LWIP_RAND() ((u32_t)fox_lwip_rand())
+/* lwIP's static memory (pools, heap) in .bss.noinit.*: natively outside the
+ * BSS that boot.S zeroes (linker.ld; lwipopts.h MEMP_MEM_INIT), in the BSS
+ * elsewhere. */
+#define LWIP_DECLARE_MEMORY_ALIGNED(variable_name, size) \
+  u8_t variable_name[LWIP_MEM_ALIGN_BUFFER(size)] __attribute__((section(".bss.noinit." #variable_name)))
 /* Only the raw API is built: no sockets, so no errno of lwIP's own. */
 #define LWIP_ERRNO_STDINCLUDE 1
 
