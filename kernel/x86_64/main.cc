@@ -64,9 +64,10 @@ void ParseCommandLine() {
   if (const char* level = g_cmdline.Get("fox.log")) SetLogLevel(*ParseLogLevel(level));
 }
 
-// The one line a boot logs at info level before main (the clock, the APIC
-// timer and the cores are logged at debug level): on a real machine's serial
-// port every byte holds the boot core for 87 us at 115200 baud.
+// The boot's line at info level. The clock, the APIC timer and the cores are
+// logged at debug level (on a real machine's serial port every byte holds the
+// boot core for 87 us at 115200 baud); the NICs, and the idle mode when it is
+// chosen during the boot (no hypervisor, or fox.idle=hlt), still log at info.
 void PrintBanner() {
   char args[512];
   g_cmdline.Describe(args, sizeof args);

@@ -28,7 +28,7 @@ namespace fox::smp {
 
 // Boot step. `kernel_cores` from fox.kcores; kInvalidArgument (with a
 // message logged) if the node has fewer cores. Starts the processors and
-// chooses the idle mode; returns without waiting for them.
+// returns without waiting for them (CollectCores does).
 Result<void> StartCores(int kernel_cores);
 
 // Boot step, after StartCores and the boot core's other steps: waits for

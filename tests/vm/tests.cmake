@@ -59,8 +59,8 @@ fox_vm_test(banner IMAGE vmtest ARGS "fox.log=info -- banner" EXIT 0
   EXPECT "I fox 0\\.1\\.0-\\S+ x86_64 \\| [0-9]+ cores \\([0-9]+ online, [0-9]+ kernel\\) \\| [0-9]+ MiB \\| qemu \\| boot args: fox\\.log=info -- banner"
          "vmtest banner: PASS" "fox: exit status 0"
   REJECT "I tsc: " "I lapic: " "I smp: ")
-# The boot's details are at debug level (before main the banner is the only
-# info line: a real serial port takes 87 us a byte).
+# The clock's and the cores' details are at debug level (a real serial port
+# takes 87 us a byte); the banner stays at info.
 fox_vm_test(banner_debug IMAGE vmtest SMP 2 ARGS "fox.log=debug -- banner" EXIT 0
   EXPECT "D tsc: [0-9]+\\.[0-9]+ MHz from " "D smp: 2 cores online: 1 kernel, 1 application"
          "I fox 0\\.1\\.0-\\S+ x86_64 \\| 2 cores \\(2 online, 1 kernel\\)" "vmtest banner: PASS")
