@@ -1,27 +1,33 @@
 #include "ioapic.h"
 
 #include "acpi.h"
+#include "fox/irq_spinlock.h"
 #include "fox/log.h"
 
 namespace fox::ioapic {
 namespace {
 
-uint32_t Read(uint32_t base, uint32_t reg) {
+// Each access is an index write then a data access: two cores routing at
+// once (a NIC set up when the network starts, the RTC's test interrupt)
+// would interleave them. An interrupt handler may mask or unmask a pin.
+IrqSpinLock g_lock;
+
+uint32_t Read(uint32_t base, uint32_t reg) REQUIRES(g_lock) {
   *reinterpret_cast<volatile uint32_t*>(uintptr_t(base)) = reg;
   return *reinterpret_cast<volatile uint32_t*>(uintptr_t(base) + 0x10);
 }
-void Write(uint32_t base, uint32_t reg, uint32_t v) {
+void Write(uint32_t base, uint32_t reg, uint32_t v) REQUIRES(g_lock) {
   *reinterpret_cast<volatile uint32_t*>(uintptr_t(base)) = reg;
   *reinterpret_cast<volatile uint32_t*>(uintptr_t(base) + 0x10) = v;
 }
-uint32_t Pins(uint32_t base) { return ((Read(base, 1) >> 16) & 0xFF) + 1; }
+uint32_t Pins(uint32_t base) REQUIRES(g_lock) { return ((Read(base, 1) >> 16) & 0xFF) + 1; }
 
 struct Pin {
   uint32_t base, index;
   uint16_t flags;
 };
 
-Result<Pin> Find(uint8_t irq) {
+Result<Pin> Find(uint8_t irq) REQUIRES(g_lock) {
   const auto& t = acpi::Topology();
   uint32_t gsi = irq;
   uint16_t flags = 0;
@@ -44,16 +50,25 @@ void Program(const Pin& pin, uint8_t irq, uint8_t vector, uint32_t apic_id, bool
   if (masked) low |= 1u << 16;
   if (active_low) low |= 1u << 13;
   if (level) low |= 1u << 15;
-  Write(pin.base, 0x11 + 2 * pin.index, apic_id << 24);
-  Write(pin.base, 0x10 + 2 * pin.index, low);
+  {
+    IrqSpinGuard guard(g_lock);
+    Write(pin.base, 0x11 + 2 * pin.index, apic_id << 24);
+    Write(pin.base, 0x10 + 2 * pin.index, low);
+  }
   LOG_DEBUG("ioapic: IRQ %u -> vector %#x on APIC %u (%s, %s)", irq, vector, apic_id, level ? "level" : "edge",
             active_low ? "active low" : "active high");
+}
+
+Result<Pin> FindLocked(uint8_t irq) {
+  IrqSpinGuard guard(g_lock);
+  return Find(irq);
 }
 
 }  // namespace
 
 void Init() {
   const auto& t = acpi::Topology();
+  IrqSpinGuard guard(g_lock);
   for (int i = 0; i < t.num_ioapics; ++i) {
     uint32_t base = t.ioapics[i].address;
     for (uint32_t pin = 0; pin < Pins(base); ++pin) Write(base, 0x10 + 2 * pin, 1u << 16);
@@ -61,26 +76,28 @@ void Init() {
 }
 
 Result<void> RouteIsa(uint8_t irq, uint8_t vector, uint32_t apic_id) {
-  FOX_TRY_ASSIGN(Pin pin, Find(irq));
+  FOX_TRY_ASSIGN(Pin pin, FindLocked(irq));
   // MADT flags: polarity in bits 0-1, trigger mode in bits 2-3 (3 = low / level).
   Program(pin, irq, vector, apic_id, (pin.flags & 3) == 3, ((pin.flags >> 2) & 3) == 3);
   return Ok();
 }
 
 Result<void> RoutePciLine(uint8_t line, uint8_t vector, uint32_t apic_id) {
-  FOX_TRY_ASSIGN(Pin pin, Find(line));
+  FOX_TRY_ASSIGN(Pin pin, FindLocked(line));
   uint16_t polarity = pin.flags & 3;  // 0 = bus default: active low for PCI
   Program(pin, line, vector, apic_id, polarity != 1, true, true);
   return Ok();
 }
 
 Result<void> Unmask(uint8_t irq) {
+  IrqSpinGuard guard(g_lock);
   FOX_TRY_ASSIGN(Pin pin, Find(irq));
   Write(pin.base, 0x10 + 2 * pin.index, Read(pin.base, 0x10 + 2 * pin.index) & ~(1u << 16));
   return Ok();
 }
 
 Result<void> Mask(uint8_t irq) {
+  IrqSpinGuard guard(g_lock);
   FOX_TRY_ASSIGN(Pin pin, Find(irq));
   Write(pin.base, 0x10 + 2 * pin.index, 1u << 16);
   return Ok();

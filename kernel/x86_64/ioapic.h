@@ -1,5 +1,6 @@
 // IOAPICs: legacy (ISA) device interrupts routed to a kernel core. Every pin
-// starts masked; Route unmasks one. Boot core, interrupts disabled.
+// starts masked; Route unmasks one. Any core (one lock serialises the
+// register accesses).
 #pragma once
 
 #include <cstdint>

@@ -27,13 +27,11 @@
 #include "multiboot.h"
 #include "paging.h"
 #include "percpu.h"
-#include "rtc.h"
 #include "runtime.h"
 #include "serial.h"
 #include "symbols.h"
 #include "syscall.h"
 #include "tsc.h"
-#include "virtio_net.h"
 
 namespace fox {
 namespace {
@@ -66,8 +64,9 @@ void ParseCommandLine() {
 
 // The boot's line at info level. The clock, the APIC timer and the cores are
 // logged at debug level (on a real machine's serial port every byte holds the
-// boot core for 87 us at 115200 baud); the NICs, and the idle mode when it is
-// chosen during the boot (no hypervisor, or fox.idle=hlt), still log at info.
+// boot core for 87 us at 115200 baud); the idle mode, when it is chosen during
+// the boot (no hypervisor, or fox.idle=hlt), still logs at info. The NICs log
+// their lines when the network starts.
 void PrintBanner() {
   char args[512];
   g_cmdline.Describe(args, sizeof args);
@@ -141,11 +140,10 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   syscall::Init();
   ioapic::Init();
   interrupts::InstallSystemHandlers();
-  virtio_net::Init();
   Mark("devices");
-  // After the PCI scan, whose port I/O (QEMU's global lock under TCG)
-  // slowed the starting processors' wake-up: 21 boots of 4 cores, median
-  // 11.2 -> 10.7 ms.
+  // The NICs are found and started when the network first starts (the PCI
+  // scan, ~0.4 ms under TCG, that a node without a network never pays),
+  // and the RTC is read when the wall clock is first asked for.
   StartCores();  // they start while this core goes on; collected (numbered, online) before main
   Mark("smp start");
   // The TSC's calibration against the PIT needs 5 ms from tsc::Init: done
@@ -153,8 +151,6 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   // that the boot does not wait for it.
   tsc::FinishCalibration();
   Mark("clock");
-  rtc::Init();
-  Mark("rtc");
   cpu::ChooseIdle();
   Mark("idle");
   smp::CollectCores();

@@ -9,14 +9,25 @@
 #include "percpu.h"
 #include "fox/clock.h"
 #include "fox/log.h"
+#include "fox/spinlock.h"
 
 namespace fox::rtc {
 namespace {
-uint64_t g_epoch_ns = 0;
+
+// Index register 0x70, then data 0x71: one pair at a time on any core (the
+// periodic interrupt's handler acknowledges through the same pair).
+IrqSpinLock g_cmos_lock;
 
 uint8_t Cmos(uint8_t reg) {
+  IrqSpinGuard guard(g_cmos_lock);
   x86::Outb(0x70, reg);
   return x86::Inb(0x71);
+}
+
+void SetCmos(uint8_t reg, uint8_t value) {
+  IrqSpinGuard guard(g_cmos_lock);
+  x86::Outb(0x70, reg);
+  x86::Outb(0x71, value);
 }
 
 int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {  // proleptic Gregorian
@@ -27,31 +38,64 @@ int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {  // proleptic Gregori
   unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
   return era * 146097 + int64_t(doe) - 719468;
 }
-}  // namespace
 
-void Init() {
+struct Date {
+  uint8_t sec, min, hour, day, mon, year;
+  bool operator==(const Date&) const = default;
+};
+
+Date ReadDate() {
   for (int i = 0; i < 100000 && (Cmos(0x0A) & 0x80); ++i) x86::Pause();  // update in progress
-  uint8_t sec = Cmos(0x00), min = Cmos(0x02), hour = Cmos(0x04), day = Cmos(0x07), mon = Cmos(0x08), year = Cmos(0x09),
-          status_b = Cmos(0x0B);
-  auto bcd = [&](uint8_t v) -> unsigned { return (status_b & 4) ? v : (v & 0x0F) + (v >> 4) * 10; };
-  bool pm = hour & 0x80;
-  unsigned h = bcd(hour & 0x7F);
-  if (!(status_b & 2) && pm) h = (h % 12) + 12;
-  unsigned y = 2000 + bcd(year);
-  if (bcd(mon) < 1 || bcd(mon) > 12 || bcd(day) < 1 || bcd(day) > 31) {
-    LOG_WARN("rtc: implausible date; wall clock starts at 1970");
-    return;
-  }
-  int64_t days = DaysFromCivil(y, bcd(mon), bcd(day));
-  uint64_t secs = uint64_t(days) * 86400 + h * 3600 + bcd(min) * 60 + bcd(sec);
-  g_epoch_ns = secs * 1000000000ull - clock::NowNs();
+  return Date{Cmos(0x00), Cmos(0x02), Cmos(0x04), Cmos(0x07), Cmos(0x08), Cmos(0x09)};
 }
 
-uint64_t BootEpochNs() { return g_epoch_ns; }
+// Unix time in ns at NowNs() == 0, from the RTC's date; 0 (1970) if the
+// date is implausible.
+uint64_t ReadEpochNs() {
+  // Read until two readings agree: an update may begin between the
+  // update-in-progress check and the last register.
+  Date d = ReadDate();
+  for (int i = 0; i < 3; ++i) {
+    Date again = ReadDate();
+    if (again == d) break;
+    d = again;
+  }
+  uint8_t status_b = Cmos(0x0B);
+  auto bcd = [&](uint8_t v) -> unsigned { return (status_b & 4) ? v : (v & 0x0F) + (v >> 4) * 10; };
+  bool pm = d.hour & 0x80;
+  unsigned h = bcd(d.hour & 0x7F);
+  if (!(status_b & 2) && pm) h = (h % 12) + 12;
+  unsigned y = 2000 + bcd(d.year);
+  if (bcd(d.mon) < 1 || bcd(d.mon) > 12 || bcd(d.day) < 1 || bcd(d.day) > 31 || h > 23 || bcd(d.min) > 59 ||
+      bcd(d.sec) > 59) {
+    LOG_WARN("rtc: implausible date; wall clock starts at 1970");
+    return 0;
+  }
+  int64_t days = DaysFromCivil(y, bcd(d.mon), bcd(d.day));
+  uint64_t secs = uint64_t(days) * 86400 + h * 3600 + bcd(d.min) * 60 + bcd(d.sec);
+  return secs * 1000000000ull - clock::NowNs();
+}
+
+std::atomic<bool> g_epoch_read{false};
+uint64_t g_epoch_ns = 0;  // written once, before g_epoch_read
+SpinLock g_epoch_lock;
+
+}  // namespace
+
+uint64_t BootEpochNs() {
+  if (g_epoch_read.load(std::memory_order_acquire)) return g_epoch_ns;
+  SpinGuard guard(g_epoch_lock);
+  if (!g_epoch_read.load(std::memory_order_relaxed)) {
+    g_epoch_ns = ReadEpochNs();
+    g_epoch_read.store(true, std::memory_order_release);
+  }
+  return g_epoch_ns;
+}
 
 namespace {
 std::atomic<uint64_t> g_ticks{0};
-uint8_t g_vector = 0;
+std::atomic<uint8_t> g_vector{0};
+SpinLock g_periodic_lock;  // Start and Stop
 
 bool OnInterrupt(interrupts::Frame*) {
   Cmos(0x0C);  // reading register C acknowledges the RTC
@@ -62,30 +106,22 @@ bool OnInterrupt(interrupts::Frame*) {
 
 Result<void> StartPeriodicInterrupt(int rate) {
   if (rate < 3 || rate > 15) return Error::kInvalidArgument;
-  if (g_vector == 0) {
-    FOX_TRY_ASSIGN(g_vector, interrupts::AllocateVector(OnInterrupt));
+  SpinGuard guard(g_periodic_lock);
+  uint8_t vector = g_vector.load(std::memory_order_relaxed);
+  if (vector == 0) {
+    FOX_TRY_ASSIGN(vector, interrupts::AllocateVector(OnInterrupt));
+    g_vector.store(vector, std::memory_order_relaxed);
   }
-  bool enabled = irq::Save();
-  x86::Outb(0x70, 0x8A);
-  uint8_t a = x86::Inb(0x71);
-  x86::Outb(0x70, 0x8A);
-  x86::Outb(0x71, uint8_t((a & 0xF0) | rate));
-  x86::Outb(0x70, 0x8B);
-  uint8_t b = x86::Inb(0x71);
-  x86::Outb(0x70, 0x8B);
-  x86::Outb(0x71, b | 0x40);  // periodic interrupt enable
+  // 0x80 in the index keeps NMIs off while the registers change.
+  SetCmos(0x8A, uint8_t((Cmos(0x8A) & 0xF0) | rate));
+  SetCmos(0x8B, Cmos(0x8B) | 0x40);  // periodic interrupt enable
   Cmos(0x0C);
-  irq::Restore(enabled);
-  return ioapic::RouteIsa(8, g_vector, percpu::Of(0)->apic_id);
+  return ioapic::RouteIsa(8, vector, percpu::Of(0)->apic_id);
 }
 
 void StopPeriodicInterrupt() {
-  bool enabled = irq::Save();
-  x86::Outb(0x70, 0x8B);
-  uint8_t b = x86::Inb(0x71);
-  x86::Outb(0x70, 0x8B);
-  x86::Outb(0x71, b & ~0x40);
-  irq::Restore(enabled);
+  SpinGuard guard(g_periodic_lock);
+  SetCmos(0x8B, Cmos(0x8B) & ~0x40);
   (void)ioapic::Mask(8);
 }
 

@@ -1,4 +1,5 @@
-// Wall-clock time from the CMOS real-time clock, read once at boot; after
+// Wall-clock time from the CMOS real-time clock, read once, when the wall
+// clock is first asked for (a node that never asks never reads it); after
 // that CLOCK_REALTIME is this epoch plus the TSC clock.
 #pragma once
 
@@ -8,9 +9,9 @@
 
 namespace fox::rtc {
 
-// Boot step (after the TSC clock): reads the RTC.
-void Init();
-// Unix time in ns at NowNs() == 0.
+// Unix time in ns at NowNs() == 0 (0 if the RTC's date is implausible).
+// The first call reads the RTC (~0.1 ms; up to 2 ms more if an update is
+// in progress); any core, after the TSC clock is calibrated.
 uint64_t BootEpochNs();
 
 // Makes the RTC raise IRQ 8 periodically (`rate` 3..15: 32768 >> (rate-1)

@@ -182,7 +182,9 @@ class VirtioNet final : public nic::Nic {
 };
 
 VirtioNet* g_nics[kMaxNics];
-int g_count = 0;
+// Set once each slot of g_nics below it is written: the interrupt handler
+// reads it while later devices are still being started.
+std::atomic<int> g_count{0};
 
 void* AllocZeroed(size_t bytes) { return memory::AllocPagesZeroed(bytes); }
 
@@ -264,7 +266,8 @@ Result<void> VirtioNet::Start(const pci::Device& dev) {
 // Every NIC's handler looks at every NIC: an INTx line may be shared, and
 // an MSI-X NIC with nothing new returns at once.
 bool HandleNicInterrupt(interrupts::Frame*) {
-  for (int i = 0; i < g_count; ++i) g_nics[i]->OnInterrupt();
+  int count = g_count.load(std::memory_order_acquire);
+  for (int i = 0; i < count; ++i) g_nics[i]->OnInterrupt();
   return true;
 }
 
@@ -459,11 +462,12 @@ Result<void> VirtioNet::Send(const void* frame, size_t length) {
   return Ok();
 }
 
-}  // namespace
-
-void Init() {
+// Finds and starts every virtio network device, in PCI order. Logs and
+// skips a device it cannot start.
+void StartDevices() {
   pci::Enumerate([](const pci::Device& d) {
-    if (d.vendor != kVendor || (d.device != 0x1000 && d.device != 0x1041) || g_count == kMaxNics) return;
+    int count = g_count.load(std::memory_order_relaxed);
+    if (d.vendor != kVendor || (d.device != 0x1000 && d.device != 0x1041) || count == kMaxNics) return;
     auto* nic = new VirtioNet;
     auto r = nic->Start(d);
     if (!r.ok()) {
@@ -471,20 +475,37 @@ void Init() {
       delete nic;
       return;
     }
-    g_nics[g_count++] = nic;
+    g_nics[count] = nic;
+    g_count.store(count + 1, std::memory_order_release);
     if (auto armed = nic->ArmInterrupt(); !armed.ok()) {
       LOG_WARN("virtio-net: no IOAPIC pin for the INTx line of %02x:%02x.%x: %s", d.bus, d.slot, d.function,
                ErrorName(armed.error()));
     }
     auto mac = nic->Mac();
-    LOG_INFO("virtio-net: nic%d at %02x:%02x.%x, MAC %02x:%02x:%02x:%02x:%02x:%02x, %s interface", g_count - 1, d.bus,
-             d.slot, d.function, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5], nic->legacy() ? "legacy" : "modern");
+    LOG_INFO("virtio-net: nic%d at %02x:%02x.%x, MAC %02x:%02x:%02x:%02x:%02x:%02x, %s interface", count, d.bus, d.slot,
+             d.function, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5], nic->legacy() ? "legacy" : "modern");
   });
+}
+
+std::atomic<bool> g_started{false};
+SpinLock g_start_lock;
+
+}  // namespace
+
+void EnsureStarted() {
+  if (g_started.load(std::memory_order_acquire)) return;
+  SpinGuard guard(g_start_lock);
+  if (g_started.load(std::memory_order_relaxed)) return;
+  StartDevices();
+  g_started.store(true, std::memory_order_release);
 }
 
 }  // namespace fox::virtio_net
 
 namespace fox::nic {
-int Count() { return virtio_net::g_count; }
-Nic* Get(int index) { return index >= 0 && index < virtio_net::g_count ? virtio_net::g_nics[index] : nullptr; }
+int Count() {
+  virtio_net::EnsureStarted();
+  return virtio_net::g_count.load(std::memory_order_acquire);
+}
+Nic* Get(int index) { return index >= 0 && index < Count() ? virtio_net::g_nics[index] : nullptr; }
 }  // namespace fox::nic

@@ -65,6 +65,11 @@ fox_vm_test(banner_debug IMAGE vmtest SMP 2 ARGS "fox.log=debug -- banner" EXIT 
   EXPECT "D tsc: [0-9]+\\.[0-9]+ MHz from " "D smp: 2 cores online: 1 kernel, 1 application"
          "I fox 0\\.1\\.0-\\S+ x86_64 \\| 2 cores \\(2 online, 1 kernel\\)" "vmtest banner: PASS")
 fox_vm_test(hello IMAGE hello ARGS "-- world" EXIT 0 EXPECT "Hello from fox on world!")
+# A program that never starts the network never sets up its NIC (nor scans
+# the PCI bus for one): the NICs start with the network (the nic_* and net_*
+# tests below).
+fox_vm_test(hello_nic_untouched IMAGE hello NET user ARGS "-- world" EXIT 0 EXPECT "Hello from fox on world!"
+  REJECT "virtio-net:")
 # No static constructor builds the standard streams before main (4 ms of the
 # boot under TCG): cereal's <iostream> is kept out (fox/apgas/serialization.h),
 # and with --gc-sections an image that never calls ios_base::Init lacks it.
@@ -82,7 +87,8 @@ fox_vm_test(static_ctors IMAGE vmtest ARGS "-- static_ctors" EXIT 0
   EXPECT "vmtest static_ctors: PASS" "static destructor 7 ran")
 fox_vm_test(thread_local IMAGE vmtest ARGS "-- thread_local" EXIT 0 EXPECT "vmtest thread_local: PASS")
 fox_vm_test(stdlib IMAGE vmtest ARGS "-- stdlib" EXIT 0 EXPECT "iostream works: 12345" "vmtest stdlib: PASS")
-fox_vm_test(clock IMAGE vmtest ARGS "-- clock" EXIT 0 EXPECT "vmtest clock: PASS")
+fox_vm_test(clock IMAGE vmtest SMP 4 ARGS "-- clock" EXIT 0
+  EXPECT "system_clock on 4 cores at once: within [0-9]+ ms" "vmtest clock: PASS")
 fox_vm_test(exit_code IMAGE vmtest ARGS "-- exit_code" EXIT 3
   EXPECT "static destructor 7 ran" "fox: exit status 3")
 fox_vm_test(null_deref IMAGE vmtest ARGS "-- null_deref" EXIT ${PANIC}

@@ -39,7 +39,8 @@ class Nic {
   virtual Stats GetStats() const = 0;
 };
 
-// NICs found at boot, in PCI order.
+// The NICs, in PCI order. On a native node the first call finds and starts
+// them (the network starts them; a node without one never does).
 int Count();
 Nic* Get(int index);
 
