@@ -36,6 +36,16 @@ TEST(Format, MatchesLibc) {
   ExpectLikeLibc("%.3d|%8.3d", 7, 7);
   ExpectLikeLibc("%p", reinterpret_cast<void*>(0x1234));
   ExpectLikeLibc("%#018llx", 0xabcull);
+  // Signs, padding and precision together.
+  ExpectLikeLibc("%05d|%-6d|%+05d|% 5d|%+.3d|%-+8.4d|%08.3d", -42, -42, 42, -7, 5, -5, 9);
+  ExpectLikeLibc("%hhd %hd %hhx %hx %d", 200, 40000, -1, -1, INT32_MIN);
+  ExpectLikeLibc("%ld %lu %lx %zx %td", INT64_MIN, (unsigned long)UINT64_MAX, -1L, size_t(255), ptrdiff_t(-3));
+  ExpectLikeLibc("%.0d|%.0u|%5.0d|%#.0o|%#o|%#x|%#X|%#5o", 0, 0u, 0, 0u, 0u, 0u, 0xabu, 9u);
+  ExpectLikeLibc("%-5c|%5c|%3s|%-3s|%.0s|%*s|%-*s", 'a', 'b', "toolong", "x", "gone", -4, "l", 3, "r");
+  ExpectLikeLibc("%.*s|%.*d", -1, "all", -1, 12);
+  ExpectLikeLibc("%u %o %x %X", 0u, 0u, UINT32_MAX, UINT32_MAX);
+  ExpectLikeLibc("%#.5o|%#.2o|%#5.0o|%#08o", 8u, 8u, 0u, 8u);
+  ExpectLikeLibc("100%% %s%%", "sure");
 }
 
 TEST(Format, TruncatesSafely) {
@@ -51,6 +61,11 @@ TEST(Format, TruncatesSafely) {
   EXPECT_STREQ(buf, "(null)");
   Format(buf, sizeof buf, "%q%");  // unknown conversion, trailing %
   EXPECT_STREQ(buf, "%q");
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wformat-invalid-specifier"
+  Format(buf, sizeof buf, "a%-5kb");  // flags and width before an unknown conversion: dropped
+#pragma clang diagnostic pop
+  EXPECT_STREQ(buf, "a%kb");
 }
 
 TEST(Log, LevelsFilterAndLinesAreComplete) {
