@@ -78,7 +78,7 @@ uint64_t ReadEpochNs() {
 
 std::atomic<bool> g_epoch_read{false};
 uint64_t g_epoch_ns = 0;  // written once, before g_epoch_read
-SpinLock g_epoch_lock;
+SpinLock g_epoch_lock;    // the first read: one core reads the RTC, the others wait for it
 
 }  // namespace
 

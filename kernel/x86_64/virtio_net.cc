@@ -487,17 +487,21 @@ void StartDevices() {
   });
 }
 
-std::atomic<bool> g_started{false};
-SpinLock g_start_lock;
+enum : int { kNotStarted, kStarting, kStarted };
+std::atomic<int> g_state{kNotStarted};
 
 }  // namespace
 
 void EnsureStarted() {
-  if (g_started.load(std::memory_order_acquire)) return;
-  SpinGuard guard(g_start_lock);
-  if (g_started.load(std::memory_order_relaxed)) return;
-  StartDevices();
-  g_started.store(true, std::memory_order_release);
+  if (g_state.load(std::memory_order_acquire) == kStarted) return;
+  int expected = kNotStarted;
+  if (g_state.compare_exchange_strong(expected, kStarting, std::memory_order_acq_rel)) {
+    StartDevices();  // allocates: no lock held
+    g_state.store(kStarted, std::memory_order_release);
+    return;
+  }
+  // Another core is starting them (~0.5 ms under TCG): wait for it.
+  while (g_state.load(std::memory_order_acquire) != kStarted) x86::Pause();
 }
 
 }  // namespace fox::virtio_net

@@ -303,7 +303,7 @@ fox_hosted_test(ebb_suite PROGRAM hosted_ebb_suite CORES 4 EXIT 0
   EXPECT "ebb_suite: core 0 runs the tests, cores 1\\.\\.3 race in them" "\\[  PASSED  \\] 39 tests\\.")
 
 # Networking: the virtio-net driver against QEMU's restricted user network.
-fox_vm_test(nic_arp IMAGE vmtest SMP 2 NET user ARGS "-- nic_arp" EXIT 0
+fox_vm_test(nic_arp IMAGE vmtest SMP 4 NET user ARGS "-- nic_arp" EXIT 0
   EXPECT "virtio-net: nic0 at 00:0[0-9a-f]\\.0, MAC 52:54:00:12:34:56, modern interface" "nic: gateway 10.0.2.2 is at 52:55:0a:00:02:02"
          "vmtest nic_arp: PASS")
 # The same through the legacy (virtio 0.9.5, I/O port) interface.
