@@ -302,6 +302,26 @@ int Futures(int, char**) {
     caught = true;
   }
   CHECK(caught);
+  // As std::promise: the future may be taken after the value is set; a
+  // second value is refused, and the first stands.
+  fox::Promise<int> early;
+  early.SetValue(7);
+  auto late = early.GetFuture();
+  caught = false;
+  try {
+    early.SetValue(8);
+  } catch (const fox::PromiseAlreadySatisfied&) {
+    caught = true;
+  }
+  CHECK(caught);
+  CHECK(late.Block() == 7);
+  caught = false;
+  try {
+    (void)early.GetFuture();
+  } catch (const fox::FutureAlreadyRetrieved&) {
+    caught = true;
+  }
+  CHECK(caught);
   // Many blocked events at once on one core, resumed from another.
   constexpr int kWaiters = 200;
   auto resumed = std::make_shared<std::atomic<int>>(0);

@@ -35,6 +35,11 @@ class FutureAlreadyRetrieved : public std::exception {
   const char* what() const noexcept override { return "fox: future already retrieved or empty"; }
 };
 
+class PromiseAlreadySatisfied : public std::exception {
+ public:
+  const char* what() const noexcept override { return "fox: promise already has a value or an exception"; }
+};
+
 namespace future_internal {
 
 struct Unit {};
@@ -161,39 +166,50 @@ class Promise {
     Abandon();
     state_ = std::move(o.state_);
     retrieved_ = o.retrieved_;
+    satisfied_ = o.satisfied_;
     return *this;
   }
   ~Promise() { Abandon(); }
 
-  // Once per promise.
+  // Once per promise, before or after its value (as std::promise).
+  // FutureAlreadyRetrieved the second time, or on a moved-from promise.
   Future<T> GetFuture() {
     if (retrieved_ || !state_) throw FutureAlreadyRetrieved();
     retrieved_ = true;
     return Future<T>(state_);
   }
 
+  // One value or exception per promise: PromiseAlreadySatisfied the second
+  // time (FutureAlreadyRetrieved on a moved-from promise). Any core; not
+  // concurrently with another SetValue/SetException of this promise.
   template <typename U = T, typename = std::enable_if_t<!std::is_void_v<U>>>
   void SetValue(U value) {
-    Take()->Complete(std::move(value), nullptr);
+    Satisfy()->Complete(std::move(value), nullptr);
   }
   template <typename U = T, typename = std::enable_if_t<std::is_void_v<U>>>
   void SetValue() {
-    Take()->Complete(future_internal::Unit{}, nullptr);
+    Satisfy()->Complete(future_internal::Unit{}, nullptr);
   }
-  void SetException(std::exception_ptr e) { Take()->Complete(std::nullopt, std::move(e)); }
+  void SetException(std::exception_ptr e) { Satisfy()->Complete(std::nullopt, std::move(e)); }
 
  private:
-  std::shared_ptr<future_internal::State<T>> Take() {
+  // The state, kept (a later GetFuture takes it; only the flag changes, so
+  // a GetFuture on another core does not race with it); the copy returned
+  // keeps it alive while Complete runs the waiter, which may destroy this.
+  std::shared_ptr<future_internal::State<T>> Satisfy() {
     if (!state_) throw FutureAlreadyRetrieved();
-    return std::move(state_);
+    if (satisfied_) throw PromiseAlreadySatisfied();
+    satisfied_ = true;
+    return state_;
   }
   void Abandon() {
-    if (state_) state_->Complete(std::nullopt, std::make_exception_ptr(BrokenPromise()));
+    if (state_ && !satisfied_) state_->Complete(std::nullopt, std::make_exception_ptr(BrokenPromise()));
     state_.reset();
   }
 
   std::shared_ptr<future_internal::State<T>> state_;
   bool retrieved_ = false;
+  bool satisfied_ = false;
 };
 
 template <typename T>
