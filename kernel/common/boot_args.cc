@@ -44,6 +44,8 @@ const BootArgSpec kBootArgSpecs[] = {
      "the Dht's shards lie on the first N kernel cores (default: all of them; ebb/include/fox/ebb/dht.h)"},
     {"fox.app", BootArgKind::kString, nullptr, 0, 0,
      "the app the pool image (fox.elf, every app) starts: its name (given by the frontend)"},
+    {"fox.profile", BootArgKind::kUInt, nullptr, 2, 8192,
+     "sample the kernel cores HZ times a second (a power of two) and print where they spent their time at exit"},
     {"fox.smp_deaf", BootArgKind::kUInt, nullptr, 1, 255,
      "for tests: the N-th processor after the boot one (MADT order) is not sent its SIPI, as one that does not "
      "answer: the cores after it are numbered down"},
@@ -51,8 +53,8 @@ const BootArgSpec kBootArgSpecs[] = {
 const size_t kNumBootArgSpecs = sizeof kBootArgSpecs / sizeof kBootArgSpecs[0];
 
 // Applied once at boot (cores, idle mode, main's stack, the interface, the
-// node and its key): a pool node taking a job without a reboot keeps them.
+// node and its key, the profiler): a pool node taking a job without a reboot keeps them.
 const char* const kBootTimeArgs[] = {"fox.stack", "fox.kcores", "fox.idle", "fox.smp_deaf", "fox.node",
-                                     "fox.ip",    "fox.gw",     "fox.key",  nullptr};
+                                     "fox.ip",    "fox.gw",     "fox.key",  "fox.profile",  nullptr};
 
 }  // namespace fox

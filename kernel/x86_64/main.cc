@@ -27,6 +27,7 @@
 #include "multiboot.h"
 #include "paging.h"
 #include "percpu.h"
+#include "profile.h"
 #include "runtime.h"
 #include "serial.h"
 #include "symbols.h"
@@ -156,6 +157,7 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   smp::CollectCores();
   Mark("smp collect");
   LogStepTimes();
+  profile::Start();
   if (symbols::Count() == 0) LOG_WARN("boot: image has no symbol table; backtraces show addresses only");
   PrintBanner();
   runtime::StartMain(g_cmdline);

@@ -95,18 +95,24 @@ uint64_t BootEpochNs() {
 namespace {
 std::atomic<uint64_t> g_ticks{0};
 std::atomic<uint8_t> g_vector{0};
+std::atomic<void (*)(interrupts::Frame*)> g_hook{nullptr};
 SpinLock g_periodic_lock;  // Start and Stop
+bool g_running GUARDED_BY(g_periodic_lock) = false;
 
-bool OnInterrupt(interrupts::Frame*) {
+bool OnInterrupt(interrupts::Frame* frame) {
   Cmos(0x0C);  // reading register C acknowledges the RTC
   g_ticks.fetch_add(1, std::memory_order_relaxed);
+  if (auto hook = g_hook.load(std::memory_order_acquire)) hook(frame);
   return true;
 }
 }  // namespace
 
+void SetTickHook(void (*hook)(interrupts::Frame* frame)) { g_hook.store(hook, std::memory_order_release); }
+
 Result<void> StartPeriodicInterrupt(int rate) {
   if (rate < 3 || rate > 15) return Error::kInvalidArgument;
   SpinGuard guard(g_periodic_lock);
+  if (g_running) return Error::kBusy;
   uint8_t vector = g_vector.load(std::memory_order_relaxed);
   if (vector == 0) {
     FOX_TRY_ASSIGN(vector, interrupts::AllocateVector(OnInterrupt));
@@ -116,11 +122,14 @@ Result<void> StartPeriodicInterrupt(int rate) {
   SetCmos(0x8A, uint8_t((Cmos(0x8A) & 0xF0) | rate));
   SetCmos(0x8B, Cmos(0x8B) | 0x40);  // periodic interrupt enable
   Cmos(0x0C);
-  return ioapic::RouteIsa(8, vector, percpu::Of(0)->apic_id);
+  FOX_TRY(ioapic::RouteIsa(8, vector, percpu::Of(0)->apic_id));
+  g_running = true;
+  return Ok();
 }
 
 void StopPeriodicInterrupt() {
   SpinGuard guard(g_periodic_lock);
+  g_running = false;
   SetCmos(0x8B, Cmos(0x8B) & ~0x40);
   (void)ioapic::Mask(8);
 }

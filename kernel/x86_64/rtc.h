@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "fox/result.h"
+#include "interrupts.h"
 
 namespace fox::rtc {
 
@@ -17,8 +18,12 @@ uint64_t BootEpochNs();
 // Makes the RTC raise IRQ 8 periodically (`rate` 3..15: 32768 >> (rate-1)
 // Hz, e.g. 6 = 1024 Hz), delivered to core 0: steady device interrupts for
 // tests of core roles. Returns the number taken so far via Ticks().
+// kBusy while it runs already (Stop first).
 Result<void> StartPeriodicInterrupt(int rate);
 void StopPeriodicInterrupt();
 uint64_t Ticks();
+// Called with the interrupted frame on every periodic interrupt (interrupt
+// context, core 0); nullptr: none. The profiler's (profile.h).
+void SetTickHook(void (*hook)(interrupts::Frame* frame));
 
 }  // namespace fox::rtc

@@ -19,6 +19,7 @@
 #include "panic.h"
 #include "random.h"
 #include "smp.h"
+#include "profile.h"
 #include "rtc.h"
 
 extern "C" char syscall_entry[];
@@ -261,6 +262,7 @@ extern "C" int64_t SyscallDispatch(fox::syscall::Args* args) {
       Panic("syscall: the thread of core %d exited (status %d)", core::Current(), int(a[0] & 0xFF));
     case kExitGroup: {
       int status = int(a[0] & 0xFF);
+      profile::Report();
       LOG_INFO("fox: exit status %d", status);
       exit_device::PowerOff(status);
     }

@@ -2,9 +2,11 @@
 // gets and sets per second served by one hosted node of FOX_CORES cores,
 // asked by CLIENTS events on every core at once (each one request at a time,
 // keys at random among KEYS). tests/bench/dht_cores.py runs it with 1 and 2
-// cores and prints the ratio.
+// cores and prints the ratio; hosted, and (--native) as a compute node under
+// QEMU (the image bench_dht_cores, on QEMU's user network).
 //
 //   FOX_ARGS="fox.node=0 fox.amport=P fox.peers=0@127.0.0.1:P" dht_cores SECONDS CLIENTS KEYS
+//   bench_dht_cores.elf: fox.kcores=N fox.dht_cores=N fox.node=0 fox.peers=0@10.0.2.15 -- SECONDS CLIENTS KEYS
 //
 // Prints "dht_cores: C cores: G gets/s, S sets/s, requests served on N cores".
 #include <algorithm>
@@ -21,6 +23,9 @@
 #include "fox/event.h"
 #include "fox/future.h"
 #include "fox/net/am.h"
+#ifdef FOX_NATIVE
+#include "fox/net/ip.h"
+#endif
 
 namespace {
 using fox::ebb::Dht;
@@ -79,6 +84,15 @@ int main(int argc, char** argv) {
   }
   auto config = fox::am::ConfigFromBootArgs();
   if (!config.ok()) return 2;
+#ifdef FOX_NATIVE
+  // On a compute node the transport runs over the node's network.
+  auto net_config = fox::net::ConfigFromBootArgs();
+  if (!net_config.ok()) return 2;
+  if (auto info = fox::net::Start(*net_config).Block(); info.status != fox::net::Status::kOk) {
+    std::fprintf(stderr, "dht_cores: network: %s\n", fox::net::StatusName(info.status));
+    return 1;
+  }
+#endif
   Dht* dht = &*Dht::Get();  // before the transport: its receivers
   if (auto r = fox::am::Start(*config); !r.ok()) return 1;
   if (auto r = dht->Start(); !r.ok()) return 1;

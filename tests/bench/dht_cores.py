@@ -16,6 +16,12 @@ whose shard lies on the other core costs two cross-core events (there, and
 the answer back): the figures say what that costs against what the second
 core adds. The machine's cores bound it: the ratio means something only with
 at least 2 idle host cores.
+
+--native runs the same program as a compute node (build/native/
+bench_dht_cores.elf) under QEMU (KVM, else TCG), 1 or 2 kernel cores, on
+QEMU's restricted user network, and prints the same figures as
+dht_cores_native.*: the node's own heap, idle and wake-up paths instead of
+Linux threads, glibc's malloc and eventfds.
 """
 import argparse
 import os
@@ -26,6 +32,9 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROGRAM = os.path.join(ROOT, "build", "host", "tests", "bench", "dht_cores")
+NATIVE_IMAGE = os.path.join(ROOT, "build", "native", "bench_dht_cores.elf")
+sys.path.insert(0, os.path.join(ROOT, "boot"))
+import qemu_run  # noqa: E402
 LINE = re.compile(r"dht_cores: (\d+) cores: (\d+) gets/s, (\d+) sets/s, requests served on (\d+) cores")
 
 
@@ -35,7 +44,23 @@ def free_port():
         return s.getsockname()[1]
 
 
+def run_native(cores, serving, a):
+    """The same program as a compute node under QEMU: `cores` kernel cores
+    (each takes events: clients and shards), on QEMU's restricted user
+    network (the transport needs one; every request stays on the node)."""
+    append = "fox.kcores=%d fox.dht_cores=%d fox.node=0 fox.peers=0@10.0.2.15 -- %g %d %d" % (
+        cores, serving, a.seconds, a.clients, a.keys)
+    cmd = qemu_run.qemu_command(NATIVE_IMAGE, append, cores, 512, a.accel, None, False, net="user")
+    r = qemu_run.run_qemu(cmd, 300, echo=False)
+    m = LINE.search(r["text"])
+    if r["status"] != 0 or not m:
+        sys.exit("bench dht_cores --native: %d cores: %s\n%s" % (cores, r["reason"] or "failed", r["text"][-2000:]))
+    return int(m.group(2)), int(m.group(3)), int(m.group(4))
+
+
 def run(cores, serving, a):
+    if a.native:
+        return run_native(cores, serving, a)
     port = free_port()
     env = dict(os.environ, FOX_CORES=str(cores),
                FOX_ARGS="fox.node=0 fox.amport=%d fox.peers=0@127.0.0.1:%d fox.dht_cores=%d" % (port, port, serving))
@@ -52,19 +77,27 @@ def main():
     ap.add_argument("--seconds", type=float, default=2)
     ap.add_argument("--clients", type=int, default=16, help="client events per core")
     ap.add_argument("--keys", type=int, default=10000)
+    ap.add_argument("--native", action="store_true",
+                    help="run the node as a compute node under QEMU (figures named dht_cores_native.*)")
     a = ap.parse_args()
-    if not os.access(PROGRAM, os.X_OK):
+    name = "dht_cores"
+    if a.native:
+        name = "dht_cores_native"
+        if not os.path.exists(NATIVE_IMAGE):
+            sys.exit("bench dht_cores: %s missing; run make first" % NATIVE_IMAGE)
+        a.accel = qemu_run.bench_accel(name)
+    elif not os.access(PROGRAM, os.X_OK):
         sys.exit("bench dht_cores: %s missing; run make first" % PROGRAM)
     gets = {}
     for case, cores, serving in (("1core", 1, 1), ("2cores_1serving", 2, 1), ("2cores_2serving", 2, 2)):
         g, s, served_on = run(cores, serving, a)
         gets[case] = g
-        print("dht_cores.%s_gets_per_s %d ops/s (served on %d cores)" % (case, g, served_on))
-        print("dht_cores.%s_sets_per_s %d ops/s" % (case, s))
-    print("dht_cores.scaling_ratio %.2f x (2 cores, shards on both, over 1 core, gets; %d clients per core; "
-          "host cores: %d)" % (gets["2cores_2serving"] / gets["1core"], a.clients, os.cpu_count()))
-    print("dht_cores.shards_ratio %.2f x (2 cores: shards on both over shards on one, gets)" %
-          (gets["2cores_2serving"] / gets["2cores_1serving"]))
+        print("%s.%s_gets_per_s %d ops/s (served on %d cores)" % (name, case, g, served_on), flush=True)
+        print("%s.%s_sets_per_s %d ops/s" % (name, case, s), flush=True)
+    print("%s.scaling_ratio %.2f x (2 cores, shards on both, over 1 core, gets; %d clients per core; "
+          "host cores: %d)" % (name, gets["2cores_2serving"] / gets["1core"], a.clients, os.cpu_count()))
+    print("%s.shards_ratio %.2f x (2 cores: shards on both over shards on one, gets)" %
+          (name, gets["2cores_2serving"] / gets["2cores_1serving"]))
     return 0
 
 

@@ -78,7 +78,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"fox.bogus=1",
                 "unknown boot argument 'fox.bogus' (known: fox.log, fox.stack, fox.kcores, fox.idle, fox.node, fox.ip, "
                 "fox.gw, fox.job, fox.key, fox.amport, fox.peers, fox.aggregate, fox.probe_ms, fox.suspect_ms, "
-                "fox.join_ms, fox.finish, fox.spares, fox.joining, fox.dht_cores, fox.app, fox.smp_deaf)"},
+                "fox.join_ms, fox.finish, fox.spares, fox.joining, fox.dht_cores, fox.app, fox.profile, fox.smp_deaf)"},
         BadCase{"fox.log=loud", "bad boot argument 'fox.log=loud': expected one of debug|info|warn|error"},
         BadCase{"fox.log", "has no value"}, BadCase{"fox.log=", "needs a value"},
         BadCase{"fox.log=info fox.log=debug", "given twice"}, BadCase{"fox.stack=12Q", "expected a size"},

@@ -87,6 +87,16 @@ fox_vm_test(static_ctors IMAGE vmtest ARGS "-- static_ctors" EXIT 0
   EXPECT "vmtest static_ctors: PASS" "static destructor 7 ran")
 fox_vm_test(thread_local IMAGE vmtest ARGS "-- thread_local" EXIT 0 EXPECT "vmtest thread_local: PASS")
 fox_vm_test(stdlib IMAGE vmtest ARGS "-- stdlib" EXIT 0 EXPECT "iostream works: 12345" "vmtest stdlib: PASS")
+# The sampling profiler (fox.profile, x86_64/profile.h): the clock test
+# spins 20 ms on core 0 in fox::clock::NowNs's loop; the second kernel core
+# is sampled through IPIs, the application cores not at all.
+fox_vm_test(profile IMAGE vmtest SMP 4 ARGS "fox.kcores=2 fox.profile=4096 -- clock" EXIT 0
+  EXPECT "I profile: sampling kernel cores 0-1 at 4096 Hz" "vmtest clock: PASS"
+         "I profile: core 0: [0-9][0-9]+ samples at 4096 Hz" "I profile: +[0-9]+\\.[0-9]% +[0-9]+  (vmtest::Clock|fox::clock::NowNs)"
+         "I profile: core 1: [0-9]+ samples at 4096 Hz" "fox: exit status 0"
+  REJECT "profile: core 2")
+fox_vm_test(profile_bad_rate IMAGE hello ARGS "fox.profile=1000" EXIT ${USAGE}
+  EXPECT "bad boot argument 'fox.profile=1000': a power of two from 2 to 8192")
 fox_vm_test(clock IMAGE vmtest SMP 4 ARGS "-- clock" EXIT 0
   EXPECT "system_clock on 4 cores at once: within [0-9]+ ms" "vmtest clock: PASS")
 fox_vm_test(exit_code IMAGE vmtest ARGS "-- exit_code" EXIT 3
@@ -130,7 +140,7 @@ fox_vm_test(escape_event_core0 IMAGE vmtest SMP 2 ARGS "-- escape_event 0" EXIT 
          "#0 +0x[0-9a-f]+ vmtest::ThrowFromEvent\\(int\\)\\+0x"
   REJECT ${ESCAPE_REJECT})
 fox_vm_test(bad_boot_arg IMAGE hello ARGS "fox.bogus=1" EXIT ${USAGE}
-  EXPECT "E boot: unknown boot argument 'fox.bogus' \\(known: fox.log, fox.stack, fox.kcores, fox.idle, fox.node, fox.ip, fox.gw, fox.job, fox.key, fox.amport, fox.peers, fox.aggregate, fox.probe_ms, fox.suspect_ms, fox.join_ms, fox.finish, fox.spares, fox.joining, fox.dht_cores, fox.app, fox.smp_deaf\\)"
+  EXPECT "E boot: unknown boot argument 'fox.bogus' \\(known: fox.log, fox.stack, fox.kcores, fox.idle, fox.node, fox.ip, fox.gw, fox.job, fox.key, fox.amport, fox.peers, fox.aggregate, fox.probe_ms, fox.suspect_ms, fox.join_ms, fox.finish, fox.spares, fox.joining, fox.dht_cores, fox.app, fox.profile, fox.smp_deaf\\)"
   REJECT "Hello from fox")
 fox_vm_test(bad_boot_value IMAGE hello ARGS "fox.log=loud -- x" EXIT ${USAGE}
   EXPECT "bad boot argument 'fox.log=loud': expected one of debug\\|info\\|warn\\|error"
