@@ -736,7 +736,8 @@ Result<std::vector<uint8_t>> Dht::Call(uint64_t key_hash, uint16_t handler, cons
       continue;
     }
     if (status != Error::kOk) return status;
-    return std::vector<uint8_t>(reply->begin() + 4, reply->end());
+    reply->erase(reply->begin(), reply->begin() + 4);  // in place: no second buffer
+    return std::move(*reply);
   }
 }
 
