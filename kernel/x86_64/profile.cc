@@ -24,7 +24,7 @@ constexpr int kMaxCores = 16;          // the kernel cores sampled
 constexpr int kTop = 25;
 
 struct CoreSamples {
-  uint64_t* rips = nullptr;     // kMaxSamples, allocated at Start
+  uint64_t* rips = nullptr;      // kMaxSamples, allocated at Start
   std::atomic<size_t> count{0};  // taken (may exceed kMaxSamples: those are dropped)
 };
 CoreSamples g_cores[kMaxCores];
