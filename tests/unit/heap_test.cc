@@ -556,6 +556,36 @@ TEST_F(HeapTest, InvalidFreesAreReportedAndHarmless) {
   ExpectAllReturned();
 }
 
+// Free and UsableSize tell an object's start from a pointer into it by the
+// offset in its slab (a multiplication by the class's inverse, not a
+// division): every object of a full slab of every class is its own start,
+// and every byte after the start (checked: the next one, the middle, the
+// last) is interior.
+TEST_F(HeapTest, ObjectStartsInEveryClass) {
+  size_t errors = 0;
+  for (size_t size = 16; size <= Heap::kMaxSmallSize; size = Heap::RoundUpSize(size + 1)) {
+    std::vector<char*> objects;
+    size_t n = std::min<size_t>(std::max<size_t>(2 * kMiB / size, 16), 4096);  // beyond one slab
+    for (size_t i = 0; i < n; i++) {
+      auto* p = static_cast<char*>(heap_.Alloc(size));
+      ASSERT_NE(p, nullptr) << size;
+      ASSERT_EQ(heap_.UsableSize(p), size) << size << " object " << i;
+      objects.push_back(p);
+    }
+    for (size_t i = 0; i < n; i += std::max<size_t>(n / 64, 1)) {
+      for (size_t inside : {size_t{1}, size / 2, size - 1}) {
+        EXPECT_EQ(heap_.UsableSize(objects[i] + inside), 0u) << size << " + " << inside;
+        ASSERT_EQ(ErrorCount(), ++errors);
+        EXPECT_NE(LastError().find("interior"), std::string::npos) << LastError();
+      }
+    }
+    for (char* p : objects) heap_.Free(p);
+    ASSERT_EQ(ErrorCount(), errors) << size;
+  }
+  heap_.FlushCoreCache();
+  ExpectAllReturned();
+}
+
 TEST_F(HeapTest, WriteAfterFreeIsDetectedNotFollowed) {
   std::vector<char*> ps;
   for (int i = 0; i < 10; i++) ps.push_back(static_cast<char*>(heap_.Alloc(48)));
