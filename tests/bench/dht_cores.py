@@ -17,11 +17,11 @@ the answer back): the figures say what that costs against what the second
 core adds. The machine's cores bound it: the ratio means something only with
 at least 2 idle host cores.
 
---native runs the same program as a compute node (build/native/
-bench_dht_cores.elf) under QEMU (KVM, else TCG), 1 or 2 kernel cores, on
-QEMU's restricted user network, and prints the same figures as
-dht_cores_native.*: the node's own heap, idle and wake-up paths instead of
-Linux threads, glibc's malloc and eventfds.
+Then the same program as a compute node (build/native/bench_dht_cores.elf)
+under QEMU (KVM, else TCG), 1 or 2 kernel cores, on QEMU's restricted user
+network, with the same figures as dht_cores_native.*: the node's own heap,
+idle and wake-up paths instead of Linux threads, glibc's malloc and
+eventfds. --hosted or --native runs one of the two.
 """
 import argparse
 import os
@@ -77,9 +77,17 @@ def main():
     ap.add_argument("--seconds", type=float, default=2)
     ap.add_argument("--clients", type=int, default=16, help="client events per core")
     ap.add_argument("--keys", type=int, default=10000)
-    ap.add_argument("--native", action="store_true",
-                    help="run the node as a compute node under QEMU (figures named dht_cores_native.*)")
+    ap.add_argument("--native", action="store_true", help="only the compute node (dht_cores_native.*)")
+    ap.add_argument("--hosted", action="store_true", help="only the hosted node (dht_cores.*)")
     a = ap.parse_args()
+    kinds = [k for k, only in (("hosted", a.hosted), ("native", a.native)) if only] or ["hosted", "native"]
+    for kind in kinds:
+        a.native = kind == "native"
+        measure(a)
+    return 0
+
+
+def measure(a):
     name = "dht_cores"
     if a.native:
         name = "dht_cores_native"
@@ -97,8 +105,7 @@ def main():
     print("%s.scaling_ratio %.2f x (2 cores, shards on both, over 1 core, gets; %d clients per core; "
           "host cores: %d)" % (name, gets["2cores_2serving"] / gets["1core"], a.clients, os.cpu_count()))
     print("%s.shards_ratio %.2f x (2 cores: shards on both over shards on one, gets)" %
-          (name, gets["2cores_2serving"] / gets["2cores_1serving"]))
-    return 0
+          (name, gets["2cores_2serving"] / gets["2cores_1serving"]), flush=True)
 
 
 if __name__ == "__main__":
