@@ -991,8 +991,20 @@ Result<std::vector<uint8_t>> Dht::CallLocal(uint64_t key_hash, uint16_t handler,
   if (core::Current() == s.core) {
     ServeKey(s, caller, handler, body.data(), body.size());  // may block this event, as a call would
   } else {
-    event::SpawnRemote(s.core,
-                       [this, &s, caller, handler, body] { ServeKey(s, caller, handler, body.data(), body.size()); });
+    // The request stays in this frame (no copy, and a task small enough for
+    // Function's inline storage): this event is blocked until the answer,
+    // and the Serve functions decode their request before they answer or
+    // block. The caller (its promise) is the task's own.
+    struct Request {
+      Dht* dht;
+      Shard* shard;
+      uint16_t handler;
+      const std::vector<uint8_t>* body;
+    } request{this, &s, handler, &body};
+    event::SpawnRemote(s.core, [r = &request, caller] {
+      Request q = *r;
+      q.dht->ServeKey(*q.shard, caller, q.handler, q.body->data(), q.body->size());
+    });
   }
   return reply.Block();
 }
