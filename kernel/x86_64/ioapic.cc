@@ -44,24 +44,25 @@ Result<Pin> Find(uint8_t irq) REQUIRES(g_lock) {
   return Error::kNotFound;
 }
 
-void Program(const Pin& pin, uint8_t irq, uint8_t vector, uint32_t apic_id, bool active_low, bool level,
-             bool masked = false) {
-  uint32_t low = vector;
-  if (masked) low |= 1u << 16;
-  if (active_low) low |= 1u << 13;
-  if (level) low |= 1u << 15;
+// Finds the pin that serves `irq` and points it at `vector` on `apic_id`,
+// under one hold of the lock. An ISA IRQ takes the MADT's polarity and
+// trigger mode (flags bits 0-1 and 2-3, 3 = low / level); a PCI line is
+// level triggered, active low unless the MADT says high, and left masked.
+Result<void> Route(uint8_t irq, uint8_t vector, uint32_t apic_id, bool pci_line) {
+  bool active_low, level;
   {
     IrqSpinGuard guard(g_lock);
+    FOX_TRY_ASSIGN(Pin pin, Find(irq));
+    uint16_t polarity = pin.flags & 3, trigger = (pin.flags >> 2) & 3;
+    active_low = pci_line ? polarity != 1 : polarity == 3;  // PCI: 0 = bus default, active low
+    level = pci_line || trigger == 3;
+    uint32_t low = vector | (pci_line ? 1u << 16 : 0) | (active_low ? 1u << 13 : 0) | (level ? 1u << 15 : 0);
     Write(pin.base, 0x11 + 2 * pin.index, apic_id << 24);
     Write(pin.base, 0x10 + 2 * pin.index, low);
   }
   LOG_DEBUG("ioapic: IRQ %u -> vector %#x on APIC %u (%s, %s)", irq, vector, apic_id, level ? "level" : "edge",
             active_low ? "active low" : "active high");
-}
-
-Result<Pin> FindLocked(uint8_t irq) {
-  IrqSpinGuard guard(g_lock);
-  return Find(irq);
+  return Ok();
 }
 
 }  // namespace
@@ -75,19 +76,9 @@ void Init() {
   }
 }
 
-Result<void> RouteIsa(uint8_t irq, uint8_t vector, uint32_t apic_id) {
-  FOX_TRY_ASSIGN(Pin pin, FindLocked(irq));
-  // MADT flags: polarity in bits 0-1, trigger mode in bits 2-3 (3 = low / level).
-  Program(pin, irq, vector, apic_id, (pin.flags & 3) == 3, ((pin.flags >> 2) & 3) == 3);
-  return Ok();
-}
+Result<void> RouteIsa(uint8_t irq, uint8_t vector, uint32_t apic_id) { return Route(irq, vector, apic_id, false); }
 
-Result<void> RoutePciLine(uint8_t line, uint8_t vector, uint32_t apic_id) {
-  FOX_TRY_ASSIGN(Pin pin, FindLocked(line));
-  uint16_t polarity = pin.flags & 3;  // 0 = bus default: active low for PCI
-  Program(pin, line, vector, apic_id, polarity != 1, true, true);
-  return Ok();
-}
+Result<void> RoutePciLine(uint8_t line, uint8_t vector, uint32_t apic_id) { return Route(line, vector, apic_id, true); }
 
 Result<void> Unmask(uint8_t irq) {
   IrqSpinGuard guard(g_lock);

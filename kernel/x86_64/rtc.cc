@@ -9,6 +9,7 @@
 #include "percpu.h"
 #include "fox/clock.h"
 #include "fox/log.h"
+#include "fox/once.h"
 #include "fox/spinlock.h"
 
 namespace fox::rtc {
@@ -76,27 +77,21 @@ uint64_t ReadEpochNs() {
   return secs * 1000000000ull - clock::NowNs();
 }
 
-std::atomic<bool> g_epoch_read{false};
-uint64_t g_epoch_ns = 0;  // written once, before g_epoch_read
-SpinLock g_epoch_lock;    // the first read: one core reads the RTC, the others wait for it
+Once g_epoch_read;
+uint64_t g_epoch_ns = 0;  // written once, by g_epoch_read's set-up
 
 }  // namespace
 
 uint64_t BootEpochNs() {
-  if (g_epoch_read.load(std::memory_order_acquire)) return g_epoch_ns;
-  SpinGuard guard(g_epoch_lock);
-  if (!g_epoch_read.load(std::memory_order_relaxed)) {
-    g_epoch_ns = ReadEpochNs();
-    g_epoch_read.store(true, std::memory_order_release);
-  }
+  g_epoch_read.Run([] { g_epoch_ns = ReadEpochNs(); });
   return g_epoch_ns;
 }
 
 namespace {
 std::atomic<uint64_t> g_ticks{0};
-std::atomic<uint8_t> g_vector{0};
 std::atomic<void (*)(interrupts::Frame*)> g_hook{nullptr};
 SpinLock g_periodic_lock;  // Start and Stop
+uint8_t g_vector GUARDED_BY(g_periodic_lock) = 0;
 bool g_running GUARDED_BY(g_periodic_lock) = false;
 
 bool OnInterrupt(interrupts::Frame* frame) {
@@ -113,16 +108,14 @@ Result<void> StartPeriodicInterrupt(int rate) {
   if (rate < 3 || rate > 15) return Error::kInvalidArgument;
   SpinGuard guard(g_periodic_lock);
   if (g_running) return Error::kBusy;
-  uint8_t vector = g_vector.load(std::memory_order_relaxed);
-  if (vector == 0) {
-    FOX_TRY_ASSIGN(vector, interrupts::AllocateVector(OnInterrupt));
-    g_vector.store(vector, std::memory_order_relaxed);
+  if (g_vector == 0) {
+    FOX_TRY_ASSIGN(g_vector, interrupts::AllocateVector(OnInterrupt));
   }
   // 0x80 in the index keeps NMIs off while the registers change.
   SetCmos(0x8A, uint8_t((Cmos(0x8A) & 0xF0) | rate));
   SetCmos(0x8B, Cmos(0x8B) | 0x40);  // periodic interrupt enable
   Cmos(0x0C);
-  FOX_TRY(ioapic::RouteIsa(8, vector, percpu::Of(0)->apic_id));
+  FOX_TRY(ioapic::RouteIsa(8, g_vector, percpu::Of(0)->apic_id));
   g_running = true;
   return Ok();
 }

@@ -33,6 +33,7 @@
 #include "fox/irq_spinlock.h"
 #include "fox/log.h"
 #include "fox/nic.h"
+#include "fox/once.h"
 #include "interrupts.h"
 #include "ioapic.h"
 #include "memory.h"
@@ -487,22 +488,11 @@ void StartDevices() {
   });
 }
 
-enum : int { kNotStarted, kStarting, kStarted };
-std::atomic<int> g_state{kNotStarted};
+Once g_started;
 
 }  // namespace
 
-void EnsureStarted() {
-  if (g_state.load(std::memory_order_acquire) == kStarted) return;
-  int expected = kNotStarted;
-  if (g_state.compare_exchange_strong(expected, kStarting, std::memory_order_acq_rel)) {
-    StartDevices();  // allocates: no lock held
-    g_state.store(kStarted, std::memory_order_release);
-    return;
-  }
-  // Another core is starting them (~0.5 ms under TCG): wait for it.
-  while (g_state.load(std::memory_order_acquire) != kStarted) x86::Pause();
-}
+void EnsureStarted() { g_started.Run(StartDevices); }
 
 }  // namespace fox::virtio_net
 

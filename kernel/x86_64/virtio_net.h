@@ -9,7 +9,7 @@ namespace fox::virtio_net {
 
 // Finds and starts every virtio network device, once, on the first call
 // (fox::nic::Count and Get call it: the devices start when the network
-// does, ~0.4 ms under TCG that a node without a network never pays); they
+// does: ~0.2 ms of PCI scan under TCG that a node without one never pays); they
 // become fox::nic::Get(i). Logs and skips a device it cannot start. Any core,
 // after the boot.
 void EnsureStarted();

@@ -44,13 +44,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_native(cores, serving, a):
+def run_native(cores, serving, a, accel):
     """The same program as a compute node under QEMU: `cores` kernel cores
     (each takes events: clients and shards), on QEMU's restricted user
     network (the transport needs one; every request stays on the node)."""
     append = "fox.kcores=%d fox.dht_cores=%d fox.node=0 fox.peers=0@10.0.2.15 -- %g %d %d" % (
         cores, serving, a.seconds, a.clients, a.keys)
-    cmd = qemu_run.qemu_command(NATIVE_IMAGE, append, cores, 512, a.accel, None, False, net="user")
+    cmd = qemu_run.qemu_command(NATIVE_IMAGE, append, cores, 512, accel, None, False, net="user")
     r = qemu_run.run_qemu(cmd, 300, echo=False)
     m = LINE.search(r["text"])
     if r["status"] != 0 or not m:
@@ -58,9 +58,7 @@ def run_native(cores, serving, a):
     return int(m.group(2)), int(m.group(3)), int(m.group(4))
 
 
-def run(cores, serving, a):
-    if a.native:
-        return run_native(cores, serving, a)
+def run_hosted(cores, serving, a):
     port = free_port()
     env = dict(os.environ, FOX_CORES=str(cores),
                FOX_ARGS="fox.node=0 fox.amport=%d fox.peers=0@127.0.0.1:%d fox.dht_cores=%d" % (port, port, serving))
@@ -82,23 +80,25 @@ def main():
     a = ap.parse_args()
     kinds = [k for k, only in (("hosted", a.hosted), ("native", a.native)) if only] or ["hosted", "native"]
     for kind in kinds:
-        a.native = kind == "native"
-        measure(a)
+        measure(kind == "native", a)
     return 0
 
 
-def measure(a):
-    name = "dht_cores"
-    if a.native:
+def measure(native, a):
+    if native:
         name = "dht_cores_native"
         if not os.path.exists(NATIVE_IMAGE):
             sys.exit("bench dht_cores: %s missing; run make first" % NATIVE_IMAGE)
-        a.accel = qemu_run.bench_accel(name)
-    elif not os.access(PROGRAM, os.X_OK):
-        sys.exit("bench dht_cores: %s missing; run make first" % PROGRAM)
+        accel = qemu_run.bench_accel(name)
+        run = lambda cores, serving: run_native(cores, serving, a, accel)  # noqa: E731
+    else:
+        name = "dht_cores"
+        if not os.access(PROGRAM, os.X_OK):
+            sys.exit("bench dht_cores: %s missing; run make first" % PROGRAM)
+        run = lambda cores, serving: run_hosted(cores, serving, a)  # noqa: E731
     gets = {}
     for case, cores, serving in (("1core", 1, 1), ("2cores_1serving", 2, 1), ("2cores_2serving", 2, 2)):
-        g, s, served_on = run(cores, serving, a)
+        g, s, served_on = run(cores, serving)
         gets[case] = g
         print("%s.%s_gets_per_s %d ops/s (served on %d cores)" % (name, case, g, served_on), flush=True)
         print("%s.%s_sets_per_s %d ops/s" % (name, case, s), flush=True)

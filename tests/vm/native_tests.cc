@@ -6,7 +6,6 @@
 #include "fox/boot_args.h"
 #include "fox/clock.h"
 #include "fox/core.h"
-#include "fox/event.h"
 #include "fox/nic.h"
 #include "fox/future.h"
 #include "fox/timer.h"
@@ -80,19 +79,8 @@ void SleepMs(uint64_t ms) {
 int NicArp(int, char**) {
   // The first use starts the NICs (fox/nic.h): asked on every core at once,
   // one core starts them, the others wait, and all see the same count.
-  int cores = fox::core::Online();
-  auto counts = std::make_shared<std::vector<int>>(cores, -1);
-  auto left = std::make_shared<std::atomic<int>>(cores);
-  auto all = std::make_shared<fox::Promise<void>>();
-  auto answered = all->GetFuture();
-  for (int c = 0; c < cores; ++c) {
-    fox::event::SpawnRemote(c, [=] {
-      (*counts)[c] = fox::nic::Count();
-      if (left->fetch_sub(1) == 1) all->SetValue();
-    });
-  }
-  answered.Block();
-  for (int c = 0; c < cores; ++c) CHECK((*counts)[c] == (*counts)[0]);
+  auto counts = RunOnEveryCore([] { return fox::nic::Count(); });
+  for (int count : counts) CHECK(count == counts[0]);
   CHECK(fox::nic::Count() >= 1);
   fox::nic::Nic* nic = fox::nic::Get(0);
   nic->SetRxHandler(OnFrame, nullptr);

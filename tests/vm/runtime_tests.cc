@@ -1,7 +1,6 @@
 // The C++ runtime on a compute node: exceptions, RTTI, static constructors,
 // thread_local, the standard library, clocks.
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <exception>
 #include <functional>
@@ -18,10 +17,8 @@
 #include <vector>
 
 #include "fox/clock.h"
-#include "fox/core.h"
 #include "fox/event.h"
 #include "fox/exit.h"
-#include "fox/future.h"
 #include "vmtest.h"
 
 namespace vmtest {
@@ -211,21 +208,10 @@ int Clock(int, char**) {
   using namespace std::chrono;
   // The RTC is read when the wall clock is first asked for (x86_64/rtc.h):
   // asked on every core at once, every core gets the same epoch.
-  int cores = fox::core::Online();
-  auto walls = std::make_shared<std::vector<int64_t>>(cores, 0);
-  auto left = std::make_shared<std::atomic<int>>(cores);
-  auto all = std::make_shared<fox::Promise<void>>();
-  auto answered = all->GetFuture();
-  auto wall_ms = [] { return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count(); };
-  for (int c = 0; c < cores; ++c) {
-    fox::event::SpawnRemote(c, [=] {
-      (*walls)[c] = wall_ms();
-      if (left->fetch_sub(1) == 1) all->SetValue();
-    });
-  }
-  answered.Block();
-  auto [low, high] = std::minmax_element(walls->begin(), walls->end());
-  std::printf("system_clock on %d cores at once: within %lld ms\n", cores, (long long)(*high - *low));
+  auto walls =
+      RunOnEveryCore([] { return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count(); });
+  auto [low, high] = std::minmax_element(walls.begin(), walls.end());
+  std::printf("system_clock on %d cores at once: within %lld ms\n", int(walls.size()), (long long)(*high - *low));
   CHECK(*low > 1600000000000ll && *high - *low < 1000);
   auto t0 = steady_clock::now();
   uint64_t k0 = fox::clock::NowNs();

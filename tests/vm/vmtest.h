@@ -17,15 +17,18 @@
 
 #include <memory>
 #include <type_traits>
+#include <vector>
 
+#include "fox/core.h"
 #include "fox/event.h"
 #include "fox/future.h"
 
 namespace vmtest {
 
-// Runs fn on `core` and blocks the calling event until it has run there.
+// Runs fn on `core` (one event there); its result, or its exception, in
+// the future returned.
 template <typename F>
-auto RunOn(int core, F fn) {
+auto Start(int core, F fn) {
   using R = decltype(fn());
   auto promise = std::make_shared<fox::Promise<R>>();
   auto future = promise->GetFuture();
@@ -41,7 +44,24 @@ auto RunOn(int core, F fn) {
       promise->SetException(std::current_exception());
     }
   });
-  return future.Block();
+  return future;
+}
+
+// Runs fn on `core` and blocks the calling event until it has run there.
+template <typename F>
+auto RunOn(int core, F fn) {
+  return Start(core, std::move(fn)).Block();
+}
+
+// Runs fn on every online core at once and blocks the calling event until
+// all have run; their results, by core.
+template <typename F>
+auto RunOnEveryCore(F fn) {
+  std::vector<decltype(Start(0, fn))> futures;
+  for (int c = 0; c < fox::core::Online(); ++c) futures.push_back(Start(c, fn));
+  std::vector<decltype(fn())> results;
+  for (auto& f : futures) results.push_back(f.Block());
+  return results;
 }
 
 int Banner(int argc, char** argv);
