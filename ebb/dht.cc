@@ -743,7 +743,9 @@ Result<std::vector<uint8_t>> Dht::Call(uint64_t key_hash, uint16_t handler, cons
 
 Result<Dht::Item> Dht::Get(const std::string& key) {
   if (!KeyOk(key)) return Error::kInvalidArgument;
-  auto reply = Call(HashOf(key), kGet, std::vector<uint8_t>(key.begin(), key.end()));
+  uint64_t hash = HashOf(key);
+  if (auto here = GetHere(key, hash)) return std::move(*here);
+  auto reply = Call(hash, kGet, std::vector<uint8_t>(key.begin(), key.end()));
   if (!reply.ok()) return reply.error();
   auto entry = dht_wire::DecodeItem(reply->data(), reply->size());
   if (!entry.ok()) return Error::kCorrupt;
@@ -1009,28 +1011,72 @@ Result<std::vector<uint8_t>> Dht::CallLocal(uint64_t key_hash, uint16_t handler,
   return reply.Block();
 }
 
-void Dht::ServeGet(Shard& s, const Caller& caller, const uint8_t* body, size_t length) {
-  auto key = dht_wire::DecodeKey(body, length);
+Error Dht::Look(Shard& s, std::string_view key, uint64_t key_hash, const DhtEntry** entry) {
+  *entry = nullptr;
   Error status = Error::kOk;
-  const DhtEntry* entry = nullptr;
-  uint64_t hash = key.ok() ? HashOf(*key) : 0;
-  if (!key.ok() || ShardOf(hash) != s.index) {
+  if (ShardOf(key_hash) != s.index) {
     status = Error::kInvalidArgument;
-  } else if (!Primary(s, hash)) {
+  } else if (!Primary(s, key_hash)) {
     status = Error::kBusy;
-  } else if (!HoldsLease(s, hash)) {
+  } else if (!HoldsLease(s, key_hash)) {
     status = Error::kBusy;  // the caller retries: the ring drops a dead owner, or this zombie is fenced
   } else {
-    entry = s.items.Find(*key, clock::NowNs());
-    if (!entry) status = Error::kNotFound;
+    *entry = s.items.Find(key, clock::NowNs());
+    if (*entry == nullptr) status = Error::kNotFound;
   }
-  {
-    SpinGuard g(s.lock);
-    ++(status == Error::kInvalidArgument ? s.stats.bad_requests
-       : status == Error::kBusy          ? s.stats.not_primary
-                                         : s.stats.served_gets);
+  SpinGuard g(s.lock);
+  ++(status == Error::kInvalidArgument ? s.stats.bad_requests
+     : status == Error::kBusy          ? s.stats.not_primary
+                                       : s.stats.served_gets);
+  return status;
+}
+
+void Dht::ServeGet(Shard& s, const Caller& caller, const uint8_t* body, size_t length) {
+  auto key = dht_wire::DecodeKey(body, length);
+  const DhtEntry* entry = nullptr;
+  Error status = Error::kInvalidArgument;
+  if (key.ok()) {
+    status = Look(s, *key, HashOf(*key), &entry);
+  } else {
+    s.Count(&Stats::bad_requests);
   }
   Reply(caller, status, entry ? dht_wire::EncodeItem(*entry) : std::vector<uint8_t>{});
+}
+
+std::optional<Result<Dht::Item>> Dht::GetHere(const std::string& key, uint64_t key_hash) {
+  const DhtRing* ring = CallersRing();
+  if (!ring || ring->nodes().empty() || ring->PrimaryOf(key_hash) != am::Self()) return std::nullopt;
+  // In this frame, which stays put while the call is served: the blocked
+  // caller's, when the shard is another core's.
+  struct Here {
+    Dht* dht;
+    Shard* shard;
+    const std::string* key;
+    uint64_t hash;
+    Error status = Error::kOk;
+    Item item;
+    event::Continuation caller;
+    void Serve() {
+      const DhtEntry* entry = nullptr;
+      status = dht->Look(*shard, *key, hash, &entry);
+      if (entry) item = Item{entry->value, entry->flags, entry->version};
+    }
+  } here{this, shards_[ShardOf(key_hash)].get(), &key, key_hash, Error::kOk, {}, {}};
+  if (core::Current() == here.shard->core) {
+    here.Serve();  // may block this event, as a call would
+  } else {
+    event::Block([h = &here](event::Continuation k) {
+      h->caller = std::move(k);
+      event::SpawnRemote(h->shard->core, [h] {
+        h->Serve();
+        event::Continuation caller = std::move(h->caller);  // `here` may be gone once it resumes
+        caller.Resume();
+      });
+    });
+  }
+  if (here.status == Error::kBusy) return std::nullopt;
+  if (here.status != Error::kOk) return here.status;
+  return std::move(here.item);
 }
 
 void Dht::ServeWrite(Shard& s, const Caller& caller, const uint8_t* body, size_t length) {

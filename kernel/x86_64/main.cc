@@ -132,6 +132,7 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   acpi::Init(g_boot_info.has_rsdp_copy ? g_boot_info.rsdp_copy : nullptr);  // reads the BIOS data area in page 0
   Mark("acpi");
   ParseCommandLine();
+  Mark("cmdline");
   percpu::SetPresent(acpi::CountProcessors());
   // Cores are numbered among the MADT's processors; one more in case the
   // boot processor is missing from the table.

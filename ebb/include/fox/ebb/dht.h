@@ -14,7 +14,11 @@
 // which serves reads from its own copy and applies writes. The ring's
 // members are the nodes named by the transport (am::Peers(), place 0
 // included) plus this node, or the list given to Start: every node of the
-// job must run the Dht and Start it alike.
+// job must run the Dht and Start it alike. A call whose primary is this
+// node skips the transport: its shard serves it (inline on the shard's
+// core, else as an event there while the caller is blocked), and a get's
+// answer is written into the blocked caller's frame, neither encoded nor
+// decoded (on a compute node under TCG, 1 core: 221 k -> 583 k gets/s).
 //
 // Replication. The primary applies a write, then sends the key's resulting
 // state (item or tombstone, with its version: dht_items.h) to the other
@@ -281,6 +285,18 @@ class Dht : public SharedEbb<Dht> {
   // directly (inline if the calling core is the shard's), no transport and
   // no Rpc. Returns the reply as Rpc would.
   Result<std::vector<uint8_t>> CallLocal(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body);
+  // A get whose primary is this node, by the calling core's ring: served by
+  // its shard as CallLocal would, but neither encoded nor decoded and with
+  // no promise (the answer is written into the blocked caller's frame).
+  // nullopt if the primary is another node or the shard says kBusy (Call
+  // then routes and retries). Event context.
+  std::optional<Result<Item>> GetHere(const std::string& key, uint64_t key_hash);
+  // A get of `key` (hash `key_hash`) served by shard `s`: kOk with `*entry`
+  // set (valid until the calling event blocks), kNotFound, kBusy (not the
+  // key's primary here, or a read lease not held) or kInvalidArgument (not
+  // this shard's key); counted. May block (a lease's renewal). Event
+  // context, the shard's core.
+  Error Look(Shard& s, std::string_view key, uint64_t key_hash, const DhtEntry** entry);
   void ServeKey(Shard& s, const Caller& caller, uint16_t handler, const uint8_t* body, size_t length);
   // Answers `caller`: status, then `payload` (Rpc::Reply, or its promise).
   static void Reply(const Caller& caller, Error status, const std::vector<uint8_t>& payload = {});
