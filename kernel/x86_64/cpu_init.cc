@@ -113,14 +113,12 @@ void Settle(bool has_monitor, bool waits) {
     use_mwait = has_monitor;
     if (!has_monitor) LOG_WARN("idle: fox.idle=mwait, but this CPU has no MONITOR/MWAIT: falling back to HLT");
   } else if (std::strcmp(g_want, "auto") == 0) {
-    use_mwait = waits;
+    use_mwait = has_monitor;  // where it does not wait: poll the doorbell, then halt
   }
   if (!use_mwait) {
     Publish(IdleMode::kHlt, 0, false);
     LOG_INFO("idle: HLT, woken by IPI (fox.idle=%s%s)", g_want,
-             std::strcmp(g_want, "auto") != 0 ? ""
-             : has_monitor                    ? ": MWAIT does not wait on this CPU"
-                                              : ": no MONITOR/MWAIT");
+             std::strcmp(g_want, "auto") != 0 ? "" : ": no MONITOR/MWAIT");
     return;
   }
   bool advertised = (g_leaf5_ecx & 3) == 3;  // EMX (extensions enumerated) and IBE
@@ -131,15 +129,17 @@ void Settle(bool has_monitor, bool waits) {
   } else {
     LOG_INFO(
         "idle: MWAIT on a per-core doorbell line (%u bytes), but MWAIT does not wait on this CPU (an emulator): "
-        "an idle core polls its doorbell for %llu us, then halts until an IPI (fox.idle=%s)",
+        "an idle core polls its doorbell for up to %llu us (as long as its recent idles suggest), then halts "
+        "until an IPI (fox.idle=%s)",
         g_idle.monitor_line, (unsigned long long)(g_idle.poll_ns / 1000), g_want);
   }
 }
 
 }  // namespace
 
-// `auto` takes MWAIT where it exists and waits; `mwait` wherever it
-// exists (polling then halting where it does not wait). Runs with
+// `auto` and `mwait` take MWAIT wherever it exists (polling, then
+// halting where it does not wait); `mwait` polls from the boot on, while
+// `auto` halts until the probe has said whether MWAIT waits. Runs with
 // interrupts masked, except inside the probes' waits.
 void ChooseIdle() {
   const char* arg = BootArg("fox.idle");

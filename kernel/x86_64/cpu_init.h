@@ -20,8 +20,9 @@ struct IdleInfo {
   uint32_t monitor_line = 64;  // bytes (CPUID.05H:EBX, largest monitor line)
   // 0 where MWAIT really waits. Where it returns at once (emulators: QEMU's
   // TCG runs it as a pause when there are several CPUs), an idle core would
-  // spin: it polls its doorbell this long, then halts, and wakers seeing it
-  // halted send the IPI (the scheme of Linux's guest haltpoll).
+  // spin: it polls its doorbell at most this long (event_platform.cc
+  // adapts the window to its recent idles), then halts, and wakers seeing
+  // it halted send the IPI (the scheme of Linux's guest haltpoll).
   uint64_t poll_ns = 0;
 };
 

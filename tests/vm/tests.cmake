@@ -217,6 +217,12 @@ fox_vm_test(idle_wake_mwait IMAGE vmtest SMP 4 ARGS "fox.idle=mwait -- idle_wake
   EXPECT "${IDLE_MWAIT_LOG}"
          "idle_wake: MWAIT, 200 spawns to sleeping core 1: 200 wake-ups, [1-9][0-9]* by doorbell alone, ([0-9]+) by IPI, \\1 interrupts taken|idle_wake: this CPU has no MONITOR/MWAIT, fox.idle=mwait fell back to HLT"
          "vmtest idle_wake: PASS")
+# The default: MWAIT where it exists (under TCG: an adaptive poll, then HLT;
+# spawns right after the core went to sleep end its poll), else HLT.
+fox_vm_test(idle_wake_auto IMAGE vmtest SMP 4 ARGS "-- idle_wake auto 200" EXIT 0
+  EXPECT "I idle: MWAIT on a per-core doorbell line|I idle: HLT, woken by IPI \\(fox.idle=auto: no MONITOR/MWAIT\\)"
+         "idle_wake: MWAIT, 200 spawns to sleeping core 1: 200 wake-ups, [1-9][0-9]* by doorbell alone, ([0-9]+) by IPI, \\1 interrupts taken|idle_wake: HLT, 200 spawns to sleeping core 1: 200 wake-ups, 0 by doorbell alone"
+         "vmtest idle_wake: PASS")
 foreach(idle hlt mwait)
   fox_vm_test(spawn_storm_idle_${idle} IMAGE vmtest SMP 4 MEM 1024 ARGS "fox.idle=${idle} -- spawn_storm 250000" EXIT 0 TIMEOUT 300
     EXPECT "spawn_storm: 4000000 cross-core events in [0-9]+ ms, counts exact")
