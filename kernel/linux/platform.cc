@@ -5,6 +5,7 @@
 // next timer). Code above kernel/ cannot tell the difference.
 #include <cxxabi.h>
 #include <dlfcn.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -19,6 +20,7 @@
 #include <ctime>
 
 #include "../common/event/platform.h"
+#include "../common/event/poll_window.h"
 #include "../common/terminate.h"
 #include "fox/clock.h"
 #include "fox/console.h"
@@ -164,8 +166,28 @@ void HandleEvents(hosted::CoreState& c, epoll_event* events, int n) {
   }
 }
 
-void WaitForWork(uint64_t deadline_ns) {
-  hosted::CoreState& c = g_cores[hosted::t_core];
+namespace {
+// Idle (poll_window.h): a core polls its doorbell before it sleeps in
+// epoll_wait, so that an answer from another core that comes within the
+// window costs neither side a system call. The doorbell is the native one's
+// protocol (x86_64/event_platform.cc): the sleeper announces kPolling with
+// an exchange (a ring already there ends the wait), goes from polling to
+// sleeping by compare-and-swap kPolling -> kAsleep, and a waker exchanges
+// kRung in and writes the eventfd only if it found kAsleep. The loop calls
+// Wake only for a core that set `sleeping` (its Dekker handshake).
+enum : uint32_t { kAwake, kPolling, kAsleep, kRung };
+struct alignas(64) Doorbell {
+  std::atomic<uint32_t> state{kAwake};
+};
+Doorbell g_doorbells[core::kMaxCores];
+PollWindow g_poll_windows[core::kMaxCores];
+// At most this long: hosted nodes often share the machine's processors
+// with many others (a test's cluster), and a polling thread yields to them.
+constexpr uint64_t kMaxPollNs = 200'000;
+// While polling, a core with descriptors to watch looks at them this often.
+constexpr uint64_t kWatchLookNs = 20'000;
+
+void Sleep(hosted::CoreState& c, uint64_t deadline_ns) {
   itimerspec spec{};
   if (deadline_ns != 0) {
     // timerfd wants CLOCK_MONOTONIC time; NowNs counts from process start.
@@ -182,6 +204,44 @@ void WaitForWork(uint64_t deadline_ns) {
   int n = epoll_wait(c.epoll_fd, events, 8, -1);
   HandleEvents(c, events, n);
 }
+}  // namespace
+
+void WaitForWork(uint64_t deadline_ns) {
+  int core = hosted::t_core;
+  hosted::CoreState& c = g_cores[core];
+  Doorbell& bell = g_doorbells[core];
+  PollWindow& window = g_poll_windows[core];
+  if (bell.state.exchange(kPolling, std::memory_order_seq_cst) == kRung) {
+    bell.state.store(kAwake, std::memory_order_relaxed);
+    return;
+  }
+  uint64_t start = clock::NowNs();
+  uint64_t poll_until = start + window.ns, watches_seen = start;
+  for (;;) {
+    if (bell.state.load(std::memory_order_seq_cst) != kPolling) break;  // rung
+    uint64_t now = clock::NowNs();
+    if (deadline_ns != 0 && now >= deadline_ns) break;
+    if (c.has_watches.load(std::memory_order_relaxed) && now - watches_seen >= kWatchLookNs) {
+      watches_seen = now;
+      epoll_event events[8];
+      int n = epoll_wait(c.epoll_fd, events, 8, 0);
+      if (n > 0) {
+        HandleEvents(c, events, n);
+        break;
+      }
+    }
+    if (now >= poll_until) {
+      uint32_t polling = kPolling;
+      if (bell.state.compare_exchange_strong(polling, kAsleep, std::memory_order_seq_cst)) {
+        Sleep(c, deadline_ns);
+        window.Adapt(clock::NowNs() - now, kMaxPollNs);
+      }
+      break;
+    }
+    sched_yield();
+  }
+  bell.state.store(kAwake, std::memory_order_relaxed);
+}
 
 void PollWhileBusy() {
   hosted::CoreState& c = g_cores[hosted::t_core];
@@ -195,6 +255,7 @@ void PollWhileBusy() {
 }
 
 bool Wake(int target) {
+  if (g_doorbells[target].state.exchange(kRung, std::memory_order_seq_cst) != kAsleep) return false;
   uint64_t one = 1;
   (void)::write(g_cores[target].wake_fd, &one, sizeof one);
   return false;

@@ -10,7 +10,7 @@
 //   which ends the wait without an interrupt, so an application core woken
 //   this way takes none. Interrupts end the wait too (timers and devices
 //   on kernel cores). Where MWAIT does not wait (emulators), the core polls
-//   for up to IdleInfo::poll_ns (a window that adapts: PollWindow) and then
+//   for up to IdleInfo::poll_ns (a window that adapts: poll_window.h) and then
 //   halts, announcing kHalted in the line; a waker that finds kHalted sends
 //   the IPI as well.
 //
@@ -36,8 +36,8 @@
 // arrives late (its producer saw `sleeping` of an earlier round) costs one
 // spurious wake-up, after which the loop re-checks its queues.
 #include "../common/event/platform.h"
+#include "../common/event/poll_window.h"
 
-#include <algorithm>
 #include <atomic>
 
 #include "cpu.h"
@@ -77,28 +77,10 @@ void WaitHltAnnounced(Doorbell& bell) {
 // means it does not wait at all.
 constexpr int kMaxEarlyReturns = 256;
 
-// Where MWAIT does not wait, how long an idle core polls before it halts
-// adapts as Linux's guest haltpoll does: a halt that ended within
-// IdleInfo::poll_ns (the most it polls) would have been caught by a longer
-// poll, so the window doubles (from kPollStartNs); a longer halt halves it
-// (below kPollStartNs: no poll). A busy core's brief idles end in its poll,
-// sparing its waker the IPI and itself the wake-up (under TCG, 2 kernel
-// cores serving the Dht: 381 k -> 450 k gets/s, with a 1 ms poll); an idle
-// node's cores, woken only by timers far apart, soon stop polling.
-constexpr uint64_t kPollStartNs = 20000;
-struct alignas(64) PollWindow {
-  uint64_t ns = kPollStartNs;  // the owning core's only
-};
+// Where MWAIT does not wait, how long each core polls before it halts
+// (under TCG, 2 kernel cores serving the Dht: 419 k -> 502 k gets/s against
+// HLT alone).
 PollWindow g_poll_windows[core::kMaxCores];
-
-void AdaptPoll(PollWindow& window, uint64_t halted_ns, uint64_t max_ns) {
-  if (halted_ns < max_ns) {
-    window.ns = window.ns == 0 ? kPollStartNs : std::min(window.ns * 2, max_ns);
-  } else {
-    window.ns /= 2;
-    if (window.ns < kPollStartNs) window.ns = 0;
-  }
-}
 
 // Returns when the doorbell rang, an interrupt arrived or the deadline
 // passed. MWAIT may also return for no reason: such returns wait again here
@@ -127,7 +109,7 @@ void WaitMwait(Doorbell& bell, uint64_t deadline_ns) {
       uint32_t polling = kPolling;
       if (bell.state.compare_exchange_strong(polling, kHalted, std::memory_order_seq_cst)) {
         WaitHlt();
-        if (polls) AdaptPoll(window, clock::NowNs() - now, idle.poll_ns);
+        if (polls) window.Adapt(clock::NowNs() - now, idle.poll_ns);
       }
       break;
     }
