@@ -38,6 +38,7 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <type_traits>
 
 #include "fox/boot_args.h"
 #include "fox/clock.h"
@@ -766,7 +767,9 @@ Result<Dht::Item> Dht::Write(const DhtWrite& write) {
     named.request = (uint64_t(am::Self()) << 40) |
                     (next_request_.fetch_add(1, std::memory_order_relaxed) & ((uint64_t(1) << 40) - 1));
   }
-  auto reply = Call(HashOf(write.key), kWrite, dht_wire::EncodeWrite(named), rpc_timeout_ms);
+  uint64_t hash = HashOf(write.key);
+  if (auto here = WriteHere(named, hash)) return std::move(*here);
+  auto reply = Call(hash, kWrite, dht_wire::EncodeWrite(named), rpc_timeout_ms);
   if (!reply.ok()) return reply.error();
   if (DhtWriteAnswersItem(write.mode)) {
     auto entry = dht_wire::DecodeItem(reply->data(), reply->size());
@@ -1043,52 +1046,61 @@ void Dht::ServeGet(Shard& s, const Caller& caller, const uint8_t* body, size_t l
   Reply(caller, status, entry ? dht_wire::EncodeItem(*entry) : std::vector<uint8_t>{});
 }
 
+template <class Serve>
+void Dht::ServeHere(Shard& s, Serve&& serve) {
+  if (core::Current() == s.core) return serve();  // may block this event, as a call would
+  // In this frame, which stays put while the calling event is blocked.
+  struct Hop {
+    void (*run)(void*);
+    void* serve;
+    event::Continuation caller;
+  } hop{[](void* f) { (*static_cast<std::remove_reference_t<Serve>*>(f))(); }, &serve, {}};
+  event::Block([h = &hop, core = s.core](event::Continuation k) {
+    h->caller = std::move(k);
+    event::SpawnRemote(core, [h] {
+      h->run(h->serve);
+      event::Continuation caller = std::move(h->caller);  // `hop` may be gone once it resumes
+      caller.Resume();
+    });
+  });
+}
+
 std::optional<Result<Dht::Item>> Dht::GetHere(const std::string& key, uint64_t key_hash) {
   const DhtRing* ring = CallersRing();
   if (!ring || ring->nodes().empty() || ring->PrimaryOf(key_hash) != am::Self()) return std::nullopt;
-  // In this frame, which stays put while the call is served: the blocked
-  // caller's, when the shard is another core's.
-  struct Here {
-    Dht* dht;
-    Shard* shard;
-    const std::string* key;
-    uint64_t hash;
-    Error status = Error::kOk;
-    Item item;
-    event::Continuation caller;
-    void Serve() {
-      const DhtEntry* entry = nullptr;
-      status = dht->Look(*shard, *key, hash, &entry);
-      if (entry) item = Item{entry->value, entry->flags, entry->version};
-    }
-  } here{this, shards_[ShardOf(key_hash)].get(), &key, key_hash, Error::kOk, {}, {}};
-  if (core::Current() == here.shard->core) {
-    here.Serve();  // may block this event, as a call would
-  } else {
-    event::Block([h = &here](event::Continuation k) {
-      h->caller = std::move(k);
-      event::SpawnRemote(h->shard->core, [h] {
-        h->Serve();
-        event::Continuation caller = std::move(h->caller);  // `here` may be gone once it resumes
-        caller.Resume();
-      });
-    });
-  }
-  if (here.status == Error::kBusy) return std::nullopt;
-  if (here.status != Error::kOk) return here.status;
-  return std::move(here.item);
+  Shard& s = *shards_[ShardOf(key_hash)];
+  Error status = Error::kOk;
+  Item item;
+  ServeHere(s, [&] {
+    const DhtEntry* entry = nullptr;
+    status = Look(s, key, key_hash, &entry);
+    if (entry) item = Item{entry->value, entry->flags, entry->version};
+  });
+  if (status == Error::kBusy) return std::nullopt;  // the routed path retries as the ring settles
+  if (status != Error::kOk) return status;
+  return std::move(item);
 }
 
 void Dht::ServeWrite(Shard& s, const Caller& caller, const uint8_t* body, size_t length) {
-  NodeId from = caller.node;
   auto write = dht_wire::DecodeWrite(body, length);  // a copy: this event blocks below
   if (!write.ok() || !InShard(write->key, s.index)) {
     s.Count(&Stats::bad_requests);
     return Reply(caller, write.ok() ? Error::kInvalidArgument : write.error());
   }
+  ApplyWrite(s, caller.node, *write, &caller, [&caller, mode = write->mode](Error status, const DhtEntry* entry) {
+    if (status != Error::kOk) return Reply(caller, status);
+    if (DhtWriteAnswersItem(mode)) return Reply(caller, Error::kOk, dht_wire::EncodeItem(*entry));
+    std::vector<uint8_t> cas(8);
+    net::wire::StoreLe<uint64_t>(cas.data(), entry->version);
+    Reply(caller, Error::kOk, cas);
+  });
+}
+
+template <class Answer>
+void Dht::ApplyWrite(Shard& s, NodeId from, const DhtWrite& write, const Caller* holder, Answer&& answer) {
   // A dead caller's write (it waited in the mailbox while the transport
   // declared it dead) is never applied: Quiesce.
-  if (am::State(from) == am::PeerState::kDead) return Reply(caller, Error::kNotFound);
+  if (am::State(from) == am::PeerState::kDead) return answer(Error::kNotFound, nullptr);
   struct InProgress {  // counted until answered (replication included)
     Shard& s;
     NodeId from;
@@ -1097,17 +1109,17 @@ void Dht::ServeWrite(Shard& s, const Caller& caller, const uint8_t* body, size_t
       if (--s.in_progress[from] == 0) s.in_progress.erase(from);
     }
   } in_progress(s, from);
-  uint64_t hash = HashOf(write->key);
+  uint64_t hash = HashOf(write.key);
   if (!Primary(s, hash)) {
     s.Count(&Stats::not_primary);
-    return Reply(caller, Error::kBusy);
+    return answer(Error::kBusy, nullptr);
   }
-  auto applied = s.items.Write(*write, clock::NowNs());
-  if (!applied.ok() && applied.error() == Error::kBusy && DhtWriteWaits(write->mode)) {
-    if (write->wait_ms == 0) return Reply(caller, Error::kTimedOut);
-    uint64_t deadline = clock::NowNs() + uint64_t(write->wait_ms) * 1'000'000;
-    std::string key = write->key;
-    s.waiters[key].push_back(Waiter{caller, std::move(*write), deadline});
+  auto applied = s.items.Write(write, clock::NowNs());
+  if (!applied.ok() && applied.error() == Error::kBusy && DhtWriteWaits(write.mode)) {
+    if (write.wait_ms == 0) return answer(Error::kTimedOut, nullptr);
+    if (holder == nullptr) return answer(Error::kBusy, nullptr);  // nobody to hold it for: the routed path does
+    uint64_t deadline = clock::NowNs() + uint64_t(write.wait_ms) * 1'000'000;
+    s.waiters[write.key].push_back(Waiter{*holder, write, deadline});
     s.Count(&Stats::waiting);
     if (!s.sweeping) {
       s.sweeping = true;
@@ -1115,16 +1127,33 @@ void Dht::ServeWrite(Shard& s, const Caller& caller, const uint8_t* body, size_t
     }
     return;
   }
-  if (!applied.ok()) return Reply(caller, applied.error());
-  if (write->mode == DhtWrite::Mode::kWait) return Reply(caller, Error::kOk, dht_wire::EncodeItem(*applied));
+  if (!applied.ok()) return answer(applied.error(), nullptr);
+  if (write.mode == DhtWrite::Mode::kWait) return answer(Error::kOk, &*applied);
   NoteItems(s);
-  Wake(s, write->key);
-  s.Count(write->mode == DhtWrite::Mode::kDelete ? &Stats::served_deletes : &Stats::served_writes);
-  if (!Replicate(s, write->key, hash)) return Reply(caller, Error::kTimedOut);
-  if (DhtWriteAnswersItem(write->mode)) return Reply(caller, Error::kOk, dht_wire::EncodeItem(*applied));
-  std::vector<uint8_t> cas(8);
-  net::wire::StoreLe<uint64_t>(cas.data(), applied->version);
-  Reply(caller, Error::kOk, cas);
+  Wake(s, write.key);
+  s.Count(write.mode == DhtWrite::Mode::kDelete ? &Stats::served_deletes : &Stats::served_writes);
+  if (!Replicate(s, write.key, hash)) return answer(Error::kTimedOut, nullptr);
+  answer(Error::kOk, &*applied);
+}
+
+std::optional<Result<Dht::Item>> Dht::WriteHere(const DhtWrite& write, uint64_t key_hash) {
+  if (DhtWriteWaits(write.mode)) return std::nullopt;
+  const DhtRing* ring = CallersRing();
+  if (!ring || ring->nodes().empty() || ring->PrimaryOf(key_hash) != am::Self()) return std::nullopt;
+  Shard& s = *shards_[ShardOf(key_hash)];
+  Error status = Error::kOk;
+  Item item;
+  ServeHere(s, [&] {
+    ApplyWrite(s, am::Self(), write, nullptr, [&](Error st, const DhtEntry* entry) {
+      status = st;
+      if (st != Error::kOk) return;
+      item = DhtWriteAnswersItem(write.mode) ? Item{entry->value, entry->flags, entry->version}
+                                             : Item{{}, 0, entry->version};
+    });
+  });
+  if (status == Error::kBusy) return std::nullopt;  // the routed path retries as the ring settles
+  if (status != Error::kOk) return status;
+  return std::move(item);
 }
 
 // Read leases. A primary that the job has declared dead but that does not

@@ -291,6 +291,21 @@ class Dht : public SharedEbb<Dht> {
   // nullopt if the primary is another node or the shard says kBusy (Call
   // then routes and retries). Event context.
   std::optional<Result<Item>> GetHere(const std::string& key, uint64_t key_hash);
+  // The same for a write that cannot be held (DhtWriteWaits: those take
+  // the routed path): applied by its shard from `write` in the caller's
+  // frame, the item or version answered into it.
+  std::optional<Result<Item>> WriteHere(const DhtWrite& write, uint64_t key_hash);
+  // Runs `serve` on shard `s`'s core: inline if the caller is there, else
+  // as an event there while the calling event is blocked (so `serve` may
+  // point into the caller's frame). Event context.
+  template <class Serve>
+  static void ServeHere(Shard& s, Serve&& serve);
+  // ServeWrite's work once the write is decoded and in shard `s`: applies
+  // `write` from `from`, replicates it, and calls `answer(status, entry)`
+  // once (entry: the stored item, on kOk). A write that must wait is held
+  // for `holder` (answered later), or answered kBusy without one. May block.
+  template <class Answer>
+  void ApplyWrite(Shard& s, NodeId from, const DhtWrite& write, const Caller* holder, Answer&& answer);
   // A get of `key` (hash `key_hash`) served by shard `s`: kOk with `*entry`
   // set (valid until the calling event blocks), kNotFound, kBusy (not the
   // key's primary here, or a read lease not held) or kInvalidArgument (not
