@@ -1065,10 +1065,22 @@ void Dht::ServeHere(Shard& s, Serve&& serve) {
   });
 }
 
-std::optional<Result<Dht::Item>> Dht::GetHere(const std::string& key, uint64_t key_hash) {
+Dht::Shard* Dht::ShardHere(uint64_t key_hash) {
   const DhtRing* ring = CallersRing();
-  if (!ring || ring->nodes().empty() || ring->PrimaryOf(key_hash) != am::Self()) return std::nullopt;
-  Shard& s = *shards_[ShardOf(key_hash)];
+  if (!ring || ring->nodes().empty() || ring->PrimaryOf(key_hash) != am::Self()) return nullptr;
+  return shards_[ShardOf(key_hash)].get();
+}
+
+std::optional<Result<Dht::Item>> Dht::Answered(Error status, Item&& item) {
+  if (status == Error::kBusy) return std::nullopt;  // the routed path retries as the ring settles
+  if (status != Error::kOk) return status;
+  return std::move(item);
+}
+
+std::optional<Result<Dht::Item>> Dht::GetHere(const std::string& key, uint64_t key_hash) {
+  Shard* here = ShardHere(key_hash);
+  if (here == nullptr) return std::nullopt;
+  Shard& s = *here;
   Error status = Error::kOk;
   Item item;
   ServeHere(s, [&] {
@@ -1076,9 +1088,7 @@ std::optional<Result<Dht::Item>> Dht::GetHere(const std::string& key, uint64_t k
     status = Look(s, key, key_hash, &entry);
     if (entry) item = Item{entry->value, entry->flags, entry->version};
   });
-  if (status == Error::kBusy) return std::nullopt;  // the routed path retries as the ring settles
-  if (status != Error::kOk) return status;
-  return std::move(item);
+  return Answered(status, std::move(item));
 }
 
 void Dht::ServeWrite(Shard& s, const Caller& caller, const uint8_t* body, size_t length) {
@@ -1137,10 +1147,9 @@ void Dht::ApplyWrite(Shard& s, NodeId from, const DhtWrite& write, const Caller*
 }
 
 std::optional<Result<Dht::Item>> Dht::WriteHere(const DhtWrite& write, uint64_t key_hash) {
-  if (DhtWriteWaits(write.mode)) return std::nullopt;
-  const DhtRing* ring = CallersRing();
-  if (!ring || ring->nodes().empty() || ring->PrimaryOf(key_hash) != am::Self()) return std::nullopt;
-  Shard& s = *shards_[ShardOf(key_hash)];
+  Shard* here = DhtWriteWaits(write.mode) ? nullptr : ShardHere(key_hash);
+  if (here == nullptr) return std::nullopt;
+  Shard& s = *here;
   Error status = Error::kOk;
   Item item;
   ServeHere(s, [&] {
@@ -1151,9 +1160,7 @@ std::optional<Result<Dht::Item>> Dht::WriteHere(const DhtWrite& write, uint64_t 
                                              : Item{{}, 0, entry->version};
     });
   });
-  if (status == Error::kBusy) return std::nullopt;  // the routed path retries as the ring settles
-  if (status != Error::kOk) return status;
-  return std::move(item);
+  return Answered(status, std::move(item));
 }
 
 // Read leases. A primary that the job has declared dead but that does not
