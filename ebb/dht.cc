@@ -38,7 +38,6 @@
 #include <deque>
 #include <map>
 #include <set>
-#include <type_traits>
 
 #include "fox/boot_args.h"
 #include "fox/clock.h"
@@ -1046,25 +1045,6 @@ void Dht::ServeGet(Shard& s, const Caller& caller, const uint8_t* body, size_t l
   Reply(caller, status, entry ? dht_wire::EncodeItem(*entry) : std::vector<uint8_t>{});
 }
 
-template <class Serve>
-void Dht::ServeHere(Shard& s, Serve&& serve) {
-  if (core::Current() == s.core) return serve();  // may block this event, as a call would
-  // In this frame, which stays put while the calling event is blocked.
-  struct Hop {
-    void (*run)(void*);
-    void* serve;
-    event::Continuation caller;
-  } hop{[](void* f) { (*static_cast<std::remove_reference_t<Serve>*>(f))(); }, &serve, {}};
-  event::Block([h = &hop, core = s.core](event::Continuation k) {
-    h->caller = std::move(k);
-    event::SpawnRemote(core, [h] {
-      h->run(h->serve);
-      event::Continuation caller = std::move(h->caller);  // `hop` may be gone once it resumes
-      caller.Resume();
-    });
-  });
-}
-
 Dht::Shard* Dht::ShardHere(uint64_t key_hash) {
   const DhtRing* ring = CallersRing();
   if (!ring || ring->nodes().empty() || ring->PrimaryOf(key_hash) != am::Self()) return nullptr;
@@ -1083,7 +1063,7 @@ std::optional<Result<Dht::Item>> Dht::GetHere(const std::string& key, uint64_t k
   Shard& s = *here;
   Error status = Error::kOk;
   Item item;
-  ServeHere(s, [&] {
+  event::Delegate(s.core, [&] {  // inline on the shard's core, else there while this event is blocked
     const DhtEntry* entry = nullptr;
     status = Look(s, key, key_hash, &entry);
     if (entry) item = Item{entry->value, entry->flags, entry->version};
@@ -1152,7 +1132,7 @@ std::optional<Result<Dht::Item>> Dht::WriteHere(const DhtWrite& write, uint64_t 
   Shard& s = *here;
   Error status = Error::kOk;
   Item item;
-  ServeHere(s, [&] {
+  event::Delegate(s.core, [&] {  // inline on the shard's core, else there while this event is blocked
     ApplyWrite(s, am::Self(), write, nullptr, [&](Error st, const DhtEntry* entry) {
       status = st;
       if (st != Error::kOk) return;

@@ -367,7 +367,7 @@ void Loop::Loop_() {
       worked = true;
       if (n->activate != nullptr) {
         Context* target = n->activate;
-        delete n;
+        if (!n->lent) delete n;
         ++resumes_;
         // Leave this loop context for the parked one; it is recycled once
         // we are running on the target.
@@ -378,8 +378,12 @@ void Loop::Loop_() {
         __builtin_unreachable();
       }
       event_local_ = nullptr;
-      n->task();
-      delete n;
+      if (n->lent) {
+        n->task();  // the node is the caller's from here on (Delegate)
+      } else {
+        n->task();
+        delete n;
+      }
     }
     // Shared tasks, a bounded batch; each is taken from the queue alone, so
     // idle cores of the group take the others meanwhile.
@@ -477,6 +481,32 @@ Node* NodeFor(Task task) {
 }  // namespace
 
 void SpawnRemote(int core, Task task) { OnlineLoop(core, "SpawnRemote")->PushRemote(NodeFor(std::move(task))); }
+
+void DelegateErased(int core, void (*run)(void*), void* work) {
+  if (core == core::Current()) return run(work);
+  Loop* target = OnlineLoop(core, "Delegate");
+  // Both queue nodes in this frame, which stays put until `resume` runs.
+  struct Call {
+    Node request, resume;
+    void (*run)(void*);
+    void* work;
+    Loop* home;
+  } call;
+  call.run = run;
+  call.work = work;
+  call.home = ThisLoop();
+  call.request.lent = call.resume.lent = true;
+  call.request.task = [c = &call] {
+    c->run(c->work);
+    Loop* home = c->home;
+    Node* resume = &c->resume;
+    home->PushRemote(resume);  // `call` may be gone from here on
+  };
+  call.home->Block([&call, target](Continuation k) {
+    call.resume.activate = static_cast<Context*>(Internal::Take(k));
+    target->PushRemote(&call.request);
+  });
+}
 
 void SpawnShared(int core, Task task) { OnlineLoop(core, "SpawnShared")->PushShared(NodeFor(std::move(task))); }
 

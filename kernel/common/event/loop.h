@@ -40,6 +40,9 @@ struct Node {
   std::atomic<Node*> next{nullptr};
   Task task;  // an event, or empty for an activation
   Context* activate = nullptr;
+  // In a blocked caller's frame (Delegate): the loop neither frees it nor
+  // touches it once its event started, after which the frame may be gone.
+  bool lent = false;
 };
 
 class MpscQueue {
@@ -153,6 +156,12 @@ struct Internal {
   static void Set(Continuation& k, void* context, int core) {
     k.context_ = context;
     k.core_ = core;
+  }
+  // The suspended context, which `k` no longer resumes.
+  static void* Take(Continuation& k) {
+    void* context = k.context_;
+    k.context_ = nullptr;
+    return context;
   }
 };
 

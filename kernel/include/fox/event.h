@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include "fox/function.h"
 
@@ -83,6 +84,21 @@ void*& Local();
 
 // True when called from an event of a running loop (where Block may be used).
 bool InEvent();
+
+// Runs `work()` on core `core` and returns once it has returned: inline if
+// the caller is on `core`, else as an event there while the calling event
+// is blocked, so that `work` may use the caller's frame (its arguments, its
+// answer). Nothing is allocated: the event and the caller's resumption are
+// queued from this frame (a blocking delegate: Grappa's `delegate::call`).
+// `work` may block; it must not throw. Event context (or main).
+template <class F>
+void Delegate(int core, F&& work);
+void DelegateErased(int core, void (*run)(void*), void* work);
+template <class F>
+void Delegate(int core, F&& work) {
+  DelegateErased(
+      core, [](void* w) { (*static_cast<std::remove_reference_t<F>*>(w))(); }, &work);
+}
 
 // Lets an interrupt handler start an event without allocating: Arm()
 // (event context; allocates the queue node) prepares one run of `task` on

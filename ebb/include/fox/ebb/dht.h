@@ -300,11 +300,6 @@ class Dht : public SharedEbb<Dht> {
   // the routed path): applied by its shard from `write` in the caller's
   // frame, the item or version answered into it.
   std::optional<Result<Item>> WriteHere(const DhtWrite& write, uint64_t key_hash);
-  // Runs `serve` on shard `s`'s core: inline if the caller is there, else
-  // as an event there while the calling event is blocked (so `serve` may
-  // point into the caller's frame). Event context.
-  template <class Serve>
-  static void ServeHere(Shard& s, Serve&& serve);
   // ServeWrite's work once the write is decoded and in shard `s`: applies
   // `write` from `from`, replicates it, and calls `answer(status, entry)`
   // once (entry: the stored item, on kOk). A write that must wait is held
