@@ -971,7 +971,10 @@ def dhcp_discover(iface, mac, user_class=None, timeout=20):
     class "iPXE"): (boot file name, next server) of the first offer."""
     import socket
     import struct
-    xid = os.getpid() & 0xFFFFFFFF
+    # Each call its own transaction: a late offer to an earlier call from this
+    # process (resent after a second without answer, as on a loaded host)
+    # must not pass for this call's.
+    xid = int.from_bytes(os.urandom(4), "big")
     opts = bytes([53, 1, 1]) + bytes([60, 32]) + b"PXEClient:Arch:00000:UNDI:002001"
     if user_class:
         opts += bytes([77, len(user_class)]) + user_class.encode()

@@ -378,12 +378,9 @@ void Loop::Loop_() {
         __builtin_unreachable();
       }
       event_local_ = nullptr;
-      if (n->lent) {
-        n->task();  // the node is the caller's from here on (Delegate)
-      } else {
-        n->task();
-        delete n;
-      }
+      bool lent = n->lent;  // a lent node is its caller's once its event starts (Delegate)
+      n->task();
+      if (!lent) delete n;
     }
     // Shared tasks, a bounded batch; each is taken from the queue alone, so
     // idle cores of the group take the others meanwhile.
