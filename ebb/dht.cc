@@ -992,24 +992,10 @@ Result<std::vector<uint8_t>> Dht::CallLocal(uint64_t key_hash, uint16_t handler,
   Shard& s = *shards_[ShardOf(key_hash)];
   Caller caller{am::Self(), 0, std::make_shared<Promise<Result<std::vector<uint8_t>>>>()};
   auto reply = caller.local->GetFuture();
-  if (core::Current() == s.core) {
-    ServeKey(s, caller, handler, body.data(), body.size());  // may block this event, as a call would
-  } else {
-    // The request stays in this frame (no copy, and a task small enough for
-    // Function's inline storage): this event is blocked until the answer,
-    // and the Serve functions decode their request before they answer or
-    // block. The caller (its promise) is the task's own.
-    struct Request {
-      Dht* dht;
-      Shard* shard;
-      uint16_t handler;
-      const std::vector<uint8_t>* body;
-    } request{this, &s, handler, &body};
-    event::SpawnRemote(s.core, [r = &request, caller] {
-      Request q = *r;
-      q.dht->ServeKey(*q.shard, caller, q.handler, q.body->data(), q.body->size());
-    });
-  }
+  // Inline on the shard's core, else there while this event is blocked (the
+  // request stays in this frame). A held request is answered later, through
+  // the promise.
+  event::Delegate(s.core, [&] { ServeKey(s, caller, handler, body.data(), body.size()); });
   return reply.Block();
 }
 

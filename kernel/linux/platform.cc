@@ -20,7 +20,7 @@
 #include <ctime>
 
 #include "../common/event/platform.h"
-#include "../common/event/poll_window.h"
+#include "../common/event/idle.h"
 #include "../common/terminate.h"
 #include "fox/clock.h"
 #include "fox/console.h"
@@ -167,18 +167,10 @@ void HandleEvents(hosted::CoreState& c, epoll_event* events, int n) {
 }
 
 namespace {
-// Idle (poll_window.h): a core polls its doorbell before it sleeps in
-// epoll_wait, so that an answer from another core that comes within the
-// window costs neither side a system call. The doorbell is the native one's
-// protocol (x86_64/event_platform.cc): the sleeper announces kPolling with
-// an exchange (a ring already there ends the wait), goes from polling to
-// sleeping by compare-and-swap kPolling -> kAsleep, and a waker exchanges
-// kRung in and writes the eventfd only if it found kAsleep. The loop calls
-// Wake only for a core that set `sleeping` (its Dekker handshake).
-enum : uint32_t { kAwake, kPolling, kAsleep, kRung };
-struct alignas(64) Doorbell {
-  std::atomic<uint32_t> state{kAwake};
-};
+// Idle (../common/event/idle.h): a core polls its doorbell before it sleeps
+// in epoll_wait, so that an answer from another core that comes within the
+// window costs neither side a system call; a waker writes the eventfd only
+// to a core that went to sleep.
 Doorbell g_doorbells[core::kMaxCores];
 PollWindow g_poll_windows[core::kMaxCores];
 // At most this long: hosted nodes often share the machine's processors
@@ -211,14 +203,11 @@ void WaitForWork(uint64_t deadline_ns) {
   hosted::CoreState& c = g_cores[core];
   Doorbell& bell = g_doorbells[core];
   PollWindow& window = g_poll_windows[core];
-  if (bell.state.exchange(kPolling, std::memory_order_seq_cst) == kRung) {
-    bell.state.store(kAwake, std::memory_order_relaxed);
-    return;
-  }
+  if (!bell.StartPolling()) return bell.Done();
   uint64_t start = clock::NowNs();
   uint64_t poll_until = start + window.ns, watches_seen = start;
   for (;;) {
-    if (bell.state.load(std::memory_order_seq_cst) != kPolling) break;  // rung
+    if (!bell.Polling()) break;  // rung
     uint64_t now = clock::NowNs();
     if (deadline_ns != 0 && now >= deadline_ns) break;
     if (c.has_watches.load(std::memory_order_relaxed) && now - watches_seen >= kWatchLookNs) {
@@ -231,8 +220,7 @@ void WaitForWork(uint64_t deadline_ns) {
       }
     }
     if (now >= poll_until) {
-      uint32_t polling = kPolling;
-      if (bell.state.compare_exchange_strong(polling, kAsleep, std::memory_order_seq_cst)) {
+      if (bell.FallAsleep()) {
         Sleep(c, deadline_ns);
         window.Adapt(clock::NowNs() - now, kMaxPollNs);
       }
@@ -240,7 +228,7 @@ void WaitForWork(uint64_t deadline_ns) {
     }
     sched_yield();
   }
-  bell.state.store(kAwake, std::memory_order_relaxed);
+  bell.Done();
 }
 
 void PollWhileBusy() {
@@ -255,7 +243,7 @@ void PollWhileBusy() {
 }
 
 bool Wake(int target) {
-  if (g_doorbells[target].state.exchange(kRung, std::memory_order_seq_cst) != kAsleep) return false;
+  if (!g_doorbells[target].Ring()) return false;
   uint64_t one = 1;
   (void)::write(g_cores[target].wake_fd, &one, sizeof one);
   return false;

@@ -10,8 +10,8 @@
 //   which ends the wait without an interrupt, so an application core woken
 //   this way takes none. Interrupts end the wait too (timers and devices
 //   on kernel cores). Where MWAIT does not wait (emulators), the core polls
-//   for up to IdleInfo::poll_ns (a window that adapts: poll_window.h) and then
-//   halts, announcing kHalted in the line; a waker that finds kHalted sends
+//   for up to IdleInfo::poll_ns (a window that adapts: ../common/event/idle.h) and then
+//   halts, announcing kAsleep in the line; a waker that finds kAsleep sends
 //   the IPI as well.
 //
 // No lost wake-ups. The loop (loop.cc) runs a Dekker handshake: the sleeper
@@ -28,15 +28,15 @@
 // reports a ring already there, and after every MONITOR re-reads the line
 // before it MWAITs: a ring before the MONITOR is seen by that read, one
 // after it ends the MWAIT. Going from polling to halting is a
-// compare-and-swap kPolling -> kHalted: it fails if a ring came first, and
-// a ring after it sees kHalted and sends an IPI, pending until the HLT.
+// compare-and-swap kPolling -> kAsleep: it fails if a ring came first, and
+// a ring after it sees kAsleep and sends an IPI, pending until the HLT.
 // Wakers exchange, so each ring sees exactly one state. The owner resets
 // the line to kAwake when it stops waiting: a ring it overwrites then was
 // for a core that is awake and about to re-check its queues; a ring that
 // arrives late (its producer saw `sleeping` of an earlier round) costs one
 // spurious wake-up, after which the loop re-checks its queues.
 #include "../common/event/platform.h"
-#include "../common/event/poll_window.h"
+#include "../common/event/idle.h"
 
 #include <atomic>
 
@@ -54,23 +54,18 @@
 namespace fox::event::platform {
 namespace {
 
-// A doorbell per core, alone in its cache line so that nothing but a ring
-// (or the owner) triggers its owner's monitor.
-enum : uint32_t { kAwake, kPolling, kHalted, kRung };
-struct alignas(64) Doorbell {
-  std::atomic<uint32_t> state{kAwake};
-};
-static_assert(sizeof(Doorbell) == 64);
+// A doorbell per core (../common/event/idle.h), alone in its cache line so
+// that nothing but a ring (or the owner) triggers its owner's monitor.
 Doorbell g_doorbells[core::kMaxCores];
 
 void WaitHlt() { asm volatile("sti; hlt; cli" ::: "memory"); }
 
-// HLT, announced in the doorbell as kHalted: a waker that already takes
+// HLT, announced in the doorbell as asleep: a waker that already takes
 // the idle mode to be MWAIT (cpu::ProbeIdle settled it while this core
 // slept) then still sends the IPI.
 void WaitHltAnnounced(Doorbell& bell) {
-  if (bell.state.exchange(kHalted, std::memory_order_seq_cst) != kRung) WaitHlt();
-  bell.state.store(kAwake, std::memory_order_relaxed);
+  if (bell.Sleep()) WaitHlt();
+  bell.Done();
 }
 
 // MWAIT may end for no reason now and then; this many times in one wait
@@ -92,22 +87,18 @@ void WaitMwait(Doorbell& bell, uint64_t deadline_ns) {
   PollWindow& window = g_poll_windows[core::Current()];
   bool polls = idle.poll_ns != 0;  // MWAIT does not wait: poll, then halt
   uint64_t poll_until = polls ? clock::NowNs() + window.ns : 0;
-  if (bell.state.exchange(kPolling, std::memory_order_seq_cst) == kRung) {
-    bell.state.store(kAwake, std::memory_order_relaxed);
-    return;
-  }
+  if (!bell.StartPolling()) return bell.Done();
   int early = 0;  // MWAITs that returned with nothing to show for it
   for (;;) {
     x86::Monitor(&bell.state);
-    if (bell.state.load(std::memory_order_seq_cst) != kPolling) break;
+    if (!bell.Polling()) break;
     uint64_t now = (deadline_ns != 0 || polls) ? clock::NowNs() : 0;
     if (deadline_ns != 0 && now >= deadline_ns) break;
     // Polled long enough, or MWAIT keeps returning at once (it does not
     // wait: an emulator the probe misjudged; spinning on it there starved
     // the other cores of the emulator's lock and hung a node): halt.
     if (polls ? now >= poll_until : early >= kMaxEarlyReturns) {
-      uint32_t polling = kPolling;
-      if (bell.state.compare_exchange_strong(polling, kHalted, std::memory_order_seq_cst)) {
+      if (bell.FallAsleep()) {
         WaitHlt();
         if (polls) window.Adapt(clock::NowNs() - now, idle.poll_ns);
       }
@@ -123,7 +114,7 @@ void WaitMwait(Doorbell& bell, uint64_t deadline_ns) {
     x86::StiMwaitCli(0);
     if (local->interrupts != interrupts) break;
   }
-  bell.state.store(kAwake, std::memory_order_relaxed);
+  bell.Done();
 }
 
 }  // namespace
@@ -147,10 +138,7 @@ void WaitForWork(uint64_t deadline_ns) {
 bool Wake(int core) {
   percpu::CoreLocal* c = percpu::Of(core);
   if (c == nullptr) return false;
-  if (cpu::Idle().mode == cpu::IdleMode::kMwait &&
-      g_doorbells[core].state.exchange(kRung, std::memory_order_seq_cst) != kHalted) {
-    return false;
-  }
+  if (cpu::Idle().mode == cpu::IdleMode::kMwait && !g_doorbells[core].Ring()) return false;
   lapic::SendIpi(c->apic_id, lapic::kWakeVector);
   return true;
 }

@@ -1,4 +1,4 @@
-#include "../../kernel/common/event/poll_window.h"
+#include "../../kernel/common/event/idle.h"
 
 #include <gtest/gtest.h>
 

@@ -91,8 +91,6 @@ bool InEvent();
 // answer). Nothing is allocated: the event and the caller's resumption are
 // queued from this frame (a blocking delegate: Grappa's `delegate::call`).
 // `work` may block; it must not throw. Event context (or main).
-template <class F>
-void Delegate(int core, F&& work);
 void DelegateErased(int core, void (*run)(void*), void* work);
 template <class F>
 void Delegate(int core, F&& work) {
