@@ -43,6 +43,7 @@
 #include "fox/clock.h"
 #include "fox/core.h"
 #include "fox/ebb/dht_hash.h"
+#include "fox/ebb/lifetime.h"
 #include "fox/ebb/messenger.h"
 #include "fox/ebb/rpc.h"
 #include "fox/event.h"
@@ -167,6 +168,13 @@ struct Dht::Shard {
   std::unordered_map<NodeId, uint64_t> lease_until;  // NowNs a read lease holds until, by other owner
   std::unordered_map<NodeId, uint32_t> in_progress;  // writes being served, by caller
   RingCopy rings;                                    // Renew renews it
+  // Gets from other cores (ReadShared), open while `reads_generation` is
+  // the rings' generation and the clock is below `reads_until_ns`: the
+  // shard's core found this node the primary of its keys by the ring of
+  // that generation and held every other node's read lease until then
+  // (OpenReads). Written by the shard's core only.
+  std::atomic<uint64_t> reads_generation{~uint64_t(0)};
+  std::atomic<uint64_t> reads_until_ns{0};
   mutable SpinLock lock;
   Stats stats GUARDED_BY(lock);
 
@@ -202,7 +210,8 @@ constexpr uint64_t Dht::Stats::*kCounters[] = {&Dht::Stats::served_gets,
                                                &Dht::Stats::stale_copies,
                                                &Dht::Stats::collected,
                                                &Dht::Stats::leases_renewed,
-                                               &Dht::Stats::leases_refused};
+                                               &Dht::Stats::leases_refused,
+                                               &Dht::Stats::shared_gets};
 static_assert(sizeof(kCounters) / sizeof(kCounters[0]) * sizeof(uint64_t) == sizeof(Dht::Stats),
               "a counter of Dht::Stats is missing from kCounters");
 }  // namespace
@@ -226,6 +235,7 @@ Dht::Dht() : core_(core::Current()), serving_cores_(ServingCores()) {
     shards_[i] = std::make_unique<Shard>(i, ShardCore(i));
     Shard* shard = shards_[i].get();
     shard->items.share_bytes(&bytes_pool_);  // max_bytes is the node's
+    shard->items.share_reads(RetireLater);   // ReadShared, from the other cores
     auto serve_shard = [this, shard](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
       ServeShard(*shard, from, handler, data, length);
     };
@@ -564,6 +574,11 @@ Dht::Stats Dht::stats() const {
     SpinGuard g(shard->lock);
     for (auto counter : kCounters) out.*counter += shard->stats.*counter;
   }
+  for (int core = 0; core < core::kMaxCores; ++core) {
+    uint64_t gets = core_reads_[core].gets.load(std::memory_order_relaxed);
+    out.served_gets += gets;
+    out.shared_gets += gets;
+  }
   return out;
 }
 
@@ -574,6 +589,8 @@ std::vector<uint64_t> Dht::CoreLoad() const {
     load[shard->core] +=
         shard->stats.served_gets + shard->stats.served_writes + shard->stats.served_deletes + shard->stats.replicated;
   }
+  for (size_t core = 0; core < load.size(); ++core)
+    load[core] += core_reads_[core].gets.load(std::memory_order_relaxed);
   return load;
 }
 
@@ -1009,6 +1026,7 @@ Error Dht::Look(Shard& s, std::string_view key, uint64_t key_hash, const DhtEntr
   } else if (!HoldsLease(s, key_hash)) {
     status = Error::kBusy;  // the caller retries: the ring drops a dead owner, or this zombie is fenced
   } else {
+    OpenReads(s);
     *entry = s.items.Find(key, clock::NowNs());
     if (*entry == nullptr) status = Error::kNotFound;
   }
@@ -1043,10 +1061,52 @@ std::optional<Result<Dht::Item>> Dht::Answered(Error status, Item&& item) {
   return std::move(item);
 }
 
+void Dht::OpenReads(Shard& s) {
+  uint64_t now = clock::NowNs();
+  uint64_t margin = am::SuspicionMs() / 4 * 1'000'000;  // renewed before it runs out, on the next Look
+  if (s.reads_generation.load(std::memory_order_relaxed) == s.rings.generation &&
+      s.reads_until_ns.load(std::memory_order_relaxed) > now + margin) {
+    return;
+  }
+  // Every other owner the shard's keys may have (ReplicasOf: the ring's,
+  // and a joiner's during a join) must hold the lease: a node alone needs
+  // nobody's.
+  uint64_t until = UINT64_MAX;
+  for (const auto* ring : {s.rings.ring.get(), s.rings.target.get()}) {
+    if (ring == nullptr) continue;
+    for (NodeId n : ring->nodes()) {
+      if (n == am::Self()) continue;
+      auto lease = s.lease_until.find(n);
+      until = std::min(until, lease == s.lease_until.end() ? 0 : lease->second);
+    }
+  }
+  s.reads_until_ns.store(until, std::memory_order_relaxed);
+  s.reads_generation.store(s.rings.generation, std::memory_order_release);
+}
+
+std::optional<Result<Dht::Item>> Dht::ReadShared(Shard& s, const std::string& key) {
+  uint64_t generation = s.reads_generation.load(std::memory_order_acquire);
+  if (generation != ring_generation_.load(std::memory_order_acquire) ||
+      generation != core_rings_[core::Current()].generation) {
+    return std::nullopt;
+  }
+  uint64_t now = clock::NowNs();
+  if (now >= s.reads_until_ns.load(std::memory_order_relaxed)) return std::nullopt;
+  auto& count = core_reads_[core::Current()].gets;
+  count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  SharedRead reading;  // the shard's core may replace the entry meanwhile: it stays until this ends
+  const DhtEntry* entry = s.items.Find(key, now);
+  if (entry == nullptr) return Error::kNotFound;
+  return Item{entry->value, entry->flags, entry->version};
+}
+
 std::optional<Result<Dht::Item>> Dht::GetHere(const std::string& key, uint64_t key_hash) {
   Shard* here = ShardHere(key_hash);
   if (here == nullptr) return std::nullopt;
   Shard& s = *here;
+  if (s.core != core::Current()) {
+    if (auto read = ReadShared(s, key)) return read;
+  }
   Error status = Error::kOk;
   Item item;
   event::Delegate(s.core, [&] {  // inline on the shard's core, else there while this event is blocked
@@ -1075,8 +1135,9 @@ void Dht::ServeWrite(Shard& s, const Caller& caller, const uint8_t* body, size_t
 template <class Answer>
 void Dht::ApplyWrite(Shard& s, NodeId from, const DhtWrite& write, const Caller* holder, Answer&& answer) {
   // A dead caller's write (it waited in the mailbox while the transport
-  // declared it dead) is never applied: Quiesce.
-  if (am::State(from) == am::PeerState::kDead) return answer(Error::kNotFound, nullptr);
+  // declared it dead) is never applied: Quiesce. This node is never dead to
+  // itself (and its own writes skip the transport's lock).
+  if (from != am::Self() && am::State(from) == am::PeerState::kDead) return answer(Error::kNotFound, nullptr);
   struct InProgress {  // counted until answered (replication included)
     Shard& s;
     NodeId from;

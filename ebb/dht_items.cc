@@ -17,15 +17,11 @@ using net::wire::StoreLe;
 }  // namespace
 
 const DhtEntry* DhtItems::Find(std::string_view key, uint64_t now_ns) const {
-  auto it = map_.find(std::string(key));
-  if (it == map_.end() || !it->second.live(now_ns)) return nullptr;
-  return &it->second;
+  const DhtEntry* entry = table_.Find(key);
+  return entry != nullptr && entry->live(now_ns) ? entry : nullptr;
 }
 
-const DhtEntry* DhtItems::Held(std::string_view key) const {
-  auto it = map_.find(std::string(key));
-  return it == map_.end() ? nullptr : &it->second;
-}
+const DhtEntry* DhtItems::Held(std::string_view key) const { return table_.Find(key); }
 
 namespace {
 // The modes whose answer (a counter's value) the record keeps; the others
@@ -66,21 +62,20 @@ void DhtItems::SubtractBytes(size_t n) {
 }
 
 void DhtItems::Store(std::string_view key, DhtEntry entry) {
-  auto [it, inserted] = map_.try_emplace(std::string(key));
-  if (inserted) {
-    AddBytes(key.size());
-  } else {
-    SubtractBytes(it->second.value.size());
-    stored_ -= it->second.tombstone ? 0 : 1;
-  }
   AddBytes(entry.value.size());
   stored_ += entry.tombstone ? 0 : 1;
   bool tombstone = entry.tombstone;
-  it->second = std::move(entry);
-  if (tombstone) {
-    NumberTombstone(it->first);
+  DhtTable::Replaced was = table_.Put(key, std::move(entry));
+  if (was.existed) {
+    SubtractBytes(was.value_bytes);
+    stored_ -= was.tombstone ? 0 : 1;
   } else {
-    tomb_generation_.erase(it->first);
+    AddBytes(key.size());
+  }
+  if (tombstone) {
+    NumberTombstone(std::string(key));
+  } else if (!tomb_generation_.empty()) {
+    tomb_generation_.erase(std::string(key));
   }
 }
 
@@ -94,10 +89,10 @@ std::vector<DhtItems::Tombstone> DhtItems::OldTombstones(uint64_t up_to_generati
   while (!tomb_queue_.empty() && tomb_queue_.front().first <= up_to_generation) {
     auto& [generation, key] = tomb_queue_.front();
     auto g = tomb_generation_.find(key);
-    auto it = map_.find(key);
-    if (g != tomb_generation_.end() && g->second == generation && it != map_.end() && it->second.tombstone) {
+    const DhtEntry* held = table_.Find(key);
+    if (g != tomb_generation_.end() && g->second == generation && held != nullptr && held->tombstone) {
       tomb_generation_.erase(g);  // handed out: Requeue numbers it again
-      old.push_back({std::move(key), it->second.version});
+      old.push_back({std::move(key), held->version});
     }
     tomb_queue_.pop_front();
   }
@@ -105,13 +100,13 @@ std::vector<DhtItems::Tombstone> DhtItems::OldTombstones(uint64_t up_to_generati
 }
 
 void DhtItems::Requeue(const std::string& key) {
-  auto it = map_.find(key);
-  if (it != map_.end() && it->second.tombstone) NumberTombstone(key);
+  const DhtEntry* held = table_.Find(key);
+  if (held != nullptr && held->tombstone) NumberTombstone(key);
 }
 
 bool DhtItems::Collect(std::string_view key, uint64_t version) {
-  auto it = map_.find(std::string(key));
-  if (it == map_.end() || !it->second.tombstone || it->second.version != version) return false;
+  const DhtEntry* held = table_.Find(key);
+  if (held == nullptr || !held->tombstone || held->version != version) return false;
   return Drop(key);
 }
 
@@ -226,12 +221,12 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
 }
 
 bool DhtItems::Drop(std::string_view key) {
-  auto it = map_.find(std::string(key));
-  if (it == map_.end()) return false;
-  SubtractBytes(key.size() + it->second.value.size());
-  stored_ -= it->second.tombstone ? 0 : 1;
-  tomb_generation_.erase(it->first);
-  map_.erase(it);
+  const DhtEntry* held = table_.Find(key);
+  if (held == nullptr) return false;
+  SubtractBytes(key.size() + held->value.size());
+  stored_ -= held->tombstone ? 0 : 1;
+  tomb_generation_.erase(std::string(key));
+  table_.Erase(key);
   return true;
 }
 
@@ -243,20 +238,19 @@ Result<DhtEntry> DhtItems::Delete(std::string_view key, uint64_t now_ns) {
 }
 
 size_t DhtItems::Flush() {
-  size_t flushed = 0;
-  for (auto& [key, entry] : map_) {
-    if (entry.tombstone || entry.version >= kDhtMaxVersion) continue;  // expired items too: their bytes go
-    SubtractBytes(entry.value.size());
-    --stored_;
+  std::vector<std::string> keys;  // the table is not changed while it is walked
+  table_.ForEach([&](const std::string& key, const DhtEntry& entry) {
+    if (!entry.tombstone && entry.version < kDhtMaxVersion) keys.push_back(key);  // expired items too: their bytes go
+  });
+  for (const std::string& key : keys) {
+    const DhtEntry& entry = *table_.Find(key);
     DhtEntry tomb;
     tomb.version = entry.version + 1;
     tomb.tombstone = true;
-    tomb.applied = std::move(entry.applied);
-    entry = std::move(tomb);
-    NumberTombstone(key);
-    ++flushed;
+    tomb.applied = entry.applied;
+    Store(key, std::move(tomb));
   }
-  return flushed;
+  return keys.size();
 }
 
 bool DhtItems::Apply(std::string_view key, DhtEntry entry, bool from_primary) {
@@ -272,7 +266,7 @@ bool DhtItems::Apply(std::string_view key, DhtEntry entry, bool from_primary) {
 
 size_t DhtItems::live(uint64_t now_ns) const {
   size_t n = 0;
-  for (const auto& [key, entry] : map_) n += entry.live(now_ns);
+  table_.ForEach([&](const std::string&, const DhtEntry& entry) { n += entry.live(now_ns); });
   return n;
 }
 

@@ -89,6 +89,10 @@ void EnsureUsingReps(CoreState& cs);
 // core has passed a quiescent point. The entry is unpublished already.
 void Retire(Entry* entry, std::unique_ptr<void*[]> reps, size_t count);
 
+// retire.cc: seals and frees what the calling core gave RetireLater, as
+// far as the reads in progress allow (QuiescentPoint).
+void RetiredAtQuiescentPoint();
+
 // id_allocator.cc: ids handed out by the default allocator (AllocateId).
 uint64_t DefaultIdsAllocated();
 

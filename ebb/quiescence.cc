@@ -106,6 +106,7 @@ void QuiescentPoint() {
     cs.quiescent_epoch.store(g_epoch.load(std::memory_order_acquire), std::memory_order_release);
   }
   if (g_counters.retired_pending.load(std::memory_order_relaxed) != 0) Reclaim();
+  RetiredAtQuiescentPoint();
 }
 
 void EnterQuiescence() { g_cores[ThisCoreIndex()].quiescent_epoch.store(0, std::memory_order_release); }

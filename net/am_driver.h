@@ -65,7 +65,9 @@ struct Counters {
 
 struct Driver {
   IrqSpinLock lock;
-  Config config;  // written once, by Start, before `started`
+  // Written once, by Start, before `started`; read on every core (am::Self),
+  // so on cache lines of its own, apart from the lock and the counters.
+  alignas(64) Config config;
   net::AmEndpoint* endpoint PT_GUARDED_BY(lock) = nullptr;
   ReceiverSlot receivers[kReceiverSlots] GUARDED_BY(lock);
   size_t receiver_count GUARDED_BY(lock) = 0;
@@ -77,7 +79,7 @@ struct Driver {
   uint64_t next_subscription GUARDED_BY(lock) = 1;
   Counters counters GUARDED_BY(lock);
   // Written by Transmit, which the endpoint calls back (under the lock).
-  std::atomic<uint64_t> tx_datagrams{0}, tx_bytes{0}, tx_failures{0};
+  alignas(64) std::atomic<uint64_t> tx_datagrams{0}, tx_bytes{0}, tx_failures{0};
   uint64_t refusing_since GUARDED_BY(lock) = 0;                      // first refusal for lack of a receiver (0: none)
   uint64_t last_warned[net::kNumDropReasons] GUARDED_BY(lock) = {};  // WarnAboutDrop's rate limit
   // The pump (transport core only, but for the atomics).

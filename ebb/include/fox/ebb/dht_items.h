@@ -26,8 +26,9 @@
 // collects a tombstone once it is old (dht.h, "Tombstones"): every owner
 // forgets it, and the key starts again at version 1.
 //
-// Not thread-safe: one owner, or the owner's lock. Allocates (event
-// context).
+// One owner changes it (or the owner's lock is held); with share_reads,
+// Find and Held may be called from any core meanwhile (the map is a
+// DhtTable, dht_table.h). Allocates (event context).
 #pragma once
 
 #include <atomic>
@@ -40,6 +41,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fox/ebb/dht_entry.h"
+#include "fox/ebb/dht_table.h"
 #include "fox/result.h"
 
 namespace fox::ebb {
@@ -53,28 +56,6 @@ inline constexpr uint64_t kDhtMaxVersion = uint64_t(1) << 62;
 // the longest answer remembered (a counter's decimal value).
 inline constexpr size_t kDhtRecentWrites = 4;
 inline constexpr size_t kDhtMaxRecordedAnswer = 20;
-
-// What a node holds for a key.
-struct DhtEntry {
-  uint64_t version = 0;  // > 0 for anything stored
-  bool tombstone = false;
-  uint32_t flags = 0;
-  uint64_t expiry_ns = 0;  // on the holder's clock; 0: never
-  std::string value;
-  // The last writes applied (oldest first, at most kDhtRecentWrites):
-  // their requests, the versions they made, and for kIncr/kDecr/kTake the
-  // value they answered.
-  struct Applied {
-    uint64_t request = 0;
-    uint64_t version = 0;
-    std::string answer;
-    bool operator==(const Applied&) const = default;
-  };
-  std::vector<Applied> applied;
-  bool operator==(const DhtEntry&) const = default;
-  // Not deleted and not expired at now_ns.
-  bool live(uint64_t now_ns) const { return !tombstone && (expiry_ns == 0 || now_ns < expiry_ns); }
-};
 
 // memcached's rule for the values incr/decr (and the Dht's counters) work
 // on: decimal digits, trailing spaces allowed (memcached may leave them), at
@@ -172,6 +153,10 @@ class DhtItems {
   // within the values being written at that moment on the other shards).
   // Before any item is stored.
   void share_bytes(std::atomic<size_t>* pool) { pool_ = pool; }
+  // Lets other cores call Find and Held while the owner changes the items:
+  // what they may still be reading is handed to `retire` (ebb::RetireLater)
+  // instead of being freed. Before any item is stored.
+  void share_reads(DhtTable::Retire retire) { table_.set_retire(retire); }
   // A replica's apply: stores `entry` if its version is newer than what is
   // held, or as new and `from_primary` (sent by the key's current primary)
   // and different (true); else keeps what is held (false). A primary never
@@ -204,17 +189,17 @@ class DhtItems {
   // Every key held (tombstones too), in no order. `fn` must not modify.
   template <class F>
   void ForEach(F&& fn) const {
-    for (const auto& [key, entry] : map_) fn(key, entry);
+    table_.ForEach(fn);
   }
-  size_t size() const { return map_.size(); }  // entries, tombstones included
-  size_t live(uint64_t now_ns) const;          // not tombstones, not expired (a scan)
-  size_t stored() const { return stored_; }    // not tombstones (expired ones too, until written)
+  size_t size() const { return table_.size(); }  // entries, tombstones included
+  size_t live(uint64_t now_ns) const;            // not tombstones, not expired (a scan)
+  size_t stored() const { return stored_; }      // not tombstones (expired ones too, until written)
 
  private:
   // Stores `entry` for `key`, keeping bytes_ and the tombstones' numbers.
   void Store(std::string_view key, DhtEntry entry);
   void NumberTombstone(const std::string& key);
-  std::unordered_map<std::string, DhtEntry> map_;
+  DhtTable table_;
   // Tombstones in the order stored (generation, key), and each tombstone
   // key's current generation (an older queue entry of the key is stale).
   std::deque<std::pair<uint64_t, std::string>> tomb_queue_;

@@ -43,6 +43,34 @@ void Destroy(EbbRef<T> ref) {
   Destroy(ref.id());
 }
 
+// Objects that other cores read without a lock while one core replaces
+// them (a table whose owning core writes and whose readers are anywhere:
+// DhtTable) are freed by epochs too, but a reader protects only the span of
+// its read, not its whole event (an event may run for seconds):
+//
+//   { SharedRead reading;  // no blocking inside
+//     ... load the published pointer, use what it points to ... }
+//
+// RetireLater(object, free) is called by the owner after it unpublished
+// `object`: free(object) runs once every SharedRead that began before the
+// call has ended. The owner itself must not use `object` after retiring it.
+// Objects are freed on the retiring core, in batches: when enough are
+// waiting, at one of its later RetireLater calls or quiescent points (a core
+// that halts idle, or a hosted thread that exits, keeps what it retired
+// until it runs again). SharedRead: any thread context, nests, two stores
+// and a fence, no lock. RetireLater: thread context, the core's own thread;
+// allocates; does not block.
+class SharedRead {
+ public:
+  SharedRead();
+  ~SharedRead();
+  SharedRead(const SharedRead&) = delete;
+  SharedRead& operator=(const SharedRead&) = delete;
+};
+void RetireLater(void* object, void (*free)(void*));
+// Objects given to RetireLater and not freed yet, on every core.
+uint64_t ObjectsAwaitingReclaim();
+
 // The calling core holds no representative or root pointer obtained before
 // this call. Frees what every core has stopped using. Thread context; takes no
 // lock unless objects are waiting to be freed; may run their destructors.
