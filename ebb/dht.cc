@@ -1062,11 +1062,11 @@ std::optional<Result<Dht::Item>> Dht::Answered(Error status, Item&& item) {
 }
 
 void Dht::OpenReads(Shard& s) {
-  uint64_t now = clock::NowNs();
-  uint64_t margin = am::SuspicionMs() / 4 * 1'000'000;  // renewed before it runs out, on the next Look
-  if (s.reads_generation.load(std::memory_order_relaxed) == s.rings.generation &&
-      s.reads_until_ns.load(std::memory_order_relaxed) > now + margin) {
-    return;
+  if (s.reads_generation.load(std::memory_order_relaxed) == s.rings.generation) {
+    uint64_t until = s.reads_until_ns.load(std::memory_order_relaxed);
+    if (until == UINT64_MAX) return;                      // nobody else's lease needed (a node alone)
+    uint64_t margin = am::SuspicionMs() / 4 * 1'000'000;  // renewed before it runs out, on a later Look
+    if (until > clock::NowNs() + margin) return;
   }
   // Every other owner the shard's keys may have (ReplicasOf: the ring's,
   // and a joiner's during a join) must hold the lease: a node alone needs

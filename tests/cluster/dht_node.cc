@@ -222,8 +222,9 @@ bool WaitUntil(uint64_t ms, auto done) {
 // any (dht.h, "Shards"), of the cores that serve shards.
 void ReportShards(Dht* dht) {
   auto load = dht->CoreLoad();
-  std::printf("dht: node %u served requests on %d of %zu cores\n", fox::am::Self(),
-              int(load.size() - std::count(load.begin(), load.end(), 0)), load.size());
+  std::printf("dht: node %u served requests on %d of %zu cores (%llu gets read from another core's shard)\n",
+              fox::am::Self(), int(load.size() - std::count(load.begin(), load.end(), 0)), load.size(),
+              (unsigned long long)dht->stats().shared_gets);
 }
 
 // Once every peer is alive: the Dht with replication r. Returns the peers.
