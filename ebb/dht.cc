@@ -173,9 +173,11 @@ struct Dht::Shard {
   // shard's core found this node the primary of its keys by the ring of
   // that generation and held every other node's read lease until then
   // (OpenReads). Written by the shard's core only.
-  std::atomic<uint64_t> reads_generation{~uint64_t(0)};
+  // On a cache line of their own: every core reads them on every get, and
+  // the shard's core writes `lock` on every request it serves.
+  alignas(64) std::atomic<uint64_t> reads_generation{~uint64_t(0)};
   std::atomic<uint64_t> reads_until_ns{0};
-  mutable SpinLock lock;
+  alignas(64) mutable SpinLock lock;
   Stats stats GUARDED_BY(lock);
 
   void Count(uint64_t Stats::*counter, uint64_t n = 1) {
@@ -507,6 +509,7 @@ std::vector<NodeId> Dht::ReplicasOf(Shard& s, uint64_t key_hash) {
   const RingCopy& rings = Renew(s.rings);
   std::vector<NodeId> out;
   NodeId self = am::Self();
+  if (!rings.target && rings.ring && rings.ring->nodes().size() == 1 && rings.ring->nodes()[0] == self) return out;
   for (const auto* r : {rings.ring.get(), rings.target.get()}) {
     if (r == nullptr) continue;
     for (NodeId n : r->OwnersOf(r->PartitionOf(key_hash))) {
@@ -575,7 +578,7 @@ Dht::Stats Dht::stats() const {
     for (auto counter : kCounters) out.*counter += shard->stats.*counter;
   }
   for (int core = 0; core < core::kMaxCores; ++core) {
-    uint64_t gets = core_reads_[core].gets.load(std::memory_order_relaxed);
+    uint64_t gets = per_core_[core].gets.load(std::memory_order_relaxed);
     out.served_gets += gets;
     out.shared_gets += gets;
   }
@@ -589,8 +592,7 @@ std::vector<uint64_t> Dht::CoreLoad() const {
     load[shard->core] +=
         shard->stats.served_gets + shard->stats.served_writes + shard->stats.served_deletes + shard->stats.replicated;
   }
-  for (size_t core = 0; core < load.size(); ++core)
-    load[core] += core_reads_[core].gets.load(std::memory_order_relaxed);
+  for (size_t core = 0; core < load.size(); ++core) load[core] += per_core_[core].gets.load(std::memory_order_relaxed);
   return load;
 }
 
@@ -780,8 +782,15 @@ Result<Dht::Item> Dht::Write(const DhtWrite& write) {
   // dead one's replicas hold it (exactly once: dht_items.h).
   DhtWrite named = write;
   if (named.request == 0) {
-    named.request = (uint64_t(am::Self()) << 40) |
-                    (next_request_.fetch_add(1, std::memory_order_relaxed) & ((uint64_t(1) << 40) - 1));
+    // (node << 40) | count, the count from this core's block (one shared
+    // read-modify-write per kRequestBlock writes).
+    PerCore& mine = per_core_[core::Current()];
+    if (mine.next_request == mine.end_request) {
+      mine.next_request = next_request_.fetch_add(kRequestBlock, std::memory_order_relaxed);
+      mine.end_request = mine.next_request + kRequestBlock;
+    }
+    uint64_t count = mine.next_request++ & ((uint64_t(1) << 40) - 1);
+    named.request = (uint64_t(am::Self()) << 40) | (count == 0 ? 1 : count);
   }
   uint64_t hash = HashOf(write.key);
   if (auto here = WriteHere(named, hash)) return std::move(*here);
@@ -1092,7 +1101,7 @@ std::optional<Result<Dht::Item>> Dht::ReadShared(Shard& s, const std::string& ke
   }
   uint64_t now = clock::NowNs();
   if (now >= s.reads_until_ns.load(std::memory_order_relaxed)) return std::nullopt;
-  auto& count = core_reads_[core::Current()].gets;
+  auto& count = per_core_[core::Current()].gets;
   count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   SharedRead reading;  // the shard's core may replace the entry meanwhile: it stays until this ends
   const DhtEntry* entry = s.items.Find(key, now);
@@ -1205,10 +1214,12 @@ std::optional<Result<Dht::Item>> Dht::WriteHere(const DhtWrite& write, uint64_t 
 // zombie learns it is dead and stops (am's fencing). Each shard keeps its
 // own leases (they are renewed from the transport's silence, no message).
 bool Dht::HoldsLease(Shard& s, uint64_t key_hash) {
+  std::vector<NodeId> others = ReplicasOf(s, key_hash);
+  if (others.empty()) return true;  // the key's only owner (no clock read on this path)
   uint64_t lease_ns = am::SuspicionMs() / 2 * 1'000'000;
   uint64_t now = clock::NowNs();
   std::vector<NodeId> ask;
-  for (NodeId n : ReplicasOf(s, key_hash)) {
+  for (NodeId n : others) {
     uint64_t& until = s.lease_until[n];
     if (now < until) continue;
     int64_t silent = am::SilentMs(n);
@@ -1228,10 +1239,11 @@ bool Dht::HoldsLease(Shard& s, uint64_t key_hash) {
 }
 
 bool Dht::Replicate(Shard& s, const std::string& key, uint64_t key_hash) {
-  uint64_t deadline = clock::NowNs() + kRouteTimeoutMs * 1'000'000;
+  uint64_t deadline = 0;  // from the first round that has replicas
   for (;;) {
     std::vector<NodeId> replicas = ReplicasOf(s, key_hash);
     if (replicas.empty()) return true;
+    if (deadline == 0) deadline = clock::NowNs() + kRouteTimeoutMs * 1'000'000;
     // The key's current state: an item (live or expired) or a tombstone.
     const DhtEntry* current = s.items.Held(key);
     if (!current) return true;  // nothing to copy (cannot happen after a write)

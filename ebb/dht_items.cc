@@ -53,12 +53,19 @@ bool DhtParseCounter(std::string_view s, uint64_t* out) {
 
 void DhtItems::AddBytes(size_t n) {
   bytes_ += n;
-  if (pool_ != nullptr) pool_->fetch_add(n, std::memory_order_relaxed);
+  pool_unsent_ += int64_t(n);
+  if (pool_unsent_ >= kPoolSlack) SendToPool();
 }
 
 void DhtItems::SubtractBytes(size_t n) {
   bytes_ -= n;
-  if (pool_ != nullptr) pool_->fetch_sub(n, std::memory_order_relaxed);
+  pool_unsent_ -= int64_t(n);
+  if (pool_unsent_ <= -kPoolSlack) SendToPool();
+}
+
+void DhtItems::SendToPool() {
+  if (pool_ != nullptr && pool_unsent_ != 0) pool_->fetch_add(size_t(pool_unsent_), std::memory_order_relaxed);
+  pool_unsent_ = 0;
 }
 
 void DhtItems::Store(std::string_view key, DhtEntry entry) {
@@ -212,6 +219,7 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
     entry.applied.push_back({write.request, entry.version, RecordsAnswer(write.mode) ? entry.value : std::string()});
   }
   if (limit_ != 0 && !entry.tombstone) {
+    SendToPool();  // this holder's own bytes exactly; the others' to within their slack
     size_t now = pool_ != nullptr ? pool_->load(std::memory_order_relaxed) : bytes_;
     size_t after = now - (held ? held->value.size() : 0) + (held ? 0 : write.key.size()) + entry.value.size();
     if (after > limit_ && after > now) return Error::kNoMemory;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <random>
 
 #include "fox/ebb/dht_hash.h"
@@ -366,6 +368,26 @@ TEST(DhtItems, ByteLimitRefusesGrowthNotShrinking) {
   EXPECT_TRUE(items.Write(W("j", std::string(20, 'v')), 0).ok());
   EXPECT_TRUE(items.Delete("k", 0).ok());
   EXPECT_EQ(items.bytes(), 1u + 1 + 20);
+}
+
+// Holders sharing a pool (a node's shards): the limit is on the pool's
+// total, each holder's own bytes counted exactly, another's to within its
+// slack (it adds its changes to the pool 64 KiB at a time).
+TEST(DhtItems, SharedPoolLimitsTheTotalToWithinEachOthersSlack) {
+  std::atomic<size_t> pool{0};
+  DhtItems a, b;
+  a.share_bytes(&pool);
+  b.share_bytes(&pool);
+  a.set_limit(300 * 1024);
+  b.set_limit(300 * 1024);
+  ASSERT_TRUE(a.Write(W("big", std::string(200 * 1024, 'v')), 0).ok());  // past the slack: in the pool now
+  EXPECT_GE(pool.load(), 200u * 1024);
+  EXPECT_EQ(b.Write(W("other", std::string(150 * 1024, 'v')), 0).error(), Error::kNoMemory);
+  ASSERT_TRUE(b.Write(W("small", std::string(1000, 'v')), 0).ok());
+  ASSERT_TRUE(a.Delete("big", 0).ok());  // 200 KiB less, past the slack: the pool shrinks at once
+  EXPECT_LT(pool.load(), 64u * 1024);
+  EXPECT_TRUE(b.Write(W("other", std::string(150 * 1024, 'v')), 0).ok());
+  EXPECT_EQ(a.bytes() + b.bytes(), 3u /* big's tombstone key */ + 5 + 1000 + 5 + 150 * 1024);
 }
 
 // Exactly once: a write sent again under its name (after its primary died)

@@ -431,17 +431,25 @@ class Dht : public SharedEbb<Dht> {
   uint64_t subscription_ = 0;
   std::unique_ptr<Shard> shards_[kShards];
   std::unique_ptr<RingCopy[]> core_rings_{new RingCopy[core::kMaxCores]};  // CallersRing's, by core
-  struct alignas(64) CoreReads {
-    std::atomic<uint64_t> gets{0};  // ReadShared's, written by its core only
+  // What each core counts for itself (its own cache line): written by that
+  // core only.
+  struct alignas(64) PerCore {
+    std::atomic<uint64_t> gets{0};  // ReadShared's
+    // DhtWrite::request's counts this core hands out: [next, end), taken
+    // from next_request_ kRequestBlock at a time.
+    uint64_t next_request = 0, end_request = 0;
   };
-  std::unique_ptr<CoreReads[]> core_reads_{new CoreReads[core::kMaxCores]};
-  std::atomic<size_t> bytes_pool_{0};               // the shards' items' bytes (DhtItems::share_bytes)
-  std::atomic<uint64_t> grace_ns_{60'000'000'000};  // SetTombstoneGrace
-  std::atomic<uint64_t> next_request_{1};           // DhtWrite::request's count
-  mutable SpinLock lock_;
+  static constexpr uint64_t kRequestBlock = 1024;
+  std::unique_ptr<PerCore[]> per_core_{new PerCore[core::kMaxCores]};
+  // Every request reads ring_generation_ (Renew, ReadShared): it lies on a
+  // cache line that nothing written on a request's path shares.
+  alignas(64) std::atomic<uint64_t> ring_generation_{0};  // moves with every change of ring_ or target_
+  std::atomic<uint64_t> grace_ns_{60'000'000'000};        // SetTombstoneGrace
+  alignas(64) std::atomic<size_t> bytes_pool_{0};         // the shards' items' bytes (DhtItems::share_bytes)
+  alignas(64) std::atomic<uint64_t> next_request_{1};     // DhtWrite::request's count (PerCore's blocks)
+  alignas(64) mutable SpinLock lock_;
   std::shared_ptr<const DhtRing> ring_ GUARDED_BY(lock_);
   std::shared_ptr<const DhtRing> target_ GUARDED_BY(lock_);  // T while a node joins
-  std::atomic<uint64_t> ring_generation_{0};                 // moves with every change of ring_ or target_
   // The joiner's side (home core): each member's readiness (the tag of the
   // target it streamed for; kSwitched: it routes by a ring with this node).
   std::unordered_map<NodeId, uint64_t> ready_;

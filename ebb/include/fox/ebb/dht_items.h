@@ -149,9 +149,9 @@ class DhtItems {
   size_t bytes() const { return bytes_; }
   void set_limit(size_t bytes) { limit_ = bytes; }
   // Items that share `pool` (a node's Dht shards, each on its core) count
-  // their bytes there too, and the limit applies to the pool's total (to
-  // within the values being written at that moment on the other shards).
-  // Before any item is stored.
+  // their bytes there too, and the limit applies to the pool's total: this
+  // holder's bytes exactly, the others' to within kPoolSlack each (they add
+  // their changes to the pool 64 KiB at a time). Before any item is stored.
   void share_bytes(std::atomic<size_t>* pool) { pool_ = pool; }
   // Lets other cores call Find and Held while the owner changes the items:
   // what they may still be reading is handed to `retire` (ebb::RetireLater)
@@ -209,6 +209,12 @@ class DhtItems {
   size_t stored_ = 0;
   size_t limit_ = 0;
   std::atomic<size_t>* pool_ = nullptr;  // share_bytes
+  // Bytes added (or taken, below 0) since they were last added to the
+  // pool: it is written once per kPoolSlack bytes of change, not per
+  // write (the pool's cache line is every shard's).
+  static constexpr int64_t kPoolSlack = 64 * 1024;
+  int64_t pool_unsent_ = 0;
+  void SendToPool();
   uint64_t deduplicated_ = 0;
   void AddBytes(size_t n);
   void SubtractBytes(size_t n);
