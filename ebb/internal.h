@@ -92,6 +92,8 @@ void Retire(Entry* entry, std::unique_ptr<void*[]> reps, size_t count);
 // retire.cc: seals and frees what the calling core gave RetireLater, as
 // far as the reads in progress allow (QuiescentPoint).
 void RetiredAtQuiescentPoint();
+// The same before the core sleeps: everything open is sealed first.
+void RetiredBeforeSleep();
 
 // id_allocator.cc: ids handed out by the default allocator (AllocateId).
 uint64_t DefaultIdsAllocated();

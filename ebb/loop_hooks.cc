@@ -2,11 +2,20 @@
 // below ebb/, so the loop only knows hooks; this file installs them).
 #include "fox/ebb/lifetime.h"
 #include "fox/event.h"
+#include "internal.h"
 
 namespace fox::ebb {
 namespace {
 
-const event::LoopHooks kHooks = {QuiescentPoint, EnterQuiescence, ExitQuiescence};
+// Before a core sleeps: what it retired (RetireLater) is sealed and freed
+// as far as the reads in progress allow, so that an idle core does not keep
+// the last values its shards replaced; then it holds no reps.
+void BeforeSleep() {
+  detail::RetiredBeforeSleep();
+  EnterQuiescence();
+}
+
+const event::LoopHooks kHooks = {QuiescentPoint, BeforeSleep, ExitQuiescence};
 
 struct Installer {
   Installer() { event::SetLoopHooks(&kHooks); }

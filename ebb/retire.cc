@@ -89,6 +89,12 @@ void RetiredAtQuiescentPoint() {
   if (!cr.sealed.empty()) FreeSealed(cr);
 }
 
+void RetiredBeforeSleep() {
+  CoreRetire& cr = g_retire[ThisCoreIndex()];
+  Seal(cr);
+  FreeSealed(cr);
+}
+
 }  // namespace detail
 
 using namespace detail;

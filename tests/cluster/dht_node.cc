@@ -62,9 +62,11 @@
 #include <vector>
 
 #include "fox/clock.h"
+#include "fox/core.h"
 #include "fox/ebb/dht.h"
 #include "fox/ebb/dht_hash.h"
 #include "fox/ebb/dht_queue.h"
+#include "fox/ebb/lifetime.h"
 #include "fox/event.h"
 #include "fox/future.h"
 #include "fox/ebb/messenger.h"
@@ -794,6 +796,15 @@ int main(int argc, char** argv) {
         (unsigned long long)s.rebuilt, (unsigned long long)s.rebuild_failures, (unsigned long long)s.resent,
         (unsigned long long)s.bad_requests);
     CHECK(s.live == g_expected.load() && s.rebuilds_running == 0);
+    // What the shards replaced is freed once no read holds it, at the
+    // latest when their cores go idle: each core is woken (an empty event)
+    // and sleeps again until nothing waits.
+    bool freed = WaitUntil(10'000, [] {
+      for (int core = 0; core < fox::core::Online(); ++core) fox::event::SpawnRemote(core, [] {});
+      return fox::ebb::ObjectsAwaitingReclaim() == 0;
+    });
+    std::printf("dht: node %u: %s\n", fox::am::Self(),
+                freed ? "every replaced item freed" : "replaced items left unfreed");
   }
   ReportShards(dht);
   std::printf("dht_node: done\n");

@@ -337,7 +337,8 @@ foreach(shape "3;2" "4;3")
     if(NOT n EQUAL victim)
       list(APPEND expect_survivors --expect "${n}:dht: node ${n} holds 2407 live items of 2407" --expect "${n}:dht_node: done"
         --expect "0:dht: node ${n}'s status report: dht.live 2407"
-        --expect "${n}:dht: node ${n} served requests on 3 of 3 cores")
+        --expect "${n}:dht: node ${n} served requests on 3 of 3 cores"
+        --expect "${n}:dht: node ${n}: every replaced item freed")
     endif()
   endforeach()
   add_test(NAME hosted.dht_failover_r${r} COMMAND ${FOX_HOSTED_NODES}

@@ -55,9 +55,9 @@ void Destroy(EbbRef<T> ref) {
 // `object`: free(object) runs once every SharedRead that began before the
 // call has ended. The owner itself must not use `object` after retiring it.
 // Objects are freed on the retiring core, in batches: when enough are
-// waiting, at one of its later RetireLater calls or quiescent points (a core
-// that halts idle, or a hosted thread that exits, keeps what it retired
-// until it runs again). SharedRead: any thread context, nests, two stores
+// waiting, at one of its later RetireLater calls or quiescent points, and
+// before it sleeps (what reads still in progress then hold back stays until
+// it runs again, as with a hosted thread that exits). SharedRead: any thread context, nests, two stores
 // and a fence, no lock. RetireLater: thread context, the core's own thread;
 // allocates; does not block.
 class SharedRead {
