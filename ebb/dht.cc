@@ -771,7 +771,7 @@ Result<Dht::Item> Dht::Get(const std::string& key) {
   return Item{std::move(entry->value), entry->flags, entry->version};
 }
 
-Result<Dht::Item> Dht::Write(const DhtWrite& write) {
+Result<Dht::Item> Dht::Write(DhtWrite write) {
   if (!KeyOk(write.key) || write.value.size() > kDhtMaxValue || write.mode > DhtWrite::kLastMode) {
     return Error::kInvalidArgument;
   }
@@ -779,9 +779,9 @@ Result<Dht::Item> Dht::Write(const DhtWrite& write) {
   // waits that long and a margin.
   uint64_t rpc_timeout_ms = DhtWriteWaits(write.mode) ? uint64_t(write.wait_ms) + 10'000 : 10'000;
   // Named, so that a new primary answers it from the key's record if the
-  // dead one's replicas hold it (exactly once: dht_items.h).
-  DhtWrite named = write;
-  if (named.request == 0) {
+  // dead one's replicas hold it (exactly once: dht_items.h). `write` is the
+  // caller's copy (or what it moved in).
+  if (write.request == 0) {
     // (node << 40) | count, the count from this core's block (one shared
     // read-modify-write per kRequestBlock writes).
     PerCore& mine = per_core_[core::Current()];
@@ -790,11 +790,11 @@ Result<Dht::Item> Dht::Write(const DhtWrite& write) {
       mine.end_request = mine.next_request + kRequestBlock;
     }
     uint64_t count = mine.next_request++ & ((uint64_t(1) << 40) - 1);
-    named.request = (uint64_t(am::Self()) << 40) | (count == 0 ? 1 : count);
+    write.request = (uint64_t(am::Self()) << 40) | (count == 0 ? 1 : count);
   }
   uint64_t hash = HashOf(write.key);
-  if (auto here = WriteHere(named, hash)) return std::move(*here);
-  auto reply = Call(hash, kWrite, dht_wire::EncodeWrite(named), rpc_timeout_ms);
+  if (auto here = WriteHere(write, hash)) return std::move(*here);
+  auto reply = Call(hash, kWrite, dht_wire::EncodeWrite(write), rpc_timeout_ms);
   if (!reply.ok()) return reply.error();
   if (DhtWriteAnswersItem(write.mode)) {
     auto entry = dht_wire::DecodeItem(reply->data(), reply->size());
@@ -805,8 +805,8 @@ Result<Dht::Item> Dht::Write(const DhtWrite& write) {
   return Item{{}, 0, net::wire::Load64(reply->data())};
 }
 
-Result<uint64_t> Dht::Put(const DhtWrite& write) {
-  auto item = Write(write);
+Result<uint64_t> Dht::Put(DhtWrite write) {
+  auto item = Write(std::move(write));
   if (!item.ok()) return item.error();
   return item->cas;
 }
@@ -817,7 +817,7 @@ Result<uint64_t> Dht::Set(const std::string& key, const std::string& value, uint
   w.value = value;
   w.flags = flags;
   w.ttl_s = ttl_s;
-  return Put(w);
+  return Put(std::move(w));
 }
 
 namespace {

@@ -183,9 +183,9 @@ class Dht : public SharedEbb<Dht> {
   // does) and returns the stored item: its cas always; its value and flags
   // only for the modes DhtWriteAnswersItem names (incr/decr: the new number,
   // touch: the item).
-  Result<Item> Write(const DhtWrite& write);
+  Result<Item> Write(DhtWrite write);
   // Write, returning the stored item's cas.
-  Result<uint64_t> Put(const DhtWrite& write);
+  Result<uint64_t> Put(DhtWrite write);
   Result<uint64_t> Set(const std::string& key, const std::string& value, uint32_t flags = 0, uint32_t ttl_s = 0);
   Result<void> Delete(const std::string& key);
   // memcached's flush_all: every node of the ring turns every item it
