@@ -172,9 +172,9 @@ struct Dht::Shard {
   // the rings' generation and the clock is below `reads_until_ns`: the
   // shard's core found this node the primary of its keys by the ring of
   // that generation and held every other node's read lease until then
-  // (OpenReads). Written by the shard's core only.
-  // On a cache line of their own: every core reads them on every get, and
-  // the shard's core writes `lock` on every request it serves.
+  // (OpenReads). Written by the shard's core only; on a cache line of their
+  // own (every core reads them on every get; the shard's core writes `lock`
+  // on every request it serves).
   alignas(64) std::atomic<uint64_t> reads_generation{~uint64_t(0)};
   std::atomic<uint64_t> reads_until_ns{0};
   alignas(64) mutable SpinLock lock;
