@@ -1025,17 +1025,6 @@ Result<std::vector<uint8_t>> Dht::CallLocal(uint64_t key_hash, uint16_t handler,
   return reply.Block();
 }
 
-namespace {
-// DhtItems::Find at the time of the call, reading the clock only for an
-// item that expires (under TCG every clock read takes a lock all vCPUs
-// share).
-const DhtEntry* LiveEntry(const DhtItems& items, std::string_view key) {
-  const DhtEntry* entry = items.Held(key);
-  if (entry == nullptr || entry->tombstone) return nullptr;
-  return entry->expiry_ns == 0 || entry->live(clock::NowNs()) ? entry : nullptr;
-}
-}  // namespace
-
 Error Dht::Look(Shard& s, std::string_view key, uint64_t key_hash, const DhtEntry** entry) {
   *entry = nullptr;
   Error status = Error::kOk;
@@ -1047,7 +1036,7 @@ Error Dht::Look(Shard& s, std::string_view key, uint64_t key_hash, const DhtEntr
     status = Error::kBusy;  // the caller retries: the ring drops a dead owner, or this zombie is fenced
   } else {
     OpenReads(s);
-    *entry = LiveEntry(s.items, key);
+    *entry = s.items.FindLive(key, clock::NowNs);
     if (*entry == nullptr) status = Error::kNotFound;
   }
   SpinGuard g(s.lock);
@@ -1115,7 +1104,7 @@ std::optional<Result<Dht::Item>> Dht::ReadShared(Shard& s, const std::string& ke
   auto& count = per_core_[core::Current()].gets;
   count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   SharedRead reading;  // the shard's core may replace the entry meanwhile: it stays until this ends
-  const DhtEntry* entry = LiveEntry(s.items, key);
+  const DhtEntry* entry = s.items.FindLive(key, clock::NowNs);
   if (entry == nullptr) return Error::kNotFound;
   return Item{entry->value, entry->flags, entry->version};
 }

@@ -16,11 +16,6 @@ using net::wire::StoreLe;
 
 }  // namespace
 
-const DhtEntry* DhtItems::Find(std::string_view key, uint64_t now_ns) const {
-  const DhtEntry* entry = table_.Find(key);
-  return entry != nullptr && entry->live(now_ns) ? entry : nullptr;
-}
-
 const DhtEntry* DhtItems::Held(std::string_view key) const { return table_.Find(key); }
 
 namespace {

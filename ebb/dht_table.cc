@@ -60,29 +60,32 @@ void DhtTable::Clear() {
 
 const DhtEntry* DhtTable::Find(std::string_view key) const {
   const Slots* t = slots_.load(std::memory_order_acquire);
-  if (t == nullptr) return nullptr;
-  uint64_t hash = Hash(key);
+  Item* item = nullptr;
+  return t != nullptr && Lookup(t, key, Hash(key), &item) != nullptr ? &item->entry : nullptr;
+}
+
+DhtTable::Slot* DhtTable::Lookup(const Slots* t, std::string_view key, uint64_t hash, Item** item) {
   size_t mask = t->count - 1;
   // At most half the slots are in use (keys and markers): a probe ends.
   for (size_t i = hash & mask;; i = (i + 1) & mask) {
-    const Slot& slot = t->slot[i];
-    const Item* item = slot.item.load(std::memory_order_acquire);
-    if (item == nullptr) return nullptr;
+    Slot& slot = t->slot[i];
+    Item* at = slot.item.load(std::memory_order_acquire);
+    if (at == nullptr) return nullptr;
     // The hash is stored before the Item is published.
-    if (item != Removed() && slot.hash.load(std::memory_order_relaxed) == hash && item->key == key) {
-      return &item->entry;
+    if (at != Removed() && slot.hash.load(std::memory_order_relaxed) == hash && at->key == key) {
+      *item = at;
+      return &slot;
     }
   }
 }
 
-DhtTable::Slot* DhtTable::Lookup(const Slots* t, std::string_view key, uint64_t hash) {
+DhtTable::Slot& DhtTable::FreeSlot(const Slots* t, uint64_t hash) {
   size_t mask = t->count - 1;
-  for (size_t i = hash & mask;; i = (i + 1) & mask) {
-    Slot& slot = t->slot[i];
-    Item* item = slot.item.load(std::memory_order_relaxed);
-    if (item == nullptr) return nullptr;
-    if (item != Removed() && slot.hash.load(std::memory_order_relaxed) == hash && item->key == key) return &slot;
+  size_t i = hash & mask;
+  for (Item* at; (at = t->slot[i].item.load(std::memory_order_relaxed)) != nullptr && at != Removed();) {
+    i = (i + 1) & mask;
   }
+  return t->slot[i];
 }
 
 DhtTable::Replaced DhtTable::Put(std::string_view key, DhtEntry entry) {
@@ -92,22 +95,18 @@ DhtTable::Replaced DhtTable::Put(std::string_view key, DhtEntry entry) {
     t = slots_.load(std::memory_order_relaxed);
   }
   uint64_t hash = Hash(key);
-  if (Slot* slot = Lookup(t, key, hash)) {
-    Item* old = slot->item.load(std::memory_order_relaxed);
+  Item* old = nullptr;
+  if (Slot* slot = Lookup(t, key, hash, &old)) {
     Replaced replaced{true, old->entry.tombstone, old->entry.value.size()};
     slot->item.store(new Item{old->key, std::move(entry)}, std::memory_order_release);
     Dispose(old, FreeItem);
     return replaced;
   }
   auto* item = new Item{std::string(key), std::move(entry)};
-  size_t mask = t->count - 1;
-  size_t i = hash & mask;
-  for (Item* at; (at = t->slot[i].item.load(std::memory_order_relaxed)) != nullptr && at != Removed();) {
-    i = (i + 1) & mask;
-  }
-  if (t->slot[i].item.load(std::memory_order_relaxed) == Removed()) --removed_;
-  t->slot[i].hash.store(hash, std::memory_order_relaxed);
-  t->slot[i].item.store(item, std::memory_order_release);
+  Slot& free = FreeSlot(t, hash);
+  if (free.item.load(std::memory_order_relaxed) == Removed()) --removed_;
+  free.hash.store(hash, std::memory_order_relaxed);
+  free.item.store(item, std::memory_order_release);
   ++size_;
   if (2 * (size_ + removed_) > t->count) Rebuild(4 * size_ > t->count ? 2 * t->count : t->count);
   return {};
@@ -116,9 +115,9 @@ DhtTable::Replaced DhtTable::Put(std::string_view key, DhtEntry entry) {
 bool DhtTable::Erase(std::string_view key) {
   Slots* t = slots_.load(std::memory_order_relaxed);
   if (t == nullptr) return false;
-  Slot* slot = Lookup(t, key, Hash(key));
+  Item* item = nullptr;
+  Slot* slot = Lookup(t, key, Hash(key), &item);
   if (slot == nullptr) return false;
-  Item* item = slot->item.load(std::memory_order_relaxed);
   slot->item.store(Removed(), std::memory_order_release);  // a reader on `item` keeps it: retired below
   Dispose(item, FreeItem);
   --size_;
@@ -138,10 +137,9 @@ void DhtTable::Rebuild(size_t count) {
       Item* item = old->slot[i].item.load(std::memory_order_relaxed);
       if (item == nullptr || item == Removed()) continue;
       uint64_t hash = old->slot[i].hash.load(std::memory_order_relaxed);
-      size_t j = hash & (count - 1);
-      while (fresh->slot[j].item.load(std::memory_order_relaxed) != nullptr) j = (j + 1) & (count - 1);
-      fresh->slot[j].hash.store(hash, std::memory_order_relaxed);
-      fresh->slot[j].item.store(item, std::memory_order_relaxed);
+      Slot& free = FreeSlot(fresh, hash);
+      free.hash.store(hash, std::memory_order_relaxed);
+      free.item.store(item, std::memory_order_relaxed);
     }
   }
   slots_.store(fresh, std::memory_order_release);

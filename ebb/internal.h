@@ -89,9 +89,9 @@ void EnsureUsingReps(CoreState& cs);
 // core has passed a quiescent point. The entry is unpublished already.
 void Retire(Entry* entry, std::unique_ptr<void*[]> reps, size_t count);
 
-// retire.cc: seals and frees what the calling core gave RetireLater, as
-// far as the reads in progress allow (QuiescentPoint).
-void RetiredAtQuiescentPoint();
+// retire.cc: seals and frees what the calling core (`core`) gave
+// RetireLater, as far as the reads in progress allow (QuiescentPoint).
+void RetiredAtQuiescentPoint(int core);
 // The same before the core sleeps: everything open is sealed first.
 void RetiredBeforeSleep();
 

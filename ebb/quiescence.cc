@@ -101,12 +101,13 @@ void Retire(Entry* entry, std::unique_ptr<void*[]> reps, size_t count) {
 using namespace detail;
 
 void QuiescentPoint() {
-  CoreState& cs = g_cores[ThisCoreIndex()];
+  int core = ThisCoreIndex();
+  CoreState& cs = g_cores[core];
   if (cs.quiescent_epoch.load(std::memory_order_relaxed) != 0) {
     cs.quiescent_epoch.store(g_epoch.load(std::memory_order_acquire), std::memory_order_release);
   }
   if (g_counters.retired_pending.load(std::memory_order_relaxed) != 0) Reclaim();
-  RetiredAtQuiescentPoint();
+  RetiredAtQuiescentPoint(core);
 }
 
 void EnterQuiescence() { g_cores[ThisCoreIndex()].quiescent_epoch.store(0, std::memory_order_release); }

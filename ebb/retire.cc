@@ -72,6 +72,7 @@ void FreeSealed(CoreRetire& cr) {
   size_t done = 0;  // a batch of epoch E is free once every read in progress began at E or later
   while (done < cr.sealed.size() && cr.sealed[done].epoch <= safe) ++done;
   if (done == 0) return;
+  // Out of the list before any is freed: a free function may retire more.
   std::vector<Batch> freed(std::make_move_iterator(cr.sealed.begin()),
                            std::make_move_iterator(cr.sealed.begin() + done));
   cr.sealed.erase(cr.sealed.begin(), cr.sealed.begin() + done);
@@ -83,8 +84,8 @@ void FreeSealed(CoreRetire& cr) {
 
 }  // namespace
 
-void RetiredAtQuiescentPoint() {
-  CoreRetire& cr = g_retire[ThisCoreIndex()];
+void RetiredAtQuiescentPoint(int core) {
+  CoreRetire& cr = g_retire[core];
   if (!cr.open.empty() && ++cr.points >= kSealEvery) Seal(cr);
   if (!cr.sealed.empty()) FreeSealed(cr);
 }

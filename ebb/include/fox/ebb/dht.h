@@ -85,8 +85,8 @@
 // node the primary by the current ring and holds every other node's read
 // lease); the items are a DhtTable (dht_table.h) and what the shard
 // replaces is freed by ebb::RetireLater once no read can hold it. With 2
-// cores, the node's own clients (make bench B=dht_cores) get 1.87 x the
-// gets of 1 core hosted (0.49 x with a hop per get), 1.38 x on a compute
+// cores, the node's own clients (make bench B=dht_cores) get 1.72 x the
+// gets of 1 core hosted (0.49 x with a hop per get), 1.70 x on a compute
 // node under TCG. Messages about a key (get, write, replicate, collect) go to its
 // shard's Ebb id (kDhtShardIds), which the transport delivers to that core
 // directly; so requests to one node are served by all its kernel cores at

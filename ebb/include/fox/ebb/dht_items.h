@@ -124,7 +124,17 @@ constexpr bool DhtWriteWaits(DhtWrite::Mode mode) {
 class DhtItems {
  public:
   // The live entry for `key` (not a tombstone, not expired at `now_ns`).
-  const DhtEntry* Find(std::string_view key, uint64_t now_ns) const;
+  const DhtEntry* Find(std::string_view key, uint64_t now_ns) const {
+    return FindLive(key, [now_ns] { return now_ns; });
+  }
+  // The same, asking `now()` for the time only when the item expires (a
+  // clock read is dear where the emulator serializes them).
+  template <class Now>
+  const DhtEntry* FindLive(std::string_view key, Now&& now) const {
+    const DhtEntry* entry = Held(key);
+    if (entry == nullptr || entry->tombstone) return nullptr;
+    return entry->expiry_ns == 0 || entry->live(now()) ? entry : nullptr;
+  }
   // What is stored for `key`, tombstones and expired items too (what a
   // primary replicates).
   const DhtEntry* Held(std::string_view key) const;

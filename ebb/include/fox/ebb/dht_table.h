@@ -89,8 +89,11 @@ class DhtTable {
   };
   static Item* Removed() { return reinterpret_cast<Item*>(alignof(Item)); }
   static uint64_t Hash(std::string_view key);
-  // The slot holding `key` in `t`, else null (owner).
-  static Slot* Lookup(const Slots* t, std::string_view key, uint64_t hash);
+  // The slot holding `key` in `t` and (`*item`) the Item it held when
+  // looked at, else null. Readers and owner.
+  static Slot* Lookup(const Slots* t, std::string_view key, uint64_t hash, Item** item);
+  // The first slot from `hash` on that is unused or a removed key's (owner).
+  static Slot& FreeSlot(const Slots* t, uint64_t hash);
   static void FreeItem(void* item);
   static void FreeSlots(void* slots);
   void Dispose(void* object, void (*free)(void*)) const;

@@ -57,9 +57,9 @@ void Destroy(EbbRef<T> ref) {
 // Objects are freed on the retiring core, in batches: when enough are
 // waiting, at one of its later RetireLater calls or quiescent points, and
 // before it sleeps (what reads still in progress then hold back stays until
-// it runs again, as with a hosted thread that exits). SharedRead: any thread context, nests, two stores
-// and a fence, no lock. RetireLater: thread context, the core's own thread;
-// allocates; does not block.
+// it runs again, as with a hosted thread that exits). SharedRead: any
+// thread context, nests, two stores and a fence, no lock. RetireLater:
+// thread context, the core's own thread; allocates; does not block.
 class SharedRead {
  public:
   SharedRead();
