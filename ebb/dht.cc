@@ -161,7 +161,13 @@ struct Dht::Shard {
   Shard(int index_, int core_) : index(index_), core(core_) {}
   const int index;
   const int core;
-  DhtItems items;
+  // The shard's items: changed by its core, and by the other cores while
+  // its writes are open (`writes_generation`, WriteShared), each holding
+  // `items_lock`; read without it under a SharedRead (what a writer on
+  // another core replaces is retired, not freed: DhtItems::share_reads).
+  alignas(64) mutable SpinLock items_lock;
+  DhtItems items GUARDED_BY(items_lock);
+  const DhtItems& shared_items() const NO_THREAD_SAFETY_ANALYSIS { return items; }  // SharedRead held
   std::unordered_map<std::string, std::deque<Waiter>> waiters;
   bool sweeping = false;                             // Sweep runs
   bool collecting = false;                           // CollectTombstones runs
@@ -177,6 +183,17 @@ struct Dht::Shard {
   // on every request it serves).
   alignas(64) std::atomic<uint64_t> reads_generation{~uint64_t(0)};
   std::atomic<uint64_t> reads_until_ns{0};
+  // Writes from other cores (WriteShared), open while `writes_generation`
+  // is the rings' generation: the shard's core served a write as the
+  // primary with nobody waiting on the shard's keys (Wake runs on its core
+  // only); WriteShared then writes, holding `items_lock`, a key that has no
+  // other owner by the ring of that generation (and the joiner's, in a
+  // join), after checking again under the lock that the rings did not move
+  // and the writes were not closed (CloseWrites: before a write that may
+  // wait). A ring move thus waits for a write in progress (the shard reads
+  // its items under the lock) and ends the later ones. Written by the
+  // shard's core only, with `items_lock` held.
+  std::atomic<uint64_t> writes_generation{~uint64_t(0)};
   alignas(64) mutable SpinLock lock;
   Stats stats GUARDED_BY(lock);
 
@@ -213,7 +230,8 @@ constexpr uint64_t Dht::Stats::*kCounters[] = {&Dht::Stats::served_gets,
                                                &Dht::Stats::collected,
                                                &Dht::Stats::leases_renewed,
                                                &Dht::Stats::leases_refused,
-                                               &Dht::Stats::shared_gets};
+                                               &Dht::Stats::shared_gets,
+                                               &Dht::Stats::shared_writes};
 static_assert(sizeof(kCounters) / sizeof(kCounters[0]) * sizeof(uint64_t) == sizeof(Dht::Stats),
               "a counter of Dht::Stats is missing from kCounters");
 }  // namespace
@@ -236,8 +254,11 @@ Dht::Dht() : core_(core::Current()), serving_cores_(ServingCores()) {
   for (int i = 0; i < kShards; ++i) {
     shards_[i] = std::make_unique<Shard>(i, ShardCore(i));
     Shard* shard = shards_[i].get();
-    shard->items.share_bytes(&bytes_pool_);  // max_bytes is the node's
-    shard->items.share_reads(RetireLater);   // ReadShared, from the other cores
+    {
+      SpinGuard g(shard->items_lock);
+      shard->items.share_bytes(&bytes_pool_);  // max_bytes is the node's
+      shard->items.share_reads(RetireLater);   // ReadShared, from the other cores
+    }
     auto serve_shard = [this, shard](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
       ServeShard(*shard, from, handler, data, length);
     };
@@ -293,7 +314,10 @@ void Dht::OnEveryShard(Function<void(Shard&)> work) {
 }
 
 void Dht::SetLimit(size_t max_bytes) {
-  OnEveryShard([max_bytes](Shard& s) { s.items.set_limit(max_bytes); });
+  OnEveryShard([max_bytes](Shard& s) {
+    SpinGuard g(s.items_lock);
+    s.items.set_limit(max_bytes);
+  });
 }
 
 Result<void> Dht::Start(const RingConfig& config, std::vector<NodeId> members, size_t max_bytes) {
@@ -496,10 +520,13 @@ void Dht::Switch(std::shared_ptr<const DhtRing> target) {
   NodeId self = am::Self();
   OnEveryShard([this, self, &target](Shard& s) {
     std::vector<std::string> gone;
-    s.items.ForEach([&](const std::string& key, const DhtEntry&) {
-      if (!target->Owns(self, target->PartitionOf(HashOf(key)))) gone.push_back(key);
-    });
-    for (const std::string& key : gone) s.items.Drop(key);
+    {
+      SpinGuard g(s.items_lock);
+      s.items.ForEach([&](const std::string& key, const DhtEntry&) {
+        if (!target->Owns(self, target->PartitionOf(HashOf(key)))) gone.push_back(key);
+      });
+      for (const std::string& key : gone) s.items.Drop(key);
+    }
     NoteItems(s);
     s.Count(&Stats::released, gone.size());
   });
@@ -541,7 +568,10 @@ bool Dht::HoldsCopy(const std::string& key) {
   auto done = std::make_shared<Promise<bool>>();
   auto future = done->GetFuture();
   Shard* s = shards_[ShardOf(HashOf(key))].get();
-  event::SpawnRemote(s->core, [s, key, done] { done->SetValue(s->items.Find(key, clock::NowNs()) != nullptr); });
+  event::SpawnRemote(s->core, [s, key, done] {
+    SharedRead reading;
+    done->SetValue(s->shared_items().Find(key, clock::NowNs()) != nullptr);
+  });
   return future.Block();
 }
 
@@ -574,13 +604,23 @@ Dht::Stats Dht::stats() const {
     out = stats_;
   }
   for (const auto& shard : shards_) {
-    SpinGuard g(shard->lock);
-    for (auto counter : kCounters) out.*counter += shard->stats.*counter;
+    {
+      SpinGuard g(shard->lock);
+      for (auto counter : kCounters) out.*counter += shard->stats.*counter;
+    }
+    SpinGuard g(shard->items_lock);  // the sizes as they are (other cores write too)
+    out.items += shard->items.size();
+    out.live += shard->items.stored();
+    out.bytes += shard->items.bytes();
+    out.deduplicated += shard->items.deduplicated();
   }
   for (int core = 0; core < core::kMaxCores; ++core) {
     uint64_t gets = per_core_[core].gets.load(std::memory_order_relaxed);
     out.served_gets += gets;
     out.shared_gets += gets;
+    uint64_t writes = per_core_[core].writes.load(std::memory_order_relaxed);
+    out.served_writes += writes;
+    out.shared_writes += writes;
   }
   return out;
 }
@@ -597,14 +637,12 @@ std::vector<uint64_t> Dht::CoreLoad() const {
 }
 
 void Dht::NoteItems(Shard& s) {
+  size_t tombstones;
   {
-    SpinGuard g(s.lock);
-    s.stats.items = s.items.size();
-    s.stats.live = s.items.stored();
-    s.stats.bytes = s.items.bytes();
-    s.stats.deduplicated = s.items.deduplicated();
+    SpinGuard g(s.items_lock);
+    tombstones = s.items.tombstones();
   }
-  if (s.items.tombstones() != 0 && !s.collecting) {
+  if (tombstones != 0 && !s.collecting) {
     s.collecting = true;
     event::Spawn([this, &s] { CollectTombstones(s); });
   }
@@ -619,17 +657,30 @@ void Dht::SetTombstoneGrace(uint64_t ns) { grace_ns_.store(std::max<uint64_t>(ns
 // a mark at least the grace old are old, and go to CollectRound.
 void Dht::CollectTombstones(Shard& s) {
   std::deque<std::pair<uint64_t, uint64_t>> marks;  // (NowNs, generation)
-  while (s.items.tombstones() != 0) {
+  auto tombstones = [&s] {
+    SpinGuard g(s.items_lock);
+    return s.items.tombstones();
+  };
+  while (tombstones() != 0) {
     uint64_t grace = grace_ns_.load();
     timer::Sleep(std::clamp<uint64_t>(grace / 4, 10'000'000, 5'000'000'000));
     uint64_t now = clock::NowNs();
-    marks.emplace_back(now, s.items.generation());
+    {
+      SpinGuard g(s.items_lock);
+      marks.emplace_back(now, s.items.generation());
+    }
     uint64_t up_to = 0;
     while (!marks.empty() && marks.front().first + grace <= now) {
       up_to = marks.front().second;
       marks.pop_front();
     }
-    if (up_to != 0) CollectRound(s, s.items.OldTombstones(up_to));
+    if (up_to == 0) continue;
+    std::vector<DhtItems::Tombstone> old;
+    {
+      SpinGuard g(s.items_lock);
+      old = s.items.OldTombstones(up_to);
+    }
+    CollectRound(s, std::move(old));
   }
   s.collecting = false;
 }
@@ -650,6 +701,7 @@ void Dht::CollectRound(Shard& s, std::vector<DhtItems::Tombstone> old) {
   for (DhtItems::Tombstone& t : old) {
     uint64_t hash = HashOf(t.key);
     if (!ring || ring->PrimaryOf(hash) != am::Self()) {
+      SpinGuard g(s.items_lock);
       s.items.Requeue(t.key);
     } else {
       by_owners[ReplicasOf(s, hash)].push_back(std::move(t));
@@ -662,6 +714,7 @@ void Dht::CollectRound(Shard& s, std::vector<DhtItems::Tombstone> old) {
       std::vector<uint8_t> body = dht_wire::EncodeCollect({list.begin() + long(at), list.begin() + long(end)});
       bool collect =
           AllAcknowledge(owners, kDhtShardIds[s.index], kCollect, body, Rpc::kDefaultTimeoutMs) && RingAtRest() == ring;
+      SpinGuard g(s.items_lock);
       for (size_t i = at; i < end; ++i) {
         if (collect) {
           collected += s.items.Collect(list[i].key, list[i].version) ? 1 : 0;
@@ -700,9 +753,12 @@ void Dht::ServeCollect(Shard& s, const Caller& caller, const uint8_t* body, size
     return Reply(caller, Error::kInvalidArgument);
   }
   uint64_t collected = 0;
-  for (const DhtItems::Tombstone& t : *tombstones) {
-    if (!InShard(t.key, s.index)) continue;  // not this shard's key: a sender's bug, or a forgery
-    collected += s.items.Collect(t.key, t.version) ? 1 : 0;
+  {
+    SpinGuard g(s.items_lock);
+    for (const DhtItems::Tombstone& t : *tombstones) {
+      if (!InShard(t.key, s.index)) continue;  // not this shard's key: a sender's bug, or a forgery
+      collected += s.items.Collect(t.key, t.version) ? 1 : 0;
+    }
   }
   NoteCollected(s, collected);
   Reply(caller, Error::kOk);
@@ -947,7 +1003,11 @@ void Dht::ServeFlush(NodeId from, uint64_t id, const uint8_t* body, size_t lengt
   uint32_t delay_s = net::wire::Load32(body);
   auto flush = [this] {
     OnEveryShard([this](Shard& s) {
-      size_t flushed = s.items.Flush();
+      size_t flushed;
+      {
+        SpinGuard g(s.items_lock);
+        flushed = s.items.Flush();
+      }
       NoteItems(s);
       s.Count(&Stats::flushed, flushed);
     });
@@ -970,6 +1030,7 @@ void Dht::ServeCount(NodeId from, uint64_t id) {
     OnEveryShard([&](Shard& s) {
       uint64_t now = clock::NowNs();
       NodeId self = am::Self();
+      SpinGuard g(s.items_lock);
       s.items.ForEach([&](const std::string& key, const DhtEntry& e) {
         if (!e.live(now) || ring->PrimaryOf(HashOf(key)) != self) return;
         ++counts[s.index][0];
@@ -1025,8 +1086,8 @@ Result<std::vector<uint8_t>> Dht::CallLocal(uint64_t key_hash, uint16_t handler,
   return reply.Block();
 }
 
-Error Dht::Look(Shard& s, std::string_view key, uint64_t key_hash, const DhtEntry** entry) {
-  *entry = nullptr;
+template <class Use>
+Error Dht::Look(Shard& s, std::string_view key, uint64_t key_hash, Use&& use) {
   Error status = Error::kOk;
   if (ShardOf(key_hash) != s.index) {
     status = Error::kInvalidArgument;
@@ -1036,8 +1097,13 @@ Error Dht::Look(Shard& s, std::string_view key, uint64_t key_hash, const DhtEntr
     status = Error::kBusy;  // the caller retries: the ring drops a dead owner, or this zombie is fenced
   } else {
     OpenReads(s);
-    *entry = s.items.FindLive(key, clock::NowNs);
-    if (*entry == nullptr) status = Error::kNotFound;
+    SharedRead reading;
+    const DhtEntry* entry = s.shared_items().FindLive(key, clock::NowNs);
+    if (entry == nullptr) {
+      status = Error::kNotFound;
+    } else {
+      use(*entry);
+    }
   }
   SpinGuard g(s.lock);
   ++(status == Error::kInvalidArgument ? s.stats.bad_requests
@@ -1048,14 +1114,14 @@ Error Dht::Look(Shard& s, std::string_view key, uint64_t key_hash, const DhtEntr
 
 void Dht::ServeGet(Shard& s, const Caller& caller, const uint8_t* body, size_t length) {
   auto key = dht_wire::DecodeKey(body, length);
-  const DhtEntry* entry = nullptr;
+  std::vector<uint8_t> item;
   Error status = Error::kInvalidArgument;
   if (key.ok()) {
-    status = Look(s, *key, HashOf(*key), &entry);
+    status = Look(s, *key, HashOf(*key), [&item](const DhtEntry& entry) { item = dht_wire::EncodeItem(entry); });
   } else {
     s.Count(&Stats::bad_requests);
   }
-  Reply(caller, status, entry ? dht_wire::EncodeItem(*entry) : std::vector<uint8_t>{});
+  Reply(caller, status, item);
 }
 
 Dht::Shard* Dht::ShardHere(uint64_t key_hash) {
@@ -1104,7 +1170,7 @@ std::optional<Result<Dht::Item>> Dht::ReadShared(Shard& s, const std::string& ke
   auto& count = per_core_[core::Current()].gets;
   count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   SharedRead reading;  // the shard's core may replace the entry meanwhile: it stays until this ends
-  const DhtEntry* entry = s.items.FindLive(key, clock::NowNs);
+  const DhtEntry* entry = s.shared_items().FindLive(key, clock::NowNs);
   if (entry == nullptr) return Error::kNotFound;
   return Item{entry->value, entry->flags, entry->version};
 }
@@ -1119,9 +1185,9 @@ std::optional<Result<Dht::Item>> Dht::GetHere(const std::string& key, uint64_t k
   Error status = Error::kOk;
   Item item;
   event::Delegate(s.core, [&] {  // inline on the shard's core, else there while this event is blocked
-    const DhtEntry* entry = nullptr;
-    status = Look(s, key, key_hash, &entry);
-    if (entry) item = Item{entry->value, entry->flags, entry->version};
+    status = Look(s, key, key_hash, [&item](const DhtEntry& entry) {
+      item = Item{entry.value, entry.flags, entry.version};
+    });
   });
   return Answered(status, std::move(item));
 }
@@ -1147,6 +1213,9 @@ void Dht::ApplyWrite(Shard& s, NodeId from, const DhtWrite& write, const Caller*
   // declared it dead) is never applied: Quiesce. This node is never dead to
   // itself (and its own writes skip the transport's lock).
   if (from != am::Self() && am::State(from) == am::PeerState::kDead) return answer(Error::kNotFound, nullptr);
+  // A write that may wait is held in `waiters`, which only this core's
+  // writes wake: the other cores' writes end first (WriteShared).
+  if (DhtWriteWaits(write.mode)) CloseWrites(s);
   struct InProgress {  // counted until answered (replication included)
     Shard& s;
     NodeId from;
@@ -1160,7 +1229,10 @@ void Dht::ApplyWrite(Shard& s, NodeId from, const DhtWrite& write, const Caller*
     s.Count(&Stats::not_primary);
     return answer(Error::kBusy, nullptr);
   }
-  auto applied = s.items.Write(write, clock::NowNs());
+  auto applied = [&] {
+    SpinGuard g(s.items_lock);
+    return s.items.Write(write, clock::NowNs());
+  }();
   if (!applied.ok() && applied.error() == Error::kBusy && DhtWriteWaits(write.mode)) {
     if (write.wait_ms == 0) return answer(Error::kTimedOut, nullptr);
     if (holder == nullptr) return answer(Error::kBusy, nullptr);  // nobody to hold it for: the routed path does
@@ -1175,6 +1247,7 @@ void Dht::ApplyWrite(Shard& s, NodeId from, const DhtWrite& write, const Caller*
   }
   if (!applied.ok()) return answer(applied.error(), nullptr);
   if (write.mode == DhtWrite::Mode::kWait) return answer(Error::kOk, &*applied);
+  if (s.waiters.empty()) OpenWrites(s);
   NoteItems(s);
   Wake(s, write.key);
   s.Count(write.mode == DhtWrite::Mode::kDelete ? &Stats::served_deletes : &Stats::served_writes);
@@ -1182,10 +1255,55 @@ void Dht::ApplyWrite(Shard& s, NodeId from, const DhtWrite& write, const Caller*
   answer(Error::kOk, &*applied);
 }
 
+void Dht::OpenWrites(Shard& s) {
+  uint64_t generation = s.rings.generation;  // Primary renewed it for this write
+  if (s.writes_generation.load(std::memory_order_relaxed) == generation) return;
+  SpinGuard g(s.items_lock);
+  s.writes_generation.store(generation, std::memory_order_release);
+}
+
+void Dht::CloseWrites(Shard& s) {
+  if (s.writes_generation.load(std::memory_order_relaxed) == ~uint64_t(0)) return;
+  SpinGuard g(s.items_lock);  // a write in progress on another core ends first
+  s.writes_generation.store(~uint64_t(0), std::memory_order_relaxed);
+}
+
+std::optional<Result<Dht::Item>> Dht::WriteShared(Shard& s, const DhtWrite& write, uint64_t key_hash) {
+  uint64_t generation = s.writes_generation.load(std::memory_order_acquire);
+  const RingCopy& rings = core_rings_[core::Current()];  // ShardHere renewed it
+  if (generation != rings.generation || write.mode == DhtWrite::Mode::kDelete || !rings.ring) return std::nullopt;
+  // The key's only owner: by the ring and by a joiner's (ReplicasOf empty).
+  NodeId self = am::Self();
+  for (const DhtRing* r : {rings.ring.get(), rings.target.get()}) {
+    if (r == nullptr) continue;
+    auto owners = r->OwnersOf(r->PartitionOf(key_hash));
+    if (owners.size() != 1 || owners[0] != self) return std::nullopt;
+  }
+  std::optional<Result<DhtEntry>> applied;
+  {
+    SpinGuard g(s.items_lock);
+    if (s.writes_generation.load(std::memory_order_relaxed) != generation ||
+        ring_generation_.load(std::memory_order_acquire) != generation) {
+      return std::nullopt;  // closed, or the rings moved: the shard's core decides
+    }
+    applied.emplace(s.items.Write(write, clock::NowNs()));
+  }
+  if (applied->ok()) {
+    auto& count = per_core_[core::Current()].writes;
+    count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  if (!applied->ok()) return Answered(applied->error(), Item{});
+  const DhtEntry& entry = **applied;
+  return DhtWriteAnswersItem(write.mode) ? Item{entry.value, entry.flags, entry.version} : Item{{}, 0, entry.version};
+}
+
 std::optional<Result<Dht::Item>> Dht::WriteHere(const DhtWrite& write, uint64_t key_hash) {
   Shard* here = DhtWriteWaits(write.mode) ? nullptr : ShardHere(key_hash);
   if (here == nullptr) return std::nullopt;
   Shard& s = *here;
+  if (s.core != core::Current()) {
+    if (auto done = WriteShared(s, write, key_hash)) return done;
+  }
   Error status = Error::kOk;
   Item item;
   event::Delegate(s.core, [&] {  // inline on the shard's core, else there while this event is blocked
@@ -1245,9 +1363,13 @@ bool Dht::Replicate(Shard& s, const std::string& key, uint64_t key_hash) {
     if (replicas.empty()) return true;
     if (deadline == 0) deadline = clock::NowNs() + kRouteTimeoutMs * 1'000'000;
     // The key's current state: an item (live or expired) or a tombstone.
-    const DhtEntry* current = s.items.Held(key);
-    if (!current) return true;  // nothing to copy (cannot happen after a write)
-    std::vector<uint8_t> state = ReplicateBody(key, *current, s.rings.ring->epoch());
+    std::vector<uint8_t> state;
+    {
+      SpinGuard g(s.items_lock);
+      const DhtEntry* current = s.items.Held(key);
+      if (!current) return true;  // nothing to copy (cannot happen after a write)
+      state = ReplicateBody(key, *current, s.rings.ring->epoch());
+    }
     std::vector<Future<Result<Rpc::Bytes>>> calls;
     for (NodeId n : replicas) {
       calls.push_back(Rpc::Get()->Call(n, kDhtShardIds[s.index], kReplicate, state.data(), state.size()));
@@ -1294,7 +1416,10 @@ void Dht::ServeReplicate(Shard& s, const Caller& caller, const uint8_t* body, si
     }
     // From the key's primary here: an equal version replaces (dht_items.h).
     bool from_primary = ring && ring->PrimaryOf(hash) == from;
-    applied = s.items.Apply(state->key, std::move(state->entry), from_primary);
+    {
+      SpinGuard g(s.items_lock);
+      applied = s.items.Apply(state->key, std::move(state->entry), from_primary);
+    }
     if (applied) NoteItems(s);
   }
   {
@@ -1323,7 +1448,10 @@ void Dht::Wake(Shard& s, const std::string& key) {
       ++removed;
       continue;
     }
-    auto served = s.items.Write(queue[i].write, now);
+    auto served = [&] {
+      SpinGuard g(s.items_lock);
+      return s.items.Write(queue[i].write, now);
+    }();
     if (!served.ok() && served.error() == Error::kBusy) {
       ++i;
       continue;
@@ -1469,10 +1597,13 @@ uint64_t Dht::RebuildShard(Shard& s, const DhtRing& before, const DhtRing& after
     return old_owners.empty() ? primary : old_owners[0];
   };
   std::vector<std::string> keys;
-  s.items.ForEach([&](const std::string& key, const DhtEntry&) {
-    if (after.nodes().empty()) return;
-    if (source(after.PartitionOf(HashOf(key))) == self) keys.push_back(key);
-  });
+  {
+    SpinGuard g(s.items_lock);
+    s.items.ForEach([&](const std::string& key, const DhtEntry&) {
+      if (after.nodes().empty()) return;
+      if (source(after.PartitionOf(HashOf(key))) == self) keys.push_back(key);
+    });
+  }
   uint64_t copied = 0;
   std::deque<Future<Result<Rpc::Bytes>>> window;
   auto drain_one = [&] {
@@ -1491,9 +1622,13 @@ uint64_t Dht::RebuildShard(Shard& s, const DhtRing& before, const DhtRing& after
       }
     }
     if (destinations.empty()) continue;
-    const DhtEntry* current = s.items.Held(key);
-    if (!current) continue;
-    std::vector<uint8_t> state = ReplicateBody(key, *current, after.epoch());
+    std::vector<uint8_t> state;
+    {
+      SpinGuard g(s.items_lock);
+      const DhtEntry* current = s.items.Held(key);
+      if (!current) continue;
+      state = ReplicateBody(key, *current, after.epoch());
+    }
     for (NodeId n : destinations) {
       window.push_back(Rpc::Get()->Call(n, kDhtShardIds[s.index], kReplicate, state.data(), state.size()));
       if (window.size() >= kRebuildWindow) drain_one();

@@ -115,7 +115,11 @@ int main(int argc, char** argv) {
   int serving = int(load.size() - std::count(load.begin(), load.end(), 0));
   std::printf("dht_cores: %d cores: %.0f gets/s, %.0f sets/s, requests served on %d cores\n", fox::core::Online(), gets,
               sets, serving);
-  std::printf("dht_cores: %llu gets read from another core's shard; %llu replaced items not freed yet\n",
-              (unsigned long long)dht->stats().shared_gets, (unsigned long long)fox::ebb::ObjectsAwaitingReclaim());
+  auto stats = dht->stats();
+  std::printf(
+      "dht_cores: %llu gets read from and %llu sets written to another core's shard; %llu replaced items not freed "
+      "yet\n",
+      (unsigned long long)stats.shared_gets, (unsigned long long)stats.shared_writes,
+      (unsigned long long)fox::ebb::ObjectsAwaitingReclaim());
   return gets > 0 && sets > 0 ? 0 : 1;
 }

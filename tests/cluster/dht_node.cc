@@ -14,8 +14,11 @@
 //   dht_node sync ROUNDS [R]
 //
 // libFOX under contention from every node at once (dht.h's Add, Take,
-// WaitFor; dht_queue.h): a counter every node adds to ROUNDS times; a
-// semaphore every node posts ROUNDS times (from one event) while taking
+// WaitFor; dht_queue.h): a counter every node adds to ROUNDS times; 8
+// counters 4 events on every core of every node add to ROUNDS times each
+// (a node's cores write each other's shards: Dht::WriteShared where a key
+// has no other owner, as in a node alone; no add may be lost); a
+// semaphore every node posts ROUNDS times (from an event on each core) while taking
 // ROUNDS (from another, waiting at the primary); a task queue every node
 // pushes ROUNDS tasks to while popping ROUNDS, each task seen exactly once
 // (counted in the Dht); waits that time out and takes of a non-counter.
@@ -365,25 +368,91 @@ void Sync(Dht* dht, uint64_t rounds, uint64_t nodes) {
   std::printf("dht_sync: node %u: counter %s after %llu nodes added %llu each\n", self, counter->value.c_str(),
               (unsigned long long)nodes, (unsigned long long)rounds);
 
-  // A semaphore: takes wait at the primary for posts from every node.
-  auto posts = Concurrently([dht, rounds] {
-    for (uint64_t i = 0; i < rounds; ++i) {
-      CHECK(dht->Add("sync:sem", 1).ok());
-      SleepMs(1);
+  // Counters every core adds to at once (every node has as many cores).
+  constexpr int kEventsPerCore = 4, kCounters = 8;
+  int cores = fox::core::Online();
+  std::vector<fox::Future<int>> adders;
+  for (int core = 0; core < cores; ++core) {
+    for (int e = 0; e < kEventsPerCore; ++e) {
+      auto promise = std::make_shared<fox::Promise<int>>();
+      adders.push_back(promise->GetFuture());
+      fox::event::SpawnRemote(core, [dht, rounds, promise, e] {
+        for (uint64_t i = 0; i < rounds; ++i) {
+          CHECK(dht->Add("sync:cores:" + std::to_string((i + uint64_t(e)) % kCounters), 1).ok());
+        }
+        promise->SetValue(0);
+      });
     }
-  });
+  }
+  for (auto& adder : adders) adder.Block();
+  Barrier(dht, "sync:cores", nodes);
+  uint64_t added = 0;
+  for (int k = 0; k < kCounters; ++k) {
+    auto value = dht->Get("sync:cores:" + std::to_string(k));
+    CHECK(value.ok());
+    added += std::strtoull(value->value.c_str(), nullptr, 10);
+  }
+  CHECK(added == nodes * uint64_t(cores) * kEventsPerCore * rounds);
+  std::printf(
+      "dht_sync: node %u: %llu adds from %d events on each of %d cores of every node, none lost (%llu writes "
+      "applied here to another core's shard)\n",
+      self, (unsigned long long)added, kEventsPerCore, cores, (unsigned long long)dht->stats().shared_writes);
+
+  // A semaphore: takes wait at the primary for posts from every node, and
+  // from every core of it (whichever core the key's shard lies on).
+  std::vector<fox::Future<int>> posts;
+  for (int core = 0; core < cores; ++core) {
+    uint64_t mine = rounds / uint64_t(cores) + (uint64_t(core) < rounds % uint64_t(cores) ? 1 : 0);
+    auto promise = std::make_shared<fox::Promise<int>>();
+    posts.push_back(promise->GetFuture());
+    fox::event::SpawnRemote(core, [dht, mine, promise] {
+      for (uint64_t i = 0; i < mine; ++i) {
+        CHECK(dht->Add("sync:sem", 1).ok());
+        SleepMs(1);
+      }
+      promise->SetValue(0);
+    });
+  }
   uint64_t took = 0;
   for (uint64_t i = 0; i < rounds; ++i) {
     auto left = dht->Take("sync:sem", 1, 60'000);
     CHECK(left.ok());
     ++took;
   }
-  posts.Block();
+  for (auto& post : posts) post.Block();
   Barrier(dht, "sync:semaphored", nodes);
   auto sem = dht->Get("sync:sem");
   CHECK(sem.ok() && sem->value == "0");
   std::printf("dht_sync: node %u: took %llu of the semaphore, every node done, it holds %s\n", self,
               (unsigned long long)took, sem->value.c_str());
+
+  // A take waiting at the primary is woken by a post from any core (a
+  // write from a core other than the shard's never skips the wake: the
+  // take closed those writes).
+  uint64_t slowest_ms = 0;
+  for (int core = 0; core < cores; ++core) {
+    std::string key = "sync:wake:" + std::to_string(self) + ":" + std::to_string(core);
+    CHECK(dht->Set(key, "0").ok());
+    uint64_t took_ms = 0;
+    auto taken = Concurrently([dht, key, &took_ms] {
+      uint64_t t0 = fox::clock::NowNs();
+      CHECK(dht->Take(key, 1, 20'000).ok());
+      took_ms = (fox::clock::NowNs() - t0) / 1'000'000;
+    });
+    SleepMs(100);  // the take waits at the primary by now
+    auto posted = std::make_shared<fox::Promise<int>>();
+    auto post = posted->GetFuture();
+    fox::event::SpawnRemote(core, [dht, key, posted] {
+      CHECK(dht->Add(key, 1).ok());
+      posted->SetValue(0);
+    });
+    post.Block();
+    taken.Block();
+    CHECK(took_ms < 10'000);
+    slowest_ms = std::max(slowest_ms, took_ms);
+  }
+  std::printf("dht_sync: node %u: a waiting take woken by a post from each of %d cores (slowest after %llu ms)\n", self,
+              cores, (unsigned long long)slowest_ms);
 
   // A task queue: every task popped once, somewhere.
   fox::ebb::DhtQueue queue("sync-queue");

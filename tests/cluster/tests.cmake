@@ -273,7 +273,8 @@ fox_cluster_test(memcached_dht_failover NODES 4 IMAGE memcached PEERS TIMEOUT 50
   EXPECT "0:dht: node 3 died: ring epoch 1, 3 nodes" "1:dht: rebuild for ring epoch 1: [0-9]+ copies to new owners, 0 failed")
 
 # libFOX on the Dht (dht.h's Add/Take/WaitFor, dht_queue.h) under contention
-# from 4 hosted nodes at once: a counter, a semaphore whose takes wait at the
+# from 4 hosted nodes at once: a counter, counters 4 events on each core of
+# every node add to (none lost), a semaphore whose takes wait at the
 # primary for every node's posts, a task queue whose 400 tasks are each popped
 # exactly once, waits that time out (tests/cluster/dht_node.cc, mode sync).
 # The nodes suspect after 5 s of silence (not 1 s): CTest runs QEMU clusters
@@ -289,13 +290,30 @@ foreach(n RANGE 0 3)
   endif()
   list(APPEND sync_expect --node-args "${n}:fox.suspect_ms=5000"
     --expect "${n}:dht_sync: node ${n}: counter 400 after 4 nodes added 100 each"
+    --expect "${n}:dht_sync: node ${n}: 4800 adds from 4 events on each of 3 cores of every node, none lost"
     --expect "${n}:dht_sync: node ${n}: took 100 of the semaphore, every node done, it holds 0"
+    --expect "${n}:dht_sync: node ${n}: a waiting take woken by a post from each of 3 cores"
     --expect "${n}:dht_sync: node ${n}: popped 100 tasks, all 400 tasks of every node popped exactly once"
     --expect "${n}:dht_sync: node ${n}: waits timed out as asked" --expect "${n}:dht_node: done")
 endforeach()
 add_test(NAME hosted.dht_sync COMMAND ${FOX_HOSTED_NODES}
   --nodes 4 --cores 3 --timeout 150 ${sync_expect} $<TARGET_FILE:dht_node_hosted> sync 100)
 set_tests_properties(hosted.dht_sync PROPERTIES LABELS hosted TIMEOUT 200)
+# The same on a node alone (r = 1), of 3 cores: every key has one owner, so
+# a core writes another core's shard in place (Dht::WriteShared, under the
+# shard's lock) while the semaphore's takes wait at the shard's core (which
+# closes those writes: its posts must wake them there).
+add_test(NAME hosted.dht_sync_alone COMMAND ${FOX_HOSTED_NODES}
+  --nodes 1 --cores 3 --timeout 100
+  --expect "0:dht: started on 1 nodes, r = 1, 16 shards on 3 cores"
+  --expect "0:dht_sync: node 0: counter 100 after 1 nodes added 100 each"
+  --expect "0:dht_sync: node 0: 1200 adds from 4 events on each of 3 cores of every node, none lost \\([1-9][0-9]* writes applied here to another core's shard\\)"
+  --expect "0:dht_sync: node 0: took 100 of the semaphore, every node done, it holds 0"
+  --expect "0:dht_sync: node 0: a waiting take woken by a post from each of 3 cores"
+  --expect "0:dht_sync: node 0: popped 100 tasks, all 100 tasks of every node popped exactly once"
+  --expect "0:dht_sync: node 0: waits timed out as asked" --expect "0:dht_node: done"
+  $<TARGET_FILE:dht_node_hosted> sync 100 1)
+set_tests_properties(hosted.dht_sync_alone PROPERTIES LABELS hosted TIMEOUT 150)
 
 # Fail-stop for a node declared dead while it still runs (am's fencing,
 # tests/cluster/dht_node.cc mode zombie): node 2 stops itself (SIGSTOP) and

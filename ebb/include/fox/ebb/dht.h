@@ -270,6 +270,7 @@ class Dht : public SharedEbb<Dht> {
     uint64_t leases_renewed = 0;    // reads that asked the other owners first (no lease: dht.cc)
     uint64_t leases_refused = 0;    // of those, reads refused: an owner did not answer
     uint64_t shared_gets = 0;       // of served_gets, those read on the calling core from another's shard (no hop)
+    uint64_t shared_writes = 0;     // of served_writes, those applied by the calling core to another's shard (no hop)
   };
   // This node's counters: its own and its shards' summed.
   Stats stats() const;
@@ -317,18 +318,32 @@ class Dht : public SharedEbb<Dht> {
   // the routed path): applied by its shard from `write` in the caller's
   // frame, the item or version answered into it.
   std::optional<Result<Item>> WriteHere(const DhtWrite& write, uint64_t key_hash);
+  // A write applied on the calling core to shard `s` of another core while
+  // the shard's writes are open (Shard's writes_generation) and the key has
+  // no other owner: no hop, the shard's items lock held. nullopt when not
+  // (WriteHere hops to the shard's core then). Not kDelete (its tombstone
+  // is collected by the shard's core).
+  std::optional<Result<Item>> WriteShared(Shard& s, const DhtWrite& write, uint64_t key_hash);
+  // The shard's core, having written as the key's primary: opens the
+  // shard's writes to the other cores, unless requests wait on its keys.
+  // CloseWrites ends them (before a write that may wait); both hold the
+  // shard's items lock.
+  void OpenWrites(Shard& s);
+  static void CloseWrites(Shard& s);
   // ServeWrite's work once the write is decoded and in shard `s`: applies
   // `write` from `from`, replicates it, and calls `answer(status, entry)`
   // once (entry: the stored item, on kOk). A write that must wait is held
   // for `holder` (answered later), or answered kBusy without one. May block.
   template <class Answer>
   void ApplyWrite(Shard& s, NodeId from, const DhtWrite& write, const Caller* holder, Answer&& answer);
-  // A get of `key` (hash `key_hash`) served by shard `s`: kOk with `*entry`
-  // set (valid until the calling event blocks), kNotFound, kBusy (not the
+  // A get of `key` (hash `key_hash`) served by shard `s`: kOk after
+  // `use(entry)` (under a SharedRead: a write from another core may replace
+  // the entry meanwhile; `use` must not block), kNotFound, kBusy (not the
   // key's primary here, or a read lease not held) or kInvalidArgument (not
   // this shard's key); counted. May block (a lease's renewal). Event
   // context, the shard's core.
-  Error Look(Shard& s, std::string_view key, uint64_t key_hash, const DhtEntry** entry);
+  template <class Use>
+  Error Look(Shard& s, std::string_view key, uint64_t key_hash, Use&& use);
   void ServeKey(Shard& s, const Caller& caller, uint16_t handler, const uint8_t* body, size_t length);
   // Answers `caller`: status, then `payload` (Rpc::Reply, or its promise).
   static void Reply(const Caller& caller, Error status, const std::vector<uint8_t>& payload = {});
@@ -386,7 +401,8 @@ class Dht : public SharedEbb<Dht> {
   // after an ok status) and how many nodes there were.
   std::vector<std::vector<uint8_t>> AskEveryNode(uint16_t handler, const std::vector<uint8_t>& body, size_t* asked,
                                                  Error* last_error);
-  // After a shard changed its items: its counters' copies of their sizes.
+  // After a shard changed its items on its core: starts its tombstones'
+  // collector if it holds any.
   void NoteItems(Shard& s);
   void NoteCollected(Shard& s, uint64_t collected);  // NoteItems, and `collected` tombstones more
   // Whether this node is the primary of `key_hash` in the shard's ring.
@@ -434,7 +450,8 @@ class Dht : public SharedEbb<Dht> {
   // What each core counts for itself (its own cache line): written by that
   // core only.
   struct alignas(64) PerCore {
-    std::atomic<uint64_t> gets{0};  // ReadShared's
+    std::atomic<uint64_t> gets{0};    // ReadShared's
+    std::atomic<uint64_t> writes{0};  // WriteShared's
     // DhtWrite::request's counts this core hands out: [next, end), taken
     // from next_request_ kRequestBlock at a time.
     uint64_t next_request = 0, end_request = 0;
