@@ -208,10 +208,16 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
       break;
     case Mode::kDelete: entry.tombstone = true; break;
   }
-  if (held) entry.applied = held->applied;
-  if (write.request != 0) {
-    if (entry.applied.size() >= kDhtRecentWrites) entry.applied.erase(entry.applied.begin());
-    entry.applied.push_back({write.request, entry.version, RecordsAnswer(write.mode) ? entry.value : std::string()});
+  // The record: the held one's newest writes, and this one if named (one
+  // allocation: a write's path allocates per item, not per record entry).
+  size_t kept = held ? held->applied.size() : 0;
+  size_t skip = write.request != 0 && kept >= kDhtRecentWrites ? kept - kDhtRecentWrites + 1 : 0;
+  if (kept != 0 || write.request != 0) {
+    entry.applied.reserve(kept - skip + (write.request != 0 ? 1 : 0));
+    if (held) entry.applied.assign(held->applied.begin() + long(skip), held->applied.end());
+    if (write.request != 0) {
+      entry.applied.push_back({write.request, entry.version, RecordsAnswer(write.mode) ? entry.value : std::string()});
+    }
   }
   if (limit_ != 0 && !entry.tombstone) {
     SendToPool();  // this holder's own bytes exactly; the others' to within their slack
@@ -219,8 +225,14 @@ Result<DhtEntry> DhtItems::Write(const DhtWrite& write, uint64_t now_ns) {
     size_t after = now - (held ? held->value.size() : 0) + (held ? 0 : write.key.size()) + entry.value.size();
     if (after > limit_ && after > now) return Error::kNoMemory;
   }
-  Store(write.key, entry);
-  return entry;
+  DhtEntry answer;  // what the caller needs: not the record, the value only if the mode answers it
+  answer.version = entry.version;
+  answer.tombstone = entry.tombstone;
+  answer.flags = entry.flags;
+  answer.expiry_ns = entry.expiry_ns;
+  if (DhtWriteAnswersItem(write.mode)) answer.value = entry.value;
+  Store(write.key, std::move(entry));
+  return answer;
 }
 
 bool DhtItems::Drop(std::string_view key) {

@@ -250,6 +250,7 @@ std::string Messenger::LocalStatus() const {
     add("dht.served_gets %llu", (unsigned long long)d.served_gets);
     add("dht.shared_gets %llu", (unsigned long long)d.shared_gets);
     add("dht.served_writes %llu", (unsigned long long)d.served_writes);
+    add("dht.shared_writes %llu", (unsigned long long)d.shared_writes);
     add("dht.served_deletes %llu", (unsigned long long)d.served_deletes);
     add("dht.replicated %llu", (unsigned long long)d.replicated);
     add("dht.not_primary %llu", (unsigned long long)d.not_primary);

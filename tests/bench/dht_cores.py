@@ -13,10 +13,9 @@ a time. Prints
     dht_cores.shards_ratio      2 cores, shards on both, over shards on one (gets)
 
 A get is served on the calling core whatever core its key's shard lies on
-(the other core's shard is read in place: Dht::ReadShared); a set whose
-shard lies on the other core costs two cross-core events (there, and the
-answer back): the figures say what that costs against what the second core
-adds. Each client lets the core's other events run every 16 requests. The machine's cores bound it: the ratio means something only with
+(the other core's shard is read in place: Dht::ReadShared), and so is a set
+(a node alone: every key has one owner; Dht::WriteShared writes the other
+core's shard under its lock). Each client lets the core's other events run every 16 requests. The machine's cores bound it: the ratio means something only with
 at least 2 idle host cores.
 
 Then the same program as a compute node (build/native/bench_dht_cores.elf)
@@ -109,8 +108,8 @@ def measure(native, a):
           "host cores: %d)" % (name, gets["2cores_2serving"] / gets["1core"], a.clients, os.cpu_count()))
     print("%s.shards_ratio %.2f x (2 cores: shards on both over shards on one, gets)" %
           (name, gets["2cores_2serving"] / gets["2cores_1serving"]), flush=True)
-    print("%s.sets_scaling_ratio %.2f x (2 cores, shards on both, over 1 core, sets: a set whose shard is on "
-          "the other core hops there and back)" % (name, sets["2cores_2serving"] / sets["1core"]), flush=True)
+    print("%s.sets_scaling_ratio %.2f x (2 cores, shards on both, over 1 core, sets: another core's shard "
+          "written in place under its lock)" % (name, sets["2cores_2serving"] / sets["1core"]), flush=True)
 
 
 if __name__ == "__main__":

@@ -140,7 +140,9 @@ class DhtItems {
   const DhtEntry* Held(std::string_view key) const;
   // The primary's write: checks the mode against the live entry, then
   // stores the result at the next version. Returns the stored entry (a
-  // tombstone for kDelete; for kWait the live entry, nothing stored).
+  // tombstone for kDelete; for kWait the live entry, nothing stored)
+  // without its record of applied writes, and with its value only for the
+  // modes whose answer carries it (DhtWriteAnswersItem).
   // Errors as DhtWrite says, and kBusy for a wait not satisfied yet;
   // nothing is stored then. A write whose request the key's record holds
   // is not applied again: the answer is the one it had (deduplicated()).
