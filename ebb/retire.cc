@@ -55,6 +55,9 @@ struct alignas(64) CoreRetire {
   std::vector<Garbage> ready;  // of freed batches, still to free: from ready_at on
   size_t ready_at = 0;
   uint32_t points = 0;  // quiescent points since the first open object
+  // Retired and not freed yet (ObjectsAwaitingReclaim sums them): written
+  // by its own thread only, no shared counter on the retire path.
+  std::atomic<uint64_t> pending{0};
 };
 // Sealing bumps the shared epoch, so it is done per batch: when kSealAt
 // objects are open, or kSealEvery quiescent points after the first was.
@@ -69,7 +72,6 @@ constexpr size_t kFreeAtPoint = 4;
 constinit std::atomic<uint64_t> g_epoch{1};
 constinit std::atomic<int> g_readers{0};  // one more than the highest core that ever read
 constinit CoreRetire g_retire[core::kMaxCores];
-constinit std::atomic<uint64_t> g_pending{0};
 
 void Seal(CoreRetire& cr) {
   if (cr.open.empty()) return;
@@ -84,7 +86,7 @@ void FreeReady(CoreRetire& cr, size_t most) {
   for (; most > 0 && cr.ready_at < cr.ready.size(); --most) {
     Garbage g = cr.ready[cr.ready_at++];  // a copy: a free function may retire more (and free some)
     g.free(g.object);
-    g_pending.fetch_sub(1, std::memory_order_relaxed);
+    cr.pending.store(cr.pending.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
   }
   if (cr.ready_at == cr.ready.size()) {
     cr.ready.clear();
@@ -151,7 +153,7 @@ SharedRead::~SharedRead() {
 void RetireLater(void* object, void (*free)(void*)) {
   CoreRetire& cr = g_retire[ThisCoreIndex()];
   cr.open.push_back(Garbage{object, free});
-  g_pending.fetch_add(1, std::memory_order_relaxed);
+  cr.pending.store(cr.pending.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (cr.open.size() >= kSealAt) {
     Seal(cr);
     FreeSealed(cr);
@@ -159,6 +161,10 @@ void RetireLater(void* object, void (*free)(void*)) {
   if (!cr.ready.empty()) FreeReady(cr, kFreeAtRetire);
 }
 
-uint64_t ObjectsAwaitingReclaim() { return g_pending.load(std::memory_order_relaxed); }
+uint64_t ObjectsAwaitingReclaim() {
+  uint64_t pending = 0;
+  for (const CoreRetire& cr : g_retire) pending += cr.pending.load(std::memory_order_relaxed);
+  return pending;
+}
 
 }  // namespace fox::ebb
