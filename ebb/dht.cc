@@ -518,7 +518,7 @@ void Dht::Switch(std::shared_ptr<const DhtRing> target) {
   }
   LOG_INFO("dht: joined: ring epoch %llu, %zu nodes", (unsigned long long)target->epoch(), target->nodes().size());
   NodeId self = am::Self();
-  OnEveryShard([this, self, &target](Shard& s) {
+  OnEveryShard([self, &target](Shard& s) {
     std::vector<std::string> gone;
     {
       SpinGuard g(s.items_lock);
@@ -527,7 +527,6 @@ void Dht::Switch(std::shared_ptr<const DhtRing> target) {
       });
       for (const std::string& key : gone) s.items.Drop(key);
     }
-    NoteItems(s);
     s.Count(&Stats::released, gone.size());
   });
 }
@@ -636,7 +635,7 @@ std::vector<uint64_t> Dht::CoreLoad() const {
   return load;
 }
 
-void Dht::NoteItems(Shard& s) {
+void Dht::StartCollecting(Shard& s) {
   size_t tombstones;
   {
     SpinGuard g(s.items_lock);
@@ -724,11 +723,6 @@ void Dht::CollectRound(Shard& s, std::vector<DhtItems::Tombstone> old) {
       }
     }
   }
-  NoteCollected(s, collected);
-}
-
-void Dht::NoteCollected(Shard& s, uint64_t collected) {
-  NoteItems(s);
   s.Count(&Stats::collected, collected);
 }
 
@@ -760,7 +754,7 @@ void Dht::ServeCollect(Shard& s, const Caller& caller, const uint8_t* body, size
       collected += s.items.Collect(t.key, t.version) ? 1 : 0;
     }
   }
-  NoteCollected(s, collected);
+  s.Count(&Stats::collected, collected);
   Reply(caller, Error::kOk);
 }
 
@@ -1008,7 +1002,7 @@ void Dht::ServeFlush(NodeId from, uint64_t id, const uint8_t* body, size_t lengt
         SpinGuard g(s.items_lock);
         flushed = s.items.Flush();
       }
-      NoteItems(s);
+      StartCollecting(s);
       s.Count(&Stats::flushed, flushed);
     });
   };
@@ -1248,7 +1242,7 @@ void Dht::ApplyWrite(Shard& s, NodeId from, const DhtWrite& write, const Caller*
   if (!applied.ok()) return answer(applied.error(), nullptr);
   if (write.mode == DhtWrite::Mode::kWait) return answer(Error::kOk, &*applied);
   if (s.waiters.empty()) OpenWrites(s);
-  NoteItems(s);
+  if (applied->tombstone) StartCollecting(s);  // only a delete adds one
   Wake(s, write.key);
   s.Count(write.mode == DhtWrite::Mode::kDelete ? &Stats::served_deletes : &Stats::served_writes);
   if (!Replicate(s, write.key, hash)) return answer(Error::kTimedOut, nullptr);
@@ -1420,7 +1414,7 @@ void Dht::ServeReplicate(Shard& s, const Caller& caller, const uint8_t* body, si
       SpinGuard g(s.items_lock);
       applied = s.items.Apply(state->key, std::move(state->entry), from_primary);
     }
-    if (applied) NoteItems(s);
+    if (applied) StartCollecting(s);
   }
   {
     SpinGuard g(s.lock);
@@ -1459,7 +1453,6 @@ void Dht::Wake(Shard& s, const std::string& key) {
     Waiter done = std::move(queue[i]);
     queue.erase(queue.begin() + long(i));
     ++removed;
-    if (served.ok() && done.write.mode == DhtWrite::Mode::kTake) NoteItems(s);
     // Answered from an event of its own: answering may block, and the
     // queue must not change under this loop meanwhile.
     event::Spawn([this, &s, done = std::move(done), served = std::move(served)]() mutable {

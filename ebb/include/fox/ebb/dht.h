@@ -401,10 +401,9 @@ class Dht : public SharedEbb<Dht> {
   // after an ok status) and how many nodes there were.
   std::vector<std::vector<uint8_t>> AskEveryNode(uint16_t handler, const std::vector<uint8_t>& body, size_t* asked,
                                                  Error* last_error);
-  // After a shard changed its items on its core: starts its tombstones'
-  // collector if it holds any.
-  void NoteItems(Shard& s);
-  void NoteCollected(Shard& s, uint64_t collected);  // NoteItems, and `collected` tombstones more
+  // After a shard's core stored tombstones (a delete, a flush, a replica's
+  // copy): starts the shard's collector unless it runs.
+  void StartCollecting(Shard& s);
   // Whether this node is the primary of `key_hash` in the shard's ring.
   bool Primary(Shard& s, uint64_t key_hash);
   // Whether this primary may serve a read of `key_hash` from its copy (read
