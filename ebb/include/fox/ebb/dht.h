@@ -77,29 +77,37 @@
 // KernelCores(): natively fox.kcores, default 1; hosted, every core: the
 // cores that take events and timers; application cores are the
 // application's). A shard is its keys' items, the takes and
-// waits held for them, their tombstones' collector and read leases, all
-// touched only by events on the shard's core, so the item maps need no
-// lock. Gets are the exception: a get on another core of this node, the
+// waits held for them, their tombstones' collector and read leases, served
+// by events on the shard's core. A get on another core of this node, the
 // key's primary, reads the shard's items there (Dht::ReadShared), without
 // a hop, as long as the shard's core has opened its reads (it found this
 // node the primary by the current ring and holds every other node's read
-// lease); the items are a DhtTable (dht_table.h) and what the shard
-// replaces is freed by ebb::RetireLater once no read can hold it. With 2
-// cores, the node's own clients (make bench B=dht_cores) get 1.72 x the
-// gets of 1 core hosted (0.49 x with a hop per get), 1.70 x on a compute
-// node under TCG. Messages about a key (get, write, replicate, collect) go to its
+// lease); the items are a DhtTable (dht_table.h) and what is replaced is
+// freed by ebb::RetireLater once no read can hold it. A write (not a delete,
+// not a take or wait) of a key with no other owner (a node alone, r = 1)
+// on another core is applied there too (Dht::WriteShared), holding the
+// shard's items lock, as long as the shard's core has opened its writes
+// (nobody waits on its keys, and the rings have not moved since); every
+// change to a shard's items holds that lock. With 2 cores, the node's own
+// clients (make bench B=dht_cores) get 1.8-2.0 x the gets of 1 core and set
+// 1.6 x the sets on a compute node under TCG (hosted: 1.9-2.2 x and 1.0-1.2
+// x, bound by the cores' shared cache lines on a 2-processor host; with a
+// hop per get and per set: 0.49 x and 0.6 x hosted, 1.24 x the sets on the
+// compute node). Messages about a key (get, write, replicate, collect) go to its
 // shard's Ebb id (kDhtShardIds), which the transport delivers to that core
 // directly; so requests to one node are served by all its kernel cores at
 // once. Messages about the node (joins, flush, count, confirm) go to kDhtId,
 // served on the home core (the constructing core), which asks the shards
 // when it needs them (a rebuild or a stream runs on every shard at once).
 //
-// Threads. Requests are served as events on the shard's core; they may
-// block (a write waits for its replicas), and other requests run meanwhile.
+// Threads. Requests are served as events on the shard's core (local gets
+// and lone owners' writes on the caller's, above); they may block (a write
+// waits for its replicas), and other requests run meanwhile.
 // lock_ guards the rings and the node's counters; each shard reads the rings
 // through a copy it renews when ring_generation_ moves (no shared lock on
 // the request path), and counts in its own counters. Nothing allocates
-// under a lock (STYLE.md). Callers run on any core.
+// under a lock (STYLE.md) but a shard's items lock (why: dht.cc, Shard).
+// Callers run on any core.
 //
 // Contexts and errors. Every operation blocks the calling event (event
 // context, any core) until the primary answers. Errors: those of DhtWrite
