@@ -644,7 +644,10 @@ std::vector<uint64_t> Dht::CoreLoad() const {
     load[shard->core] +=
         shard->stats.served_gets + shard->stats.served_writes + shard->stats.served_deletes + shard->stats.replicated;
   }
-  for (size_t core = 0; core < load.size(); ++core) load[core] += per_core_[core].gets.load(std::memory_order_relaxed);
+  for (size_t core = 0; core < load.size(); ++core) {
+    load[core] +=
+        per_core_[core].gets.load(std::memory_order_relaxed) + per_core_[core].writes.load(std::memory_order_relaxed);
+  }
   return load;
 }
 
