@@ -214,6 +214,18 @@ struct Dht::Shard {
     SpinGuard g(lock);
     stats.*counter += n;
   }
+  size_t Tombstones() {
+    SpinGuard g(items_lock);
+    return items.tombstones();
+  }
+  // What replicating `key` sends (ReplicateBody) at ring `epoch`; nullopt
+  // if it holds nothing for `key`.
+  std::optional<std::vector<uint8_t>> StateOf(const std::string& key, uint64_t epoch) {
+    SpinGuard g(items_lock);
+    const DhtEntry* current = items.Held(key);
+    if (current == nullptr) return std::nullopt;
+    return ReplicateBody(key, *current, epoch);
+  }
 };
 
 namespace {
@@ -544,8 +556,9 @@ void Dht::Switch(std::shared_ptr<const DhtRing> target) {
   });
 }
 
-std::vector<NodeId> Dht::ReplicasOf(Shard& s, uint64_t key_hash) {
-  const RingCopy& rings = Renew(s.rings);
+std::vector<NodeId> Dht::ReplicasOf(Shard& s, uint64_t key_hash) { return OtherOwners(Renew(s.rings), key_hash); }
+
+std::vector<NodeId> Dht::OtherOwners(const RingCopy& rings, uint64_t key_hash) {
   std::vector<NodeId> out;
   NodeId self = am::Self();
   if (!rings.target && rings.ring && rings.ring->nodes().size() == 1 && rings.ring->nodes()[0] == self) return out;
@@ -652,12 +665,7 @@ std::vector<uint64_t> Dht::CoreLoad() const {
 }
 
 void Dht::StartCollecting(Shard& s) {
-  size_t tombstones;
-  {
-    SpinGuard g(s.items_lock);
-    tombstones = s.items.tombstones();
-  }
-  if (tombstones != 0 && !s.collecting) {
+  if (s.Tombstones() != 0 && !s.collecting) {
     s.collecting = true;
     event::Spawn([this, &s] { CollectTombstones(s); });
   }
@@ -672,11 +680,7 @@ void Dht::SetTombstoneGrace(uint64_t ns) { grace_ns_.store(std::max<uint64_t>(ns
 // a mark at least the grace old are old, and go to CollectRound.
 void Dht::CollectTombstones(Shard& s) {
   std::deque<std::pair<uint64_t, uint64_t>> marks;  // (NowNs, generation)
-  auto tombstones = [&s] {
-    SpinGuard g(s.items_lock);
-    return s.items.tombstones();
-  };
-  while (tombstones() != 0) {
+  while (s.Tombstones() != 0) {
     uint64_t grace = grace_ns_.load();
     timer::Sleep(std::clamp<uint64_t>(grace / 4, 10'000'000, 5'000'000'000));
     uint64_t now = clock::NowNs();
@@ -1281,13 +1285,9 @@ void Dht::CloseWrites(Shard& s) {
 std::optional<Result<Dht::Item>> Dht::WriteShared(Shard& s, const DhtWrite& write, uint64_t key_hash) {
   uint64_t generation = s.writes_generation.load(std::memory_order_acquire);
   const RingCopy& rings = core_rings_[core::Current()];  // ShardHere renewed it
-  if (generation != rings.generation || write.mode == DhtWrite::Mode::kDelete || !rings.ring) return std::nullopt;
-  // The key's only owner: by the ring and by a joiner's (ReplicasOf empty).
-  NodeId self = am::Self();
-  for (const DhtRing* r : {rings.ring.get(), rings.target.get()}) {
-    if (r == nullptr) continue;
-    auto owners = r->OwnersOf(r->PartitionOf(key_hash));
-    if (owners.size() != 1 || owners[0] != self) return std::nullopt;
+  if (generation != rings.generation || write.mode == DhtWrite::Mode::kDelete || !rings.ring ||
+      !OtherOwners(rings, key_hash).empty()) {  // a key with replicas is written by its shard's core
+    return std::nullopt;
   }
   std::optional<Result<DhtEntry>> applied;
   {
@@ -1298,11 +1298,9 @@ std::optional<Result<Dht::Item>> Dht::WriteShared(Shard& s, const DhtWrite& writ
     }
     applied.emplace(s.items.Write(write, clock::NowNs()));
   }
-  if (applied->ok()) {
-    auto& count = per_core_[core::Current()].writes;
-    count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  }
   if (!applied->ok()) return Answered(applied->error(), Item{});
+  auto& count = per_core_[core::Current()].writes;
+  count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   const DhtEntry& entry = **applied;
   return DhtWriteAnswersItem(write.mode) ? Item{entry.value, entry.flags, entry.version} : Item{{}, 0, entry.version};
 }
@@ -1373,16 +1371,11 @@ bool Dht::Replicate(Shard& s, const std::string& key, uint64_t key_hash) {
     if (replicas.empty()) return true;
     if (deadline == 0) deadline = clock::NowNs() + kRouteTimeoutMs * 1'000'000;
     // The key's current state: an item (live or expired) or a tombstone.
-    std::vector<uint8_t> state;
-    {
-      SpinGuard g(s.items_lock);
-      const DhtEntry* current = s.items.Held(key);
-      if (!current) return true;  // nothing to copy (cannot happen after a write)
-      state = ReplicateBody(key, *current, s.rings.ring->epoch());
-    }
+    auto state = s.StateOf(key, s.rings.ring->epoch());
+    if (!state) return true;  // nothing to copy (cannot happen after a write)
     std::vector<Future<Result<Rpc::Bytes>>> calls;
     for (NodeId n : replicas) {
-      calls.push_back(Rpc::Get()->Call(n, kDhtShardIds[s.index], kReplicate, state.data(), state.size()));
+      calls.push_back(Rpc::Get()->Call(n, kDhtShardIds[s.index], kReplicate, state->data(), state->size()));
     }
     std::vector<NodeId> dead;
     bool failed = false;
@@ -1631,15 +1624,10 @@ uint64_t Dht::RebuildShard(Shard& s, const DhtRing& before, const DhtRing& after
       }
     }
     if (destinations.empty()) continue;
-    std::vector<uint8_t> state;
-    {
-      SpinGuard g(s.items_lock);
-      const DhtEntry* current = s.items.Held(key);
-      if (!current) continue;
-      state = ReplicateBody(key, *current, after.epoch());
-    }
+    auto state = s.StateOf(key, after.epoch());
+    if (!state) continue;
     for (NodeId n : destinations) {
-      window.push_back(Rpc::Get()->Call(n, kDhtShardIds[s.index], kReplicate, state.data(), state.size()));
+      window.push_back(Rpc::Get()->Call(n, kDhtShardIds[s.index], kReplicate, state->data(), state->size()));
       if (window.size() >= kRebuildWindow) drain_one();
     }
   }

@@ -444,8 +444,10 @@ class Dht : public SharedEbb<Dht> {
   void FollowDeaths(const std::vector<NodeId>& members);
   void Switch(std::shared_ptr<const DhtRing> target);
   // Owners of the partition of `key_hash` to replicate to: the shard's
-  // ring's and, during a join, its target's.
+  // ring's and, during a join, its target's. OtherOwners: the same by
+  // `rings` (any core's copy), empty for a key this node alone owns.
   std::vector<NodeId> ReplicasOf(Shard& s, uint64_t key_hash);
+  static std::vector<NodeId> OtherOwners(const RingCopy& rings, uint64_t key_hash);
   bool TakeRing(uint64_t epoch, std::vector<NodeId> nodes);
 
   static inline std::atomic<Dht*> constructed_{nullptr};

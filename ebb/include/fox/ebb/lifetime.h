@@ -54,10 +54,10 @@ void Destroy(EbbRef<T> ref) {
 // RetireLater(object, free) is called by the owner after it unpublished
 // `object`: free(object) runs once every SharedRead that began before the
 // call has ended. The owner itself must not use `object` after retiring it.
-// Objects are freed on the retiring core, in batches: when enough are
-// waiting, at one of its later RetireLater calls or quiescent points, and
-// before it sleeps (what reads still in progress then hold back stays until
-// it runs again, as with a hosted thread that exits). SharedRead: any
+// Objects are freed on the retiring core, once their batch is safe, a few
+// at a time: at its later RetireLater calls and quiescent points, and the
+// rest before it sleeps (what reads still in progress then hold back stays
+// until it runs again, as with a hosted thread that exits). SharedRead: any
 // thread context, nests, two stores and a fence, no lock. RetireLater:
 // thread context, the core's own thread; allocates; does not block.
 class SharedRead {
