@@ -10,14 +10,21 @@
 //
 //   arguments: port=P (default 11211)  mem=MIB (bytes each node stores, default 32)
 //              store=dht|local (default dht; local: each node its own LocalStore)
+//              cores=C (a node serves its connections on its first C cores;
+//                       default 0: all of them; store=local: one)
 //              r=R (the Dht's replication factor, 1..4, default 2)
 //              seconds=S (place 0: end the job after S seconds; default never)
 //
-// Every connection is served by one event at a time on the listener's core,
-// one request at a time (Session::Run; a Dht call blocks that event only,
-// never the network's callbacks). A client that sends faster than it reads
+// A node spreads its connections over its cores (the listener gives each
+// accepted connection the next core in turn; lwIP itself runs on core 0):
+// a connection is served by one event at a time on its core, one request at
+// a time (Session::Run; a Dht call blocks that event only, never the
+// network's callbacks), and counts into its core's counters (stats add them
+// up). The Dht serves any core (fox/ebb/dht.h); a LocalStore is one core's,
+// so store=local serves on the listener's core only. A client that sends faster than it reads
 // stops being read once 1 MiB of answers waits for the network (TCP flow
 // control then holds it back); one that vanishes is closed by lwIP.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cerrno>
@@ -26,8 +33,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fox/boot_args.h"
+#include "fox/core.h"
 #include "fox/ebb/dht.h"
 #include "fox/future.h"
 #include "fox/net/am.h"
@@ -58,6 +67,7 @@ struct Args {
   bool dht = true;
   unsigned replication = 2;
   unsigned gateway = 0;  // place 0's port on 127.0.0.1 (0: one the kernel picks)
+  unsigned cores = 0;    // cores a node serves connections on (0: all)
 };
 
 // "key=value" words; false (with a message) on anything else.
@@ -81,10 +91,12 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->mem_mib = unsigned(v);
     } else if (key == "seconds" && number && v <= 7 * 24 * 3600) {
       a->seconds = unsigned(v);
+    } else if (key == "cores" && number && v <= 256) {
+      a->cores = unsigned(v);
     } else {
       std::printf(
           "memcached: bad argument '%s' (expected port=1..65535, mem=1..4096 (MiB), store=dht|local, r=1..4, "
-          "gateway=0..65535 or seconds=0..604800)\n",
+          "cores=0..256, gateway=0..65535 or seconds=0..604800)\n",
           argv[i]);
       return false;
     }
@@ -118,7 +130,7 @@ bool StartDht(const Args& args, fox::NodeId self) {
 }
 
 #ifdef FOX_NATIVE
-using fox::memcached::Counters;
+using fox::memcached::CoreCounters;
 using fox::memcached::DhtStore;
 using fox::memcached::LocalStore;
 using fox::memcached::Session;
@@ -127,13 +139,22 @@ constexpr size_t kMaxQueuedBytes = 1 << 20;  // answers waiting for the network,
 
 struct Server {
   std::unique_ptr<fox::memcached::Store> store;
-  Counters counters;
-  Session::Options options;
+  std::unique_ptr<CoreCounters> counters;  // one per core of the node
+
+  // A session on the calling core.
+  Session::Options OptionsHere() {
+    Session::Options options;
+    options.counters = counters->Of(fox::core::Current());
+    options.all_cores = counters.get();
+    return options;
+  }
 };
 Server* g_server = nullptr;
 
+// Connections live on their socket's home core (its handlers, the events
+// that serve it, the Then of its sends all run there).
 struct Connection {
-  explicit Connection(fox::net::TcpSocket s) : socket(std::move(s)), session(g_server->options) {}
+  explicit Connection(fox::net::TcpSocket s) : socket(std::move(s)), session(g_server->OptionsHere()) {}
   fox::net::TcpSocket socket;
   Session session;
   std::string unfed;  // received, not yet taken by the session (it takes one request's worth)
@@ -222,26 +243,36 @@ int ServeNode(const Args& args, const fox::am::Config& config) {
     so.max_bytes = size_t(args.mem_mib) << 20;
     g_server->store = std::make_unique<LocalStore>(so);
   }
-  g_server->counters.start_time = std::time(nullptr);
-  g_server->options.counters = &g_server->counters;
-  auto listener = fox::net::TcpListener::Listen(uint16_t(args.port), [](fox::net::TcpSocket socket) {
-                    auto c = std::make_shared<Connection>(std::move(socket));
-                    c->socket.OnReceive([c](fox::net::Packet data) {
-                      c->unfed += data.ToString();
-                      Kick(c);
-                    });
-                    c->socket.OnClose([c](fox::net::Status) {
-                      c->peer_closed = true;
-                      Kick(c);  // answers what came before the FIN, then closes
-                    });
-                  }).Block();
+  g_server->counters = std::make_unique<CoreCounters>(fox::core::Online(), std::time(nullptr));
+  // The cores that serve connections: the first `cores` (all by default);
+  // only this one for a LocalStore.
+  int online = fox::core::Online();
+  int serving = !args.dht ? 1 : args.cores == 0 ? online : std::min(int(args.cores), online);
+  std::vector<int> homes;
+  for (int i = 0; i < serving; ++i) homes.push_back(serving == 1 ? fox::core::Current() : i);
+  auto listener = fox::net::TcpListener::Listen(
+                      uint16_t(args.port),
+                      [](fox::net::TcpSocket socket) {
+                        auto c = std::make_shared<Connection>(std::move(socket));
+                        c->socket.OnReceive([c](fox::net::Packet data) {
+                          c->unfed += data.ToString();
+                          Kick(c);
+                        });
+                        c->socket.OnClose([c](fox::net::Status) {
+                          c->peer_closed = true;
+                          Kick(c);  // answers what came before the FIN, then closes
+                        });
+                      },
+                      homes)
+                      .Block();
   if (listener.status() != fox::net::Status::kOk) {
     std::printf("memcached: node %u: cannot listen on TCP port %u: %s\n", self, args.port,
                 fox::net::StatusName(listener.status()));
     return 1;
   }
-  std::printf("memcached: node %u serving on %s:%u (%s, %u MiB)\n", self, info.address.ToString().c_str(), args.port,
-              args.dht ? "the job's Dht" : "a store of its own", args.mem_mib);
+  std::printf("memcached: node %u serving on %s:%u (%s, %u MiB, connections on %d core%s)\n", self,
+              info.address.ToString().c_str(), args.port, args.dht ? "the job's Dht" : "a store of its own",
+              args.mem_mib, serving, serving == 1 ? "" : "s");
   std::fflush(stdout);
   // The job ends when place 0 does (its death is noticed by the membership
   // or told by the frontend).

@@ -135,8 +135,42 @@ Session::Step Session::Run(Store& store, Time now) {
   }
 }
 
+CoreCounters::CoreCounters(int cores, Time start_time)
+    : cores_(cores), start_time_(start_time), slots_(std::make_unique<Slot[]>(size_t(cores))) {
+  for (int i = 0; i < cores; ++i) slots_[i].counters.start_time = start_time;
+}
+
+Counters CoreCounters::Sums() const {
+  Counters sum;
+  sum.start_time = start_time_;
+  for (int i = 0; i < cores_; ++i) {
+    const Counters& c = slots_[i].counters;
+    sum.curr_connections = sum.curr_connections + c.curr_connections;
+    sum.total_connections = sum.total_connections + c.total_connections;
+    Counters::EachResettable(sum, c, [](Count& s, const Count& x) { s = s + x; });
+  }
+  return sum;
+}
+
+Counters CoreCounters::Total() const {
+  Counters zero = zero_;  // first: a Reset after this can only raise the sums read next
+  Counters sum = Sums();
+  Counters::EachResettable(sum, zero, [](Count& s, const Count& z) { s = s > z ? s - z : 0; });
+  return sum;
+}
+
+void CoreCounters::Reset() {
+  Counters sums = Sums();
+  Counters::EachResettable(zero_, sums, [](Count& z, const Count& s) { z = s; });
+}
+
+void Session::ResetCounters() {
+  if (options_.all_cores != nullptr) return options_.all_cores->Reset();
+  Counters::EachResettable(*counters_, Counters{}, [](Count& c, const Count&) { c = 0; });
+}
+
 void Session::AppendStats(Time now, const StoreStats& store, bool binary) {
-  const Counters& c = *counters_;
+  const Counters c = options_.all_cores != nullptr ? options_.all_cores->Total() : *counters_;
   auto stat = [&](std::string_view name, std::string_view value) {
     if (binary) {
       BinaryReply(BinaryStatus::kSuccess, {}, name, value, 0);
@@ -169,13 +203,20 @@ void Session::AppendStats(Time now, const StoreStats& store, bool binary) {
   number("touch_hits", c.touch_hits);
   number("touch_misses", c.touch_misses);
   number("protocol_errors", c.protocol_errors);
-  number("threads", 1);
+  number("threads", options_.all_cores != nullptr ? uint64_t(options_.all_cores->cores()) : 1);
   number("curr_items", store.curr_items);
   number("total_items", store.total_items);
   number("bytes", store.bytes);
   number("limit_maxbytes", store.limit_maxbytes);
   number("evictions", store.evictions);
   if (store.distributed) number("fox_held_items", store.held_items);
+  if (options_.all_cores != nullptr) {  // the connections each core has served
+    std::string per_core;
+    for (int i = 0; i < options_.all_cores->cores(); ++i) {
+      per_core += (i == 0 ? "" : ",") + std::to_string(options_.all_cores->Of(i)->total_connections);
+    }
+    stat("fox_core_connections", per_core);
+  }
 }
 
 }  // namespace fox::memcached

@@ -248,11 +248,7 @@ Session::Parsed Session::ParseBinary(Time now, Request* request) {
       request->op = Request::Op::kStats;
       if (key.empty()) break;
       if (key == "reset") {
-        Counters reset;
-        reset.start_time = counters_->start_time;
-        reset.curr_connections = counters_->curr_connections;
-        reset.total_connections = counters_->total_connections;
-        *counters_ = reset;
+        ResetCounters();
         BinaryReply(BinaryStatus::kSuccess, {}, {}, {}, 0);
       } else if (key == "settings" || key == "items" || key == "slabs" || key == "sizes" || key == "conns") {
         BinaryReply(BinaryStatus::kSuccess, {}, {}, {}, 0);

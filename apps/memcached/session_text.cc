@@ -175,11 +175,7 @@ Session::Parsed Session::ParseText(Time now, Request* request) {
       return Parsed::kRequest;
     }
     if (tokens[1] == "reset") {
-      Counters reset;
-      reset.start_time = counters_->start_time;
-      reset.curr_connections = counters_->curr_connections;
-      reset.total_connections = counters_->total_connections;
-      *counters_ = reset;
+      ResetCounters();
       Reply("RESET");
       return Parsed::kDone;
     }

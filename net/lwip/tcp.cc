@@ -71,12 +71,17 @@ struct TcpSocket::State {
 
 struct TcpListener::State {
   int home = 0;
+  std::vector<int> homes;  // the accepted sockets' homes, in turn (set before listening)
   std::atomic<Status> status{Status::kNotStarted};
   std::atomic<uint16_t> port{0};
   std::atomic<bool> closed{false};
-  struct tcp_pcb* pcb = nullptr;  // stack core (a listening pcb)
-  std::shared_ptr<State> self;    // stack core
-  AcceptHandler on_accept;        // home core
+  // Stack core.
+  struct tcp_pcb* pcb = nullptr;  // a listening pcb
+  std::shared_ptr<State> self;
+  size_t next_home = 0;
+  // Stack core; each accepted socket's event holds it too (it runs on the
+  // socket's home).
+  std::shared_ptr<AcceptHandler> on_accept;
 };
 
 namespace {
@@ -286,18 +291,18 @@ err_t Accept(void* arg, struct tcp_pcb* pcb, err_t err) {
   auto* l = static_cast<TcpListener::State*>(arg);
   if (err != ERR_OK || pcb == nullptr || l == nullptr) return ERR_VAL;
   auto s = std::make_shared<Conn>();
-  s->home = l->home;
+  s->home = l->homes[l->next_home++ % l->homes.size()];
   s->self = s;
   s->local = Local(pcb);
   s->remote = Remote(pcb);
   s->status.store(Status::kOk, std::memory_order_relaxed);
   Attach(s.get(), pcb);
-  Post(l->home, [listener = l->self, s] {
-    if (listener->closed.load(std::memory_order_acquire) || !listener->on_accept) {
+  Post(s->home, [listener = l->self, handler = l->on_accept, s] {
+    if (listener->closed.load(std::memory_order_acquire) || !handler) {
       TcpSocket(s).Close();
       return;
     }
-    listener->on_accept(TcpSocket(s));
+    (*handler)(TcpSocket(s));
   });
   return ERR_OK;
 }
@@ -427,10 +432,11 @@ void TcpSocket::Abort() {
 
 // ---- TcpListener ----
 
-Future<TcpListener> TcpListener::Listen(uint16_t port, AcceptHandler on_accept) {
+Future<TcpListener> TcpListener::Listen(uint16_t port, AcceptHandler on_accept, std::vector<int> homes) {
   auto l = std::make_shared<State>();
   l->home = core::Current();
-  l->on_accept = std::move(on_accept);
+  l->homes = homes.empty() ? std::vector<int>{l->home} : std::move(homes);
+  l->on_accept = std::make_shared<AcceptHandler>(std::move(on_accept));
   auto promise = std::make_shared<Promise<TcpListener>>();
   auto future = promise->GetFuture();
   RunOnStack([l, promise, port] {
@@ -438,6 +444,9 @@ Future<TcpListener> TcpListener::Listen(uint16_t port, AcceptHandler on_accept) 
       l->status.store(status, std::memory_order_release);
       promise->SetValue(TcpListener(l));
     };
+    for (int home : l->homes) {
+      if (home < 0 || home >= core::Online()) return done(Status::kInvalidArgument);
+    }
     if (!Started()) return done(Status::kNotStarted);
     struct tcp_pcb* pcb = tcp_new();
     if (pcb == nullptr) return done(Status::kNoMemory);
@@ -479,7 +488,9 @@ void TcpListener::Close() {
       l->pcb = nullptr;
     }
     l->self.reset();
-    Post(l->home, [l] { l->on_accept = nullptr; });
+    // Dropped on the listener's core, unless an accepted socket's event
+    // still holds it.
+    Post(l->home, [handler = std::move(l->on_accept)] {});
   });
 }
 

@@ -8,6 +8,8 @@ accelerator qemu_run.bench_accel picks).
   (b) memcached 1.6 from Debian (-t 1) inside the Linux guest of
       boot/linux_guest.sh
   (c) three fox nodes with r = 2, the load spread over all three
+  (d) one fox node of 2 cores, its connections served on one core and then
+      spread over both (the memcached app's cores=1 and default)
 
 The load is tests/bench/mc_load.c (built here with gcc; memcslap prints no
 latencies) on the host side of the namespace: CONNS connections, one request
@@ -21,6 +23,8 @@ binary), then
     dht.binary_throughput_vs_linux_ratio, dht.binary_p99_vs_linux_ratio
                                    the same in the binary protocol
     dht.replication_cost_ratio     3 nodes r=2 set ops/s over one node's
+    dht.connection_cores_ratio     (d): get ops/s spread over 2 cores over
+                                   served on one
     dht.rebuild_s_per_100k_keys    a node of 3 killed (r = 2): seconds from
                                    the kill until every key has 2 copies
                                    again (tests/memcached/dht_cluster.py)
@@ -81,12 +85,15 @@ def load_command(ips, a, protocol="text"):
 SERVING = "all:memcached: node \\d+ serving"
 
 
-def fox(nodes, a, accel, protocols=("text",)):
+def fox(nodes, a, accel, protocols=("text",), smp=1, serving=0):
+    """`nodes` nodes of `smp` cores (kernel cores all), connections served on
+    `serving` of them (0: all)."""
     ips = [cluster.node_ip(i) for i in range(nodes)]
     load = "; ".join(load_command(ips, a, p) for p in protocols)
-    out = am_cluster.run_cluster(nodes, "", accel, timeout=600, image=IMAGE, extra=[
-        "--peers", "--until-host", "--host-after", SERVING, "--host-cmd", load])
-    return parse(out, "fox, %d nodes" % nodes, protocols)
+    append = "fox.kcores=%d -- cores=%d" % (smp, serving)
+    out = am_cluster.run_cluster(nodes, append, accel, timeout=600, image=IMAGE, extra=[
+        "--smp", str(smp), "--peers", "--until-host", "--host-after", SERVING, "--host-cmd", load])
+    return parse(out, "fox, %d nodes of %d cores" % (nodes, smp), protocols)
 
 
 def linux(a, accel):
@@ -155,7 +162,8 @@ def main():
     build_load()
     both = ("text", "binary")
     figures = {"fox_1node": fox(1, a, accel, both), "linux_memcached": linux(a, accel),
-               "fox_3nodes_r2": fox(3, a, accel)}
+               "fox_3nodes_r2": fox(3, a, accel),
+               "fox_2cores_1serving": fox(1, a, accel, smp=2, serving=1), "fox_2cores": fox(1, a, accel, smp=2)}
     for system, by_protocol in figures.items():
         for protocol, f in by_protocol.items():
             name = system if protocol == "text" else system + "_binary"
@@ -173,6 +181,10 @@ def main():
     fox1, fox3 = figures["fox_1node"]["text"], figures["fox_3nodes_r2"]["text"]
     print("dht.replication_cost_ratio %.2f x (3 nodes r = 2 over 1 node, set; get %.2f x)" %
           (fox3["set"]["ops"] / fox1["set"]["ops"], fox3["get"]["ops"] / fox1["get"]["ops"]))
+    one, two = figures["fox_2cores_1serving"]["text"], figures["fox_2cores"]["text"]
+    print("dht.connection_cores_ratio %.2f x (a node of 2 cores serving its connections on both over on one, get; "
+          "set %.2f x; lwIP runs on core 0 either way)" % (two["get"]["ops"] / one["get"]["ops"],
+                                                           two["set"]["ops"] / one["set"]["ops"]))
     print("dht.rebuild_s_per_100k_keys %.1f s" % rebuild(a, accel))
     return 0
 

@@ -11,9 +11,12 @@ Usage:
                                             answered alike by both (differential.py);
                                             exit 77 (skipped) when memcached is
                                             not installed
-  conformance.py remote HOST PORT CHECK     memccapable and CHECK against a
+  conformance.py remote HOST PORT CHECK [CORES]
+                                            memccapable and CHECK against a
                                             server that runs already (a fox
-                                            node: the memcached app)
+                                            node: the memcached app); with
+                                            CORES, cores_check.py too (its
+                                            connections served on CORES cores)
 
 Each server (mc_server on a port it picks, memcached on a free one) listens on
 127.0.0.1 only and is killed however the test ends: on return, on an
@@ -122,11 +125,13 @@ def run_memccapable(server):
     print(f"memccapable: {passed} passed, 0 failed", flush=True)
 
 
-def run_pymemcache(server, check):
+def run_pymemcache(server, check, cores=None):
+    """Runs CHECK PORT HOST, or CHECK HOST PORT CORES (cores_check.py)."""
     python = python_with_pymemcache()
     if python is None:
         raise RuntimeError("pymemcache not found (Debian package python3-pymemcache; `make deps`)")
-    run = subprocess.run([python, check, str(server.port), server.host], capture_output=True, text=True, timeout=120)
+    args = [str(server.port), server.host] if cores is None else [server.host, str(server.port)] + cores
+    run = subprocess.run([python, check] + args, capture_output=True, text=True, timeout=120)
     print(run.stdout + run.stderr, flush=True)
     server.check_alive()
     if run.returncode != 0:
@@ -139,12 +144,14 @@ def main(argv):
         return 2
     mode, mc_server = argv[1], argv[2]
     if mode == "remote":
-        if len(argv) != 5:
+        if len(argv) not in (5, 6):
             print(__doc__)
             return 2
         server = Remote(argv[2], int(argv[3]))
         run_memccapable(server)
         run_pymemcache(server, argv[4])
+        if len(argv) == 6:
+            run_pymemcache(server, os.path.join(HERE, "cores_check.py"), [argv[5]])
         return 0
     if mode == "memccapable":
         with Server([mc_server, "0"]) as server:

@@ -2,8 +2,10 @@
 // Session over a LocalStore, with injected time.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fox/memcached/local_store.h"
@@ -731,6 +733,65 @@ TEST(MemcachedSplit, SmallOutputLimitChangesNothing) {
   for (const std::string& conversation : {TextConversation(), BinaryConversation()}) {
     EXPECT_EQ(TalkChunked(conversation, {7}, tight), TalkChunked(conversation, {conversation.size()}));
   }
+}
+
+// A server on several cores: each core's sessions count into its own
+// counters while another core asks for stats; stats add them up, stats
+// reset zeroes all of them (whichever core asks), connections stay.
+TEST(MemcachedCoreCounters, SumAcrossCoresAndReset) {
+  constexpr int kCores = 3;
+  constexpr int kGets = 2000;
+  CoreCounters all(kCores, kNow);
+  LocalStore stores[kCores];
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int core = 0; core < kCores; ++core) {
+    threads.emplace_back([&, core] {
+      Session::Options options;
+      options.counters = all.Of(core);
+      options.all_cores = &all;
+      Session s(options);
+      while (!go.load()) {
+      }
+      Talk(s, stores[core], "set k 0 0 1\r\nv\r\n");
+      for (int i = 0; i < kGets; ++i) Talk(s, stores[core], i % 2 ? "get k\r\n" : "get nope\r\n");
+    });
+  }
+  Session::Options options;
+  options.counters = all.Of(0);
+  options.all_cores = &all;
+  Session asker(options);  // a fourth connection, on core 0
+  LocalStore store;
+  go = true;
+  for (int i = 0; i < 50; ++i) {  // stats while the cores count
+    std::string stats = Talk(asker, store, "stats\r\n");
+    EXPECT_NE(stats.find("STAT threads 3\r\n"), std::string::npos);
+  }
+  for (auto& t : threads) t.join();
+  Counters total = all.Total();
+  EXPECT_EQ(total.cmd_get, uint64_t(kCores * kGets));
+  EXPECT_EQ(total.get_hits, uint64_t(kCores * kGets / 2));
+  EXPECT_EQ(total.cmd_set, uint64_t(kCores));
+  EXPECT_EQ(total.total_connections, uint64_t(kCores + 1));
+  EXPECT_EQ(total.curr_connections, 1u);  // the threads' sessions ended
+  std::string stats = Talk(asker, store, "stats\r\n");
+  EXPECT_NE(stats.find("STAT cmd_get " + std::to_string(kCores * kGets) + "\r\n"), std::string::npos) << stats;
+  EXPECT_NE(stats.find("STAT fox_core_connections 2,1,1\r\n"), std::string::npos) << stats;
+  EXPECT_EQ(Talk(asker, store, "stats reset\r\n"), "RESET\r\n");
+  total = all.Total();
+  EXPECT_EQ(total.cmd_get, 0u);
+  EXPECT_EQ(total.get_hits, 0u);
+  EXPECT_EQ(total.total_connections, uint64_t(kCores + 1));
+  // Counting goes on from the new zero, on any core.
+  Session::Options on_two;
+  on_two.counters = all.Of(2);
+  on_two.all_cores = &all;
+  Session later(on_two);
+  Talk(later, stores[2], "get k\r\nget k\r\n");
+  total = all.Total();
+  EXPECT_EQ(total.cmd_get, 2u);
+  EXPECT_EQ(total.get_hits, 2u);
+  EXPECT_EQ(total.curr_connections, 2u);
 }
 
 }  // namespace

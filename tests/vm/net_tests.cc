@@ -2,6 +2,7 @@
 // a test that would hang fails with a message naming what it waited for.
 #include "net_tests.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -335,6 +336,64 @@ int NetTcpBackpressure(int, char**) {
   server.Close();
   listener.Close();
   PrintStats();
+  return 0;
+}
+
+// A listener that spreads its connections over cores (homes): the accept
+// handler and each socket's handlers run on the socket's home, in turn.
+int NetTcpHomes(int, char**) {
+  auto info = StartDhcp();
+  constexpr uint16_t kPort = 9;
+  constexpr int kConnections = 4;
+  const std::vector<int> homes = {OtherCore(), 0};
+  auto bad = BlockFor(fox::net::TcpListener::Listen(kPort, [](fox::net::TcpSocket) {}, {fox::core::Online()}), 2000,
+                      "listener with a bad home");
+  std::printf("tcp: listener with home %d: %s\n", fox::core::Online(), fox::net::StatusName(bad.status()));
+  CHECK(bad.status() == Status::kInvalidArgument);
+  struct Seen {
+    std::atomic<int> accepted_on[2] = {0, 0};
+    std::atomic<int> wrong_core{0};
+  };
+  auto seen = std::make_shared<Seen>();
+  auto listener = BlockFor(fox::net::TcpListener::Listen(
+                               kPort,
+                               [seen](fox::net::TcpSocket conn) {
+                                 int home = fox::core::Current();
+                                 ++seen->accepted_on[home == 0 ? 0 : 1];
+                                 conn.OnReceive([seen, conn, home](fox::net::Packet data) mutable {
+                                   if (fox::core::Current() != home) ++seen->wrong_core;
+                                   std::string reply = "core" + std::to_string(home) + ":" + data.ToString();
+                                   conn.Send(reply);
+                                 });
+                               },
+                               homes),
+                           2000, "listener");
+  CHECK(listener.status() == Status::kOk);
+  std::vector<fox::net::TcpSocket> clients;
+  for (int i = 0; i < kConnections; ++i) {
+    auto conn = BlockFor(fox::net::TcpSocket::Connect(Endpoint{info.address, kPort}), 5000, "TCP connection");
+    CHECK(conn.status() == Status::kOk);
+    auto answer = std::make_shared<fox::Promise<std::string>>();
+    auto got = answer->GetFuture();
+    auto text = std::make_shared<std::string>();
+    conn.OnReceive([answer, text](fox::net::Packet data) {
+      *text += data.ToString();
+      if (text->find('!') != std::string::npos) answer->SetValue(*text);
+    });
+    std::string hello = "hello " + std::to_string(i) + "!";
+    CHECK(BlockFor(conn.Send(hello), 5000, "send") == Status::kOk);
+    std::string reply = BlockFor(std::move(got), 5000, "answer");
+    std::string expected = "core" + std::to_string(homes[size_t(i) % homes.size()]) + ":" + hello;
+    std::printf("tcp: connection %d answered '%s'\n", i, reply.c_str());
+    CHECK(reply == expected);
+    clients.push_back(conn);
+  }
+  std::printf("tcp: accepted on core 0: %d, on core %d: %d; handlers off their home: %d\n", seen->accepted_on[0].load(),
+              OtherCore(), seen->accepted_on[1].load(), seen->wrong_core.load());
+  CHECK(seen->wrong_core.load() == 0);
+  CHECK(seen->accepted_on[0].load() + seen->accepted_on[1].load() == kConnections);
+  for (auto& c : clients) c.Close();
+  listener.Close();
   return 0;
 }
 

@@ -20,6 +20,7 @@ int NetTcpLoopback(int argc, char** argv);
 // futures; once it reads, all complete and the data is intact. An abort
 // reaches the peer as a reset.
 int NetTcpBackpressure(int argc, char** argv);
+int NetTcpHomes(int argc, char** argv);
 // UDP echo to the node's own address, the client on another core.
 int NetUdpLoopback(int argc, char** argv);
 

@@ -368,6 +368,9 @@ fox_vm_test(net_tcp_loopback IMAGE vmtest SMP 2 NET user ARGS "-- net_tcp_loopba
          "tcp: 1048576 bytes echoed through lwIP loopback in [0-9]+ ms .*: verified"
          "tcp: server accepted 1, echoed 1048576 bytes, end: closed by peer" "tcp: connect to port 9: reset by peer"
          "vmtest net_tcp_loopback: PASS")
+fox_vm_test(net_tcp_homes IMAGE vmtest SMP 2 NET user ARGS "-- net_tcp_homes" EXIT 0 TIMEOUT 60
+  EXPECT "tcp: listener with home 2: invalid argument" "tcp: connection 3 answered 'core0:hello 3!'"
+         "tcp: accepted on core 0: 2, on core 1: 2; handlers off their home: 0" "vmtest net_tcp_homes: PASS")
 fox_vm_test(net_tcp_backpressure IMAGE vmtest SMP 2 NET user ARGS "-- net_tcp_backpressure" EXIT 0 TIMEOUT 60
   EXPECT "tcp: reader caught up: 524288 bytes verified" "vmtest net_tcp_backpressure: PASS")
 fox_vm_test(net_udp_loopback IMAGE vmtest SMP 2 NET user ARGS "-- net_udp_loopback 500" EXIT 0 TIMEOUT 60

@@ -50,6 +50,7 @@ const Test kTests[] = {
     {"net_static", vmtest::NetStatic},
     {"net_tcp_loopback", vmtest::NetTcpLoopback},
     {"net_tcp_backpressure", vmtest::NetTcpBackpressure},
+    {"net_tcp_homes", vmtest::NetTcpHomes},
     {"net_udp_loopback", vmtest::NetUdpLoopback},
 #endif
 };

@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fox/function.h"
 #include "fox/future.h"
@@ -247,11 +248,16 @@ class TcpListener {
  public:
   using AcceptHandler = Function<void(TcpSocket connection)>;
 
-  // Listens on `port` (every local address). Each accepted connection runs
-  // `on_accept` as an event on the calling core, which becomes the new
-  // socket's home. Ready with a listener whose status() says whether it
-  // worked (kInUse, kNoMemory, kNotStarted). Any core.
-  static Future<TcpListener> Listen(uint16_t port, AcceptHandler on_accept);
+  // Listens on `port` (every local address). Each accepted connection gets
+  // a home core: the calling core, or with `homes` each of those cores in
+  // turn (a server that spreads its connections over the node's cores);
+  // `on_accept` runs as an event on the new socket's home. With several
+  // homes it runs on several cores at once, so it must be safe to call
+  // concurrently, and it is destroyed on whichever of them ran it last
+  // after Close. Ready with a listener whose status() says whether it
+  // worked (kInUse, kNoMemory, kNotStarted; kInvalidArgument for a home
+  // that is no online core). Any core.
+  static Future<TcpListener> Listen(uint16_t port, AcceptHandler on_accept, std::vector<int> homes = {});
 
   TcpListener() = default;
   Status status() const;

@@ -29,8 +29,10 @@
 // allocates more than the bounds above.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,30 +42,86 @@
 
 namespace fox::memcached {
 
-// Server-wide counters, shared by the sessions of one server (one thread at a
-// time: a per-core server keeps one per core and sums them).
+// A counter that one thread writes and any reads: relaxed atomic loads and
+// stores (on x86 a plain add), so that another core may add it up for stats
+// while its core counts.
+class Count {
+ public:
+  Count(uint64_t value = 0) : value_(value) {}  // NOLINT: a number
+  Count(const Count& other) : value_(other.get()) {}
+  Count& operator=(const Count& other) {
+    value_.store(other.get(), std::memory_order_relaxed);
+    return *this;
+  }
+  Count& operator++() { return *this = get() + 1; }
+  Count& operator--() { return *this = get() - 1; }
+  uint64_t get() const { return value_.load(std::memory_order_relaxed); }
+  operator uint64_t() const { return get(); }  // NOLINT: reads as a number
+
+ private:
+  std::atomic<uint64_t> value_;
+};
+
+// A server's counters, shared by the sessions one thread (core) serves.
 struct Counters {
   Time start_time = 0;
-  uint64_t curr_connections = 0;
-  uint64_t total_connections = 0;
-  uint64_t cmd_get = 0;  // keys asked for
-  uint64_t cmd_set = 0;
-  uint64_t cmd_flush = 0;
-  uint64_t cmd_touch = 0;
-  uint64_t get_hits = 0;
-  uint64_t get_misses = 0;
-  uint64_t delete_hits = 0;
-  uint64_t delete_misses = 0;
-  uint64_t incr_hits = 0;
-  uint64_t incr_misses = 0;
-  uint64_t decr_hits = 0;
-  uint64_t decr_misses = 0;
-  uint64_t cas_hits = 0;
-  uint64_t cas_misses = 0;
-  uint64_t cas_badval = 0;
-  uint64_t touch_hits = 0;
-  uint64_t touch_misses = 0;
-  uint64_t protocol_errors = 0;  // requests refused as malformed
+  Count curr_connections;
+  Count total_connections;
+  Count cmd_get;  // keys asked for
+  Count cmd_set;
+  Count cmd_flush;
+  Count cmd_touch;
+  Count get_hits;
+  Count get_misses;
+  Count delete_hits;
+  Count delete_misses;
+  Count incr_hits;
+  Count incr_misses;
+  Count decr_hits;
+  Count decr_misses;
+  Count cas_hits;
+  Count cas_misses;
+  Count cas_badval;
+  Count touch_hits;
+  Count touch_misses;
+  Count protocol_errors;  // requests refused as malformed
+
+  // Calls f(a.x, b.x) for every counter `stats reset` zeroes (all but the
+  // start time and the connections).
+  template <typename F>
+  static void EachResettable(Counters& a, const Counters& b, F f) {
+    f(a.cmd_get, b.cmd_get), f(a.cmd_set, b.cmd_set), f(a.cmd_flush, b.cmd_flush), f(a.cmd_touch, b.cmd_touch);
+    f(a.get_hits, b.get_hits), f(a.get_misses, b.get_misses);
+    f(a.delete_hits, b.delete_hits), f(a.delete_misses, b.delete_misses);
+    f(a.incr_hits, b.incr_hits), f(a.incr_misses, b.incr_misses);
+    f(a.decr_hits, b.decr_hits), f(a.decr_misses, b.decr_misses);
+    f(a.cas_hits, b.cas_hits), f(a.cas_misses, b.cas_misses), f(a.cas_badval, b.cas_badval);
+    f(a.touch_hits, b.touch_hits), f(a.touch_misses, b.touch_misses), f(a.protocol_errors, b.protocol_errors);
+  }
+};
+
+// The counters of a server that serves on several cores: the sessions of
+// core c count into Of(c) (one writer each, no line shared between cores),
+// `stats` reports Total(), and `stats reset` (Reset) makes the present sums
+// the new zero. Total and Reset from any core at any time: a Total that
+// races a Reset may mix the two (each counter is read once, never below 0).
+class CoreCounters {
+ public:
+  CoreCounters(int cores, Time start_time);
+  int cores() const { return cores_; }
+  Counters* Of(int core) { return &slots_[core].counters; }
+  Counters Total() const;
+  void Reset();
+
+ private:
+  struct alignas(64) Slot {
+    Counters counters;
+  };
+  Counters Sums() const;
+  int cores_;
+  Time start_time_;
+  std::unique_ptr<Slot[]> slots_;
+  Counters zero_;  // the sums at the last Reset (its counters only)
 };
 
 // One store operation, self-contained (copies of key and value), so it may
@@ -104,6 +162,9 @@ class Session {
     size_t max_value_bytes = kDefaultMaxValueBytes;
     size_t output_limit = 1 << 20;
     Counters* counters = nullptr;  // null: the session keeps its own
+    // A server on several cores: `counters` is this core's of these, and
+    // stats report (and reset) all of them.
+    CoreCounters* all_cores = nullptr;
   };
   enum class Protocol : uint8_t { kUnknown, kText, kBinary };
   enum class Step : uint8_t {
@@ -180,6 +241,7 @@ class Session {
                    uint64_t cas);
   void BinaryError(BinaryStatus status);  // sent even for quiet opcodes
   void AppendStats(Time now, const StoreStats& store, bool binary);
+  void ResetCounters();  // stats reset
   void ConsumeInput(size_t length);
   size_t Available() const { return in_.size() - in_start_; }
   const uint8_t* InputData() const { return reinterpret_cast<const uint8_t*>(in_.data()) + in_start_; }
