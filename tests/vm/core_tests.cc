@@ -1,5 +1,6 @@
 // Cores, roles and the per-core event loops, on a node with several cores.
 #include <atomic>
+#include <cstdlib>
 #include <cerrno>
 #include <cstdint>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "fox/clock.h"
 #include "fox/core.h"
 #include "fox/event.h"
+#include "fox/event_mutex.h"
 #include "fox/future.h"
 #include "fox/timer.h"
 #include "vmtest.h"
@@ -92,6 +94,63 @@ int SpawnStorm(int argc, char** argv) {
   }
   std::printf("spawn_storm: %llu cross-core events in %llu ms, counts exact\n", (unsigned long long)total,
               (unsigned long long)(ns / 1000000));
+  return 0;
+}
+
+// EventMutex (fox/event_mutex.h): `events` events on every core take one
+// lock `rounds` times each and add to a plain counter under it; every 25th
+// section is held for 100 us, past the waiters' spin, so that waiters on
+// the other cores block and their cores run other events (which wait too).
+// One event per core waits only by spinning (Wait::kSpin). The counter must
+// be exact, no two holders may overlap, and some waits must have blocked.
+int EventMutexTest(int argc, char** argv) {
+  int events = argc > 1 ? std::atoi(argv[1]) : 4;
+  int rounds = argc > 2 ? std::atoi(argv[2]) : 400;
+  struct Shared {
+    fox::EventMutex mutex;
+    uint64_t counter GUARDED_BY(mutex) = 0;
+    std::atomic<int> inside{0};
+    std::atomic<int> overlaps{0};
+  };
+  auto shared = std::make_shared<Shared>();
+  int n = fox::core::Online();
+  auto left = std::make_shared<std::atomic<int>>(n * events);
+  auto done = std::make_shared<fox::Promise<void>>();
+  auto finished = done->GetFuture();
+  uint64_t start = fox::clock::NowNs();
+  for (int core = 0; core < n; ++core) {
+    for (int e = 0; e < events; ++e) {
+      auto wait = e == 0 ? fox::EventMutex::Wait::kSpin : fox::EventMutex::Wait::kBlock;
+      fox::event::SpawnRemote(core, [=] {
+        for (int i = 0; i < rounds; ++i) {
+          fox::EventMutexGuard g(shared->mutex, wait);
+          if (shared->inside.fetch_add(1) != 0) ++shared->overlaps;
+          ++shared->counter;
+          if (i % 25 == 0) {
+            uint64_t until = fox::clock::NowNs() + 100'000;
+            while (fox::clock::NowNs() < until) __builtin_ia32_pause();
+          }
+          shared->inside.fetch_sub(1);
+        }
+        if (left->fetch_sub(1) == 1) done->SetValue();
+      });
+    }
+  }
+  finished.Block();
+  uint64_t ms = (fox::clock::NowNs() - start) / 1000000;
+  uint64_t counted;
+  {
+    fox::EventMutexGuard g(shared->mutex);
+    counted = shared->counter;
+  }
+  std::printf(
+      "event_mutex: %d events on each of %d cores, %llu sections of %llu counted, %d overlaps, %llu waits "
+      "blocked, %llu ms\n",
+      events, n, (unsigned long long)counted, (unsigned long long)(uint64_t(n) * events * rounds),
+      shared->overlaps.load(), (unsigned long long)shared->mutex.blocked(), (unsigned long long)ms);
+  CHECK(counted == uint64_t(n) * events * rounds);
+  CHECK(shared->overlaps.load() == 0);
+  CHECK(n < 2 || shared->mutex.blocked() > 0);
   return 0;
 }
 

@@ -196,6 +196,10 @@ fox_vm_test(timers IMAGE vmtest SMP 4 ARGS "-- timers @LATE_MS@" EXIT 0
   EXPECT "timers on core 0 \\(kernel\\)" "timers on core 1 \\(application\\)" "vmtest timers: PASS")
 fox_vm_test(app_cores_quiet IMAGE vmtest SMP 4 ARGS "-- app_quiet 300" EXIT 0
   EXPECT "core 1 \\(application\\): 0 interrupts" "core 3 \\(application\\): 0 interrupts" "vmtest app_quiet: PASS")
+# EventMutex: waiters spin, then block their event; exact under contention.
+fox_vm_test(event_mutex IMAGE vmtest SMP 4 ARGS "-- event_mutex 4 400" EXIT 0 TIMEOUT 120
+  EXPECT "event_mutex: 4 events on each of 4 cores, 6400 sections of 6400 counted, 0 overlaps, [1-9][0-9]* waits blocked"
+         "vmtest event_mutex: PASS")
 fox_vm_test(futures IMAGE vmtest SMP 4 ARGS "-- futures" EXIT 0
   EXPECT "futures: 2000 delegates from each of 4 cores to the next, counts exact" "vmtest futures: PASS")
 fox_vm_test(ebb IMAGE vmtest SMP 4 ARGS "-- ebb" EXIT 0
@@ -285,6 +289,9 @@ foreach(case "1x|bad FOX_PARENT_PID='1x': expected a process id" "2|the command 
     COMMAND sh -c "out=$(FOX_PARENT_PID=${value} \"$0\" cores 1 1 2>&1); s=$?; echo \"$out\"; echo \"status $s\"; [ $s = 2 ] && printf '%s' \"$out\" | grep -qF \"$1\"" $<TARGET_FILE:hosted_vmtest> "${message}")
   set_tests_properties(hosted.parent_pid_${value} PROPERTIES LABELS hosted TIMEOUT 60)
 endforeach()
+fox_hosted_test(event_mutex CORES 4 ARGS event_mutex 4 400 EXIT 0
+  EXPECT "event_mutex: 4 events on each of 4 cores, 6400 sections of 6400 counted, 0 overlaps, [1-9][0-9]* waits blocked"
+         "vmtest event_mutex: PASS")
 fox_hosted_test(futures CORES 4 ARGS futures EXIT 0
   EXPECT "futures: 2000 delegates from each of 4 cores to the next, counts exact" "vmtest futures: PASS")
 # SAS segments in a Linux program: the same name gives the same address as on

@@ -84,6 +84,7 @@ int Ebbs(int argc, char** argv);
 int EbbTableWindow(int argc, char** argv);
 int Cores(int argc, char** argv);
 int SpawnStorm(int argc, char** argv);
+int EventMutexTest(int argc, char** argv);
 int Steal(int argc, char** argv);
 int Timers(int argc, char** argv);
 int AppCoresQuiet(int argc, char** argv);

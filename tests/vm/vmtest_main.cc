@@ -20,6 +20,7 @@ const Test kTests[] = {
     {"exit_code", vmtest::ExitCode},
     {"cores", vmtest::Cores},
     {"spawn_storm", vmtest::SpawnStorm},
+    {"event_mutex", vmtest::EventMutexTest},
     {"steal", vmtest::Steal},
     {"timers", vmtest::Timers},
     {"futures", vmtest::Futures},

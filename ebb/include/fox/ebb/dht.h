@@ -106,7 +106,9 @@
 // lock_ guards the rings and the node's counters; each shard reads the rings
 // through a copy it renews when ring_generation_ moves (no shared lock on
 // the request path), and counts in its own counters. Nothing allocates
-// under a lock (STYLE.md) but a shard's items lock (why: dht.cc, Shard).
+// under a spinlock (STYLE.md): a shard's items lock is an EventMutex
+// (fox/event_mutex.h; a waiter on another core spins, then blocks its event;
+// the shard's own core only spins: dht.cc, Shard).
 // Callers run on any core.
 //
 // Contexts and errors. Every operation blocks the calling event (event
