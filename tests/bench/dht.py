@@ -8,8 +8,8 @@ accelerator qemu_run.bench_accel picks).
   (b) memcached 1.6 from Debian (-t 1) inside the Linux guest of
       boot/linux_guest.sh
   (c) three fox nodes with r = 2, the load spread over all three
-  (d) one fox node of 2 cores, its connections served on one core and then
-      spread over both (the memcached app's cores=1 and default)
+  (d) one fox node of 2 cores, its connections served on one core (the
+      memcached app's default) and then spread over both (cores=0)
 
 The load is tests/bench/mc_load.c (built here with gcc; memcslap prints no
 latencies) on the host side of the namespace: CONNS connections, one request
@@ -85,7 +85,7 @@ def load_command(ips, a, protocol="text"):
 SERVING = "all:memcached: node \\d+ serving"
 
 
-def fox(nodes, a, accel, protocols=("text",), smp=1, serving=0):
+def fox(nodes, a, accel, protocols=("text",), smp=1, serving=1):
     """`nodes` nodes of `smp` cores (kernel cores all), connections served on
     `serving` of them (0: all)."""
     ips = [cluster.node_ip(i) for i in range(nodes)]
@@ -163,7 +163,7 @@ def main():
     both = ("text", "binary")
     figures = {"fox_1node": fox(1, a, accel, both), "linux_memcached": linux(a, accel),
                "fox_3nodes_r2": fox(3, a, accel),
-               "fox_2cores_1serving": fox(1, a, accel, smp=2, serving=1), "fox_2cores": fox(1, a, accel, smp=2)}
+               "fox_2cores_1serving": fox(1, a, accel, smp=2, serving=1), "fox_2cores": fox(1, a, accel, smp=2, serving=0)}
     for system, by_protocol in figures.items():
         for protocol, f in by_protocol.items():
             name = system if protocol == "text" else system + "_binary"

@@ -25,7 +25,7 @@ bool EventMutex::Spin(uint32_t take_as) {
 }
 
 void EventMutex::LockSlow(Wait wait) NO_THREAD_SAFETY_ANALYSIS {  // takes it by TakeFree or exchange
-  if (wait == Wait::kSpin || !event::InEvent()) {  // spin on (nothing to block)
+  if (wait == Wait::kSpin || !event::InEvent()) {                 // spin on (nothing to block)
     while (!(state_.load(std::memory_order_relaxed) == kFree && TakeFree(kHeld))) __builtin_ia32_pause();
     return;
   }
