@@ -23,11 +23,12 @@
 // session's core, its answer back), which costs more than it saves while
 // the network stack is one core's (make bench B=dht, a node of 2 cores
 // under TCG: 0.80 x the gets and 0.76 x the sets of serving on one core;
-// with 16 connections 1.0-1.2 x). Either way a connection is served by one event at a time on its core, one request at
-// a time (Session::Run; a Dht call blocks that event only, never the
-// network's callbacks), and counts into its core's counters (stats add them
-// up). The Dht serves any core (fox/ebb/dht.h); a LocalStore is one core's,
-// so store=local serves on the listener's core only. A client that sends faster than it reads
+// with 16 connections 1.0-1.2 x). Either way a connection is served by one
+// event at a time on its core, one request at a time (Session::Run; a Dht
+// call blocks that event only, never the network's callbacks), and counts
+// into its core's counters (stats add them up). The Dht serves any core
+// (fox/ebb/dht.h); a LocalStore is one core's, so store=local serves on the
+// listener's core only. A client that sends faster than it reads
 // stops being read once 1 MiB of answers waits for the network (TCP flow
 // control then holds it back); one that vanishes is closed by lwIP.
 #include <algorithm>

@@ -163,7 +163,8 @@ def main():
     both = ("text", "binary")
     figures = {"fox_1node": fox(1, a, accel, both), "linux_memcached": linux(a, accel),
                "fox_3nodes_r2": fox(3, a, accel),
-               "fox_2cores_1serving": fox(1, a, accel, smp=2, serving=1), "fox_2cores": fox(1, a, accel, smp=2, serving=0)}
+               "fox_2cores_1serving": fox(1, a, accel, smp=2, serving=1),
+               "fox_2cores": fox(1, a, accel, smp=2, serving=0)}
     for system, by_protocol in figures.items():
         for protocol, f in by_protocol.items():
             name = system if protocol == "text" else system + "_binary"

@@ -24,7 +24,7 @@ bool EventMutex::Spin(uint32_t take_as) {
   }
 }
 
-void EventMutex::LockSlow(Wait wait) NO_THREAD_SAFETY_ANALYSIS {  // takes it by TakeFree or exchange
+void EventMutex::LockSlow(Wait wait) NO_THREAD_SAFETY_ANALYSIS {  // takes it by TakeFree
   if (wait == Wait::kSpin || !event::InEvent()) {                 // spin on (nothing to block)
     while (!(state_.load(std::memory_order_relaxed) == kFree && TakeFree(kHeld))) __builtin_ia32_pause();
     return;
@@ -34,23 +34,27 @@ void EventMutex::LockSlow(Wait wait) NO_THREAD_SAFETY_ANALYSIS {  // takes it by
   for (uint32_t take_as = kHeld;; take_as = kHeldWaiters) {
     if (Spin(take_as)) return;
     Waiter self;
-    bool taken = false;
+    bool queued = false;
     event::Block([&](event::Continuation resume) {
       {
         SpinGuard g(waiters_lock_);
         // Marks the waiters first: an Unlock from now on wakes one (and
-        // looks under this lock, so after this waiter is queued).
-        if (state_.exchange(kHeldWaiters, std::memory_order_acquire) == kFree) {
-          taken = true;  // freed meanwhile: ours (marked: its Unlock wakes whoever waits)
-        } else {
-          self.resume = std::move(resume);
-          (tail_ != nullptr ? tail_->next : head_) = &self;
-          tail_ = &self;
+        // looks under this lock, so after this waiter is queued). Freed
+        // meanwhile: not taken here (a suspended holder would stop this
+        // core's next event that spins for it), but tried again at once.
+        for (uint32_t state = state_.load(std::memory_order_relaxed); state != kFree;) {
+          if (state == kHeldWaiters || state_.compare_exchange_weak(state, kHeldWaiters, std::memory_order_relaxed)) {
+            self.resume = std::move(resume);
+            (tail_ != nullptr ? tail_->next : head_) = &self;
+            tail_ = &self;
+            queued = true;
+            break;
+          }
         }
       }
-      if (taken) resume.Resume();
+      if (!queued) resume.Resume();
     });
-    if (taken) return;
+    if (!queued) continue;
     blocked_.fetch_add(1, std::memory_order_relaxed);
     // Woken by an Unlock, which freed it: try again (one that spun
     // meanwhile may have it; this one then waits again, marking it).
