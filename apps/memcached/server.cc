@@ -23,7 +23,7 @@
 // session's core, its answer back), which costs more than it saves while
 // the network stack is one core's (make bench B=dht, a node of 2 cores
 // under TCG: 0.80 x the gets and 0.76 x the sets of serving on one core;
-// with 16 connections 1.0-1.2 x). Either way a connection is served by one
+// with 16 connections 1.1-1.2 x). Either way a connection is served by one
 // event at a time on its core, one request at a time (Session::Run; a Dht
 // call blocks that event only, never the network's callbacks), and counts
 // into its core's counters (stats add them up). The Dht serves any core
