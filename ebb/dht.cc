@@ -51,6 +51,7 @@
 #include "fox/future.h"
 #include "fox/log.h"
 #include "fox/net/wire.h"
+#include "internal.h"
 #include "fox/timer.h"
 
 namespace fox::ebb {
@@ -154,6 +155,12 @@ bool SleepUntil(F done, uint64_t deadline_ns) {
   }
   return true;
 }
+// What a write's caller gets: the version, and the item where the mode
+// answers with it (DhtWriteAnswersItem).
+Dht::Item AnswerOf(const DhtWrite& write, const DhtEntry& stored) {
+  return DhtWriteAnswersItem(write.mode) ? Dht::Item{stored.value, stored.flags, stored.version}
+                                         : Dht::Item{{}, 0, stored.version};
+}
 }  // namespace
 
 // How the shard's own core waits for its items lock: spinning, for it must
@@ -177,7 +184,7 @@ struct Dht::Shard {
   // event only if the holder is held up; the shard's core only spins
   // (kOnShardCore). As fast as the spinlock it replaced (make bench
   // B=dht_cores, 2 cores, same run: hosted 2.18-2.42 M sets/s against
-  // 2.25-2.38 M; compute node 216-239 k against 222-237 k). Writes only on
+  // 2.25-2.42 M; compute node 216-239 k against 222-237 k). Writes only on
   // the shard's core (a hop each) gave 1.24 x the sets of 1 core on a
   // compute node and 0.63 x hosted.
   alignas(64) mutable EventMutex items_lock;
@@ -1183,8 +1190,7 @@ std::optional<Result<Dht::Item>> Dht::ReadShared(Shard& s, const std::string& ke
   }
   uint64_t until = s.reads_until_ns.load(std::memory_order_relaxed);
   if (until != UINT64_MAX && clock::NowNs() >= until) return std::nullopt;
-  auto& count = per_core_[core::Current()].gets;
-  count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  detail::BumpOwn(per_core_[core::Current()].gets);
   SharedRead reading;  // the shard's core may replace the entry meanwhile: it stays until this ends
   const DhtEntry* entry = s.shared_items().FindLive(key, clock::NowNs);
   if (entry == nullptr) return Error::kNotFound;
@@ -1301,10 +1307,8 @@ std::optional<Result<Dht::Item>> Dht::WriteShared(Shard& s, const DhtWrite& writ
     applied.emplace(s.items.Write(write, clock::NowNs()));
   }
   if (!applied->ok()) return Answered(applied->error(), Item{});
-  auto& count = per_core_[core::Current()].writes;
-  count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  const DhtEntry& entry = **applied;
-  return DhtWriteAnswersItem(write.mode) ? Item{entry.value, entry.flags, entry.version} : Item{{}, 0, entry.version};
+  detail::BumpOwn(per_core_[core::Current()].writes);
+  return AnswerOf(write, **applied);
 }
 
 std::optional<Result<Dht::Item>> Dht::WriteHere(const DhtWrite& write, uint64_t key_hash) {
@@ -1320,8 +1324,7 @@ std::optional<Result<Dht::Item>> Dht::WriteHere(const DhtWrite& write, uint64_t 
     ApplyWrite(s, am::Self(), write, nullptr, [&](Error st, const DhtEntry* entry) {
       status = st;
       if (st != Error::kOk) return;
-      item = DhtWriteAnswersItem(write.mode) ? Item{entry->value, entry->flags, entry->version}
-                                             : Item{{}, 0, entry->version};
+      item = AnswerOf(write, *entry);
     });
   });
   return Answered(status, std::move(item));

@@ -153,7 +153,7 @@ SharedRead::~SharedRead() {
 void RetireLater(void* object, void (*free)(void*)) {
   CoreRetire& cr = g_retire[ThisCoreIndex()];
   cr.open.push_back(Garbage{object, free});
-  cr.pending.store(cr.pending.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  BumpOwn(cr.pending);
   if (cr.open.size() >= kSealAt) {
     Seal(cr);
     FreeSealed(cr);

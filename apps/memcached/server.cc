@@ -252,11 +252,11 @@ int ServeNode(const Args& args, const fox::am::Config& config) {
   }
   g_server->counters = std::make_unique<CoreCounters>(fox::core::Online(), std::time(nullptr));
   // The cores that serve connections: the first `cores` (0: all); only
-  // this one for a LocalStore.
+  // this one (the listener's, no homes) for a LocalStore.
   int online = fox::core::Online();
   int serving = !args.dht ? 1 : args.cores == 0 ? online : std::min(int(args.cores), online);
   std::vector<int> homes;
-  for (int i = 0; i < serving; ++i) homes.push_back(serving == 1 ? fox::core::Current() : i);
+  for (int i = 0; serving > 1 && i < serving; ++i) homes.push_back(i);
   auto listener = fox::net::TcpListener::Listen(
                       uint16_t(args.port),
                       [](fox::net::TcpSocket socket) {
