@@ -76,6 +76,15 @@ fox_vm_test(hello_nic_untouched IMAGE hello NET user ARGS "-- world" EXIT 0 EXPE
 set(images "${FOX_NATIVE_DIR}/hello.elf ${FOX_NATIVE_DIR}/fox.elf")
 add_test(NAME image.no_stream_init COMMAND sh -c
          "nm ${images} > /dev/null && ! nm ${images} | grep -q _ZNSt8ios_base4InitC")
+# The boot path's size as QEMU translates it (boot/footprint.py): under TCG the
+# boot's time is mostly translating each block the first time it runs, so a
+# boot path that grows shows here before the noisy timings (make bench B=boot)
+# can show it. 1468 blocks from entry to main with 4 cores and 1 GiB at the
+# time of writing; the bound leaves room for small changes, not for a new
+# subsystem started before main.
+add_test(NAME image.boot_footprint COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/boot/footprint.py
+         ${FOX_NATIVE_DIR}/hello.elf --smp 4 --mem 1024 --max-blocks 1650 --top 15)
+set_tests_properties(image.boot_footprint PROPERTIES LABELS vm TIMEOUT 150 RESOURCE_LOCK qemu_tcg)
 fox_vm_test(alloc_stress IMAGE vmtest ARGS "-- alloc_stress 2000000" MEM 256 EXIT 0 TIMEOUT 300
   EXPECT "alloc_stress: 2000000 operations \\([0-9]+ allocations\\), peak [0-9]+ live bytes, all contents verified")
 fox_vm_test(alloc_oom IMAGE vmtest ARGS "-- alloc_oom" MEM 64 EXIT 0

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""How much code a fox image runs from its first instruction to main, as QEMU's
+TCG translates it.
+
+    footprint.py IMAGE [--smp 4] [--mem 1024] [--max-blocks N] [--top K]
+
+Under TCG a boot's time is mostly QEMU translating each basic block the first
+time any core runs it (measured here, make bench B=boot: 3-5 us a block of a
+few register instructions, and more for each memory access, on a 2-CPU host),
+so these counts are the boot's work independent of the host's speed and load:
+a change that shortens the boot path shows here even where the timings'
+noise hides it. QEMU logs every block it translates (-d in_asm); the blocks
+counted are those from the image's entry point up to the first block of main,
+on every core (the other cores start, and translate their own start-up code,
+while the boot core goes on).
+
+Prints `blocks N`, `instructions N` and, with --top, the K functions with the
+most blocks (llvm-nm names them). Exit code 1 when --max-blocks is given and
+exceeded (a guard against the boot path growing), 2 when the image did not boot
+or the log has no block at its entry or main.
+"""
+import argparse
+import bisect
+import collections
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import qemu_run  # noqa: E402
+
+
+def entry_point(image):
+    with open(image, "rb") as f:
+        header = f.read(64)
+    if header[:4] != b"\x7fELF" or header[4] != 2:
+        raise ValueError("%s is not a 64-bit ELF file" % image)
+    return struct.unpack_from("<Q", header, 24)[0]
+
+
+def code_symbols(image):
+    """(address, name) of the image's functions, sorted by address."""
+    out = subprocess.run(["llvm-nm", "--defined-only", "-n", image], check=True, capture_output=True,
+                         text=True).stdout
+    symbols = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "tTwW":
+            symbols.append((int(parts[0], 16), parts[2]))
+    return symbols
+
+
+def blocks_of(log_text):
+    """The translated blocks in log order, each a list of instruction addresses."""
+    blocks, current = [], None
+    for line in log_text.splitlines():
+        if line.startswith("IN:"):
+            current = []
+            blocks.append(current)
+        elif current is not None and line.startswith("0x"):
+            current.append(int(line.split(":", 1)[0], 16))
+    return [b for b in blocks if b]
+
+
+def count(image, smp=4, mem=1024, timeout=120):
+    """(blocks, instructions, blocks per function) from entry to main; raises
+    RuntimeError when the image did not boot or the log lacks either end."""
+    if not os.path.isfile(image):
+        raise RuntimeError("%s: no such image (make builds it)" % image)
+    symbols = code_symbols(image)
+    mains = [a for a, n in symbols if n == "main"]
+    if not mains:
+        raise RuntimeError("%s has no main symbol" % image)
+    entry, main = entry_point(image), mains[0]
+    with tempfile.TemporaryDirectory(prefix="fox-footprint-") as tmp:
+        log = os.path.join(tmp, "in_asm.log")
+        cmd = qemu_run.qemu_command(image, "", smp, mem, "tcg", None, False) + ["-d", "in_asm", "-D", log]
+        r = qemu_run.run_qemu(cmd, timeout, echo=False)
+        if r["status"] != 0:
+            raise RuntimeError("%s did not boot: %s" % (image, r["reason"] or r["text"][-500:]))
+        with open(log, errors="replace") as f:
+            blocks = blocks_of(f.read())
+    addresses = [a for a, _ in symbols]
+    per_function = collections.Counter()
+    n_blocks = n_insns = 0
+    started = reached = False
+    for block in blocks:
+        if block[0] == entry:
+            started = True
+        if not started:
+            continue  # the firmware's
+        if block[0] == main:
+            reached = True
+            break
+        n_blocks += 1
+        n_insns += len(block)
+        i = bisect.bisect_right(addresses, block[0]) - 1
+        per_function[symbols[i][1] if i >= 0 else "?"] += 1
+    if not started or not reached:
+        raise RuntimeError("no translated block at the %s (%#x)" % ("entry" if not started else "start of main",
+                                                                      entry if not started else main))
+    return n_blocks, n_insns, per_function
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("image")
+    ap.add_argument("--smp", type=int, default=4)
+    ap.add_argument("--mem", type=int, default=1024)
+    ap.add_argument("--max-blocks", type=int)
+    ap.add_argument("--top", type=int, default=0)
+    args = ap.parse_args()
+    try:
+        blocks, insns, per_function = count(args.image, args.smp, args.mem)
+    except (OSError, ValueError, RuntimeError, subprocess.CalledProcessError) as e:
+        print("footprint: %s" % e, file=sys.stderr)
+        return 2
+    print("blocks %d" % blocks)
+    print("instructions %d" % insns)
+    if args.top:
+        names = [n for n, _ in per_function.most_common(args.top)]
+        shown = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True).stdout.split("\n")
+        for name, readable in zip(names, shown):
+            print("%6d  %s" % (per_function[name], readable or name))
+    if args.max_blocks is not None and blocks > args.max_blocks:
+        print("footprint: %d blocks from entry to main, more than the %d allowed" % (blocks, args.max_blocks),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
