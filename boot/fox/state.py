@@ -130,6 +130,7 @@ class Connection:
     """A connection to a supervisor's control socket: JSON requests and replies, one per line."""
 
     def __init__(self, name, timeout=30):
+        self.timeout = timeout
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
         try:
@@ -140,6 +141,11 @@ class Connection:
         self.buf = b""
 
     def send(self, **request):
+        # Blocking, up to the connection's timeout: a receive(0) before leaves
+        # the socket non-blocking, and a supervisor busy with many nodes may
+        # let its side fill (64 nodes' status reports at once made sendall
+        # fail at once with "timed out").
+        self.sock.settimeout(self.timeout)
         self.sock.sendall(json.dumps(request).encode() + b"\n")
 
     def receive(self, timeout=None):

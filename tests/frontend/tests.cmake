@@ -21,6 +21,8 @@ foreach(scenario bridge pxe pxe_serve)
 endforeach()
 # No QEMU: argument checking only.
 fox_frontend_test(bad_arguments 120)
+# No QEMU: the control connection's sends to a supervisor slow to read.
+fox_frontend_test(control_backpressure 120)
 # No QEMU: places as Linux processes (fox run --hosted).
 fox_frontend_test(hosted 300)
 # Issue 14: 64 nodes of 64 MiB on this host (the ring with 0 deaths, a pause
