@@ -61,11 +61,6 @@ void EventMutex::LockSlow(Wait wait) NO_THREAD_SAFETY_ANALYSIS {  // takes it by
   }
 }
 
-bool EventMutex::TakeFree(uint32_t take_as) {
-  uint32_t free = kFree;
-  return state_.compare_exchange_strong(free, take_as, std::memory_order_acquire, std::memory_order_relaxed);
-}
-
 void EventMutex::UnlockSlow() {
   // Marked: free it, then wake the first waiter, which tries again.
   state_.store(kFree, std::memory_order_release);

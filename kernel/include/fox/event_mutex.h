@@ -43,15 +43,9 @@ class CAPABILITY("mutex") EventMutex {
   enum class Wait : uint8_t { kBlock, kSpin };
 
   void Lock(Wait wait = Wait::kBlock) ACQUIRE() {
-    uint32_t free = kFree;
-    if (!state_.compare_exchange_strong(free, kHeld, std::memory_order_acquire, std::memory_order_relaxed)) {
-      LockSlow(wait);
-    }
+    if (!TakeFree(kHeld)) LockSlow(wait);
   }
-  bool TryLock() TRY_ACQUIRE(true) {
-    uint32_t free = kFree;
-    return state_.compare_exchange_strong(free, kHeld, std::memory_order_acquire, std::memory_order_relaxed);
-  }
+  bool TryLock() TRY_ACQUIRE(true) { return TakeFree(kHeld); }
   void Unlock() RELEASE() {
     uint32_t held = kHeld;
     if (!state_.compare_exchange_strong(held, kFree, std::memory_order_release, std::memory_order_relaxed)) {
@@ -70,7 +64,11 @@ class CAPABILITY("mutex") EventMutex {
   };
   void LockSlow(Wait wait);
   bool Spin(uint32_t take_as);  // false after kSpinNs
-  bool TakeFree(uint32_t take_as);
+  // Free -> take_as; false if it was not free.
+  bool TakeFree(uint32_t take_as) {
+    uint32_t free = kFree;
+    return state_.compare_exchange_strong(free, take_as, std::memory_order_acquire, std::memory_order_relaxed);
+  }
   void UnlockSlow();
 
   // kFree, kHeld, or kHeldWaiters (events may be queued: Unlock looks).
