@@ -146,7 +146,7 @@ constexpr size_t kMaxQueuedBytes = 1 << 20;  // answers waiting for the network,
 
 struct Server {
   std::unique_ptr<fox::memcached::Store> store;
-  std::unique_ptr<CoreCounters> counters;  // one per core of the node
+  std::unique_ptr<CoreCounters> counters;  // one per serving core (0 .. serving - 1)
 
   // A session on the calling core.
   Session::Options OptionsHere() {
@@ -250,13 +250,13 @@ int ServeNode(const Args& args, const fox::am::Config& config) {
     so.max_bytes = size_t(args.mem_mib) << 20;
     g_server->store = std::make_unique<LocalStore>(so);
   }
-  g_server->counters = std::make_unique<CoreCounters>(fox::core::Online(), std::time(nullptr));
   // The cores that serve connections: the first `cores` (0: all); only
-  // this one (the listener's, no homes) for a LocalStore.
+  // core 0 for a LocalStore. Each counts into its own counters.
   int online = fox::core::Online();
   int serving = !args.dht ? 1 : args.cores == 0 ? online : std::min(int(args.cores), online);
+  g_server->counters = std::make_unique<CoreCounters>(serving, std::time(nullptr));
   std::vector<int> homes;
-  for (int i = 0; serving > 1 && i < serving; ++i) homes.push_back(i);
+  for (int i = 0; i < serving; ++i) homes.push_back(i);
   auto listener = fox::net::TcpListener::Listen(
                       uint16_t(args.port),
                       [](fox::net::TcpSocket socket) {

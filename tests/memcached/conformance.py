@@ -125,13 +125,13 @@ def run_memccapable(server):
     print(f"memccapable: {passed} passed, 0 failed", flush=True)
 
 
-def run_pymemcache(server, check, cores=None):
-    """Runs CHECK PORT HOST, or CHECK HOST PORT CORES (cores_check.py)."""
+def run_pymemcache(server, check, more=()):
+    """Runs CHECK PORT HOST [MORE...]."""
     python = python_with_pymemcache()
     if python is None:
         raise RuntimeError("pymemcache not found (Debian package python3-pymemcache; `make deps`)")
-    args = [str(server.port), server.host] if cores is None else [server.host, str(server.port)] + cores
-    run = subprocess.run([python, check] + args, capture_output=True, text=True, timeout=120)
+    run = subprocess.run([python, check, str(server.port), server.host, *more], capture_output=True, text=True,
+                         timeout=120)
     print(run.stdout + run.stderr, flush=True)
     server.check_alive()
     if run.returncode != 0:

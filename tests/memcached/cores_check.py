@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A fox node's memcached served from all of its cores, checked with pymemcache.
 
-Usage: cores_check.py HOST PORT CORES
+Usage: cores_check.py PORT HOST CORES (the order of pymemcache_check.py's)
 
 Opens 4 x CORES connections at once (a thread each; the node gives each
 accepted connection the next core in turn), and on every one, concurrently:
@@ -58,7 +58,7 @@ def main():
     if len(sys.argv) != 4:
         print(__doc__)
         return 2
-    host, port, cores = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    port, host, cores = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     connections = 4 * cores
     c = client(host, port)
     check(c.set("cores_shared", b"0", noreply=False), "set the shared counter")
