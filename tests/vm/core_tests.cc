@@ -102,7 +102,9 @@ int SpawnStorm(int argc, char** argv) {
 // section is held for 100 us, past the waiters' spin, so that waiters on
 // the other cores block and their cores run other events (which wait too).
 // One event per core waits only by spinning (Wait::kSpin). The counter must
-// be exact, no two holders may overlap, and some waits must have blocked.
+// be exact, no two holders may overlap, and some waits must have blocked:
+// first, whatever the host's scheduling, core 0 holds the lock until an
+// event of core 1 is queued for it (that wait blocks for sure).
 int EventMutexTest(int argc, char** argv) {
   int events = argc > 1 ? std::atoi(argv[1]) : 4;
   int rounds = argc > 2 ? std::atoi(argv[2]) : 400;
@@ -114,6 +116,20 @@ int EventMutexTest(int argc, char** argv) {
   };
   auto shared = std::make_shared<Shared>();
   int n = fox::core::Online();
+  if (n >= 2) {
+    auto took = std::make_shared<fox::Promise<void>>();
+    auto taken = took->GetFuture();
+    shared->mutex.Lock(fox::EventMutex::Wait::kSpin);
+    fox::event::SpawnRemote(1, [shared, took] {
+      fox::EventMutexGuard g(shared->mutex);
+      took->SetValue();
+    });
+    uint64_t deadline = fox::clock::NowNs() + 10'000'000'000;
+    while (!shared->mutex.has_waiters() && fox::clock::NowNs() < deadline) __builtin_ia32_pause();
+    CHECK(shared->mutex.has_waiters());
+    shared->mutex.Unlock();
+    taken.Block();
+  }
   auto left = std::make_shared<std::atomic<int>>(n * events);
   auto done = std::make_shared<fox::Promise<void>>();
   auto finished = done->GetFuture();

@@ -55,6 +55,8 @@ class CAPABILITY("mutex") EventMutex {
 
   // Waits that blocked an event, since start (for tests and tuning).
   uint64_t blocked() const { return blocked_.load(std::memory_order_relaxed); }
+  // Whether an event is queued for the lock now (for tests).
+  bool has_waiters() const { return state_.load(std::memory_order_relaxed) == kHeldWaiters; }
 
  private:
   static constexpr uint32_t kFree = 0, kHeld = 1, kHeldWaiters = 2;
