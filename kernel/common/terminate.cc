@@ -5,7 +5,6 @@
 #include <unwind.h>
 
 #include <atomic>
-#include <cstdarg>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -21,16 +20,6 @@ namespace {
 constexpr int kMaxFrames = 64;
 
 std::atomic<int> g_entered{0};
-
-void Print(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-void Print(const char* fmt, ...) {
-  char buf[512];
-  va_list args;
-  va_start(args, fmt);
-  size_t n = FormatV(buf, sizeof buf, fmt, args);
-  va_end(args);
-  console::Write(buf, n < sizeof buf ? n : sizeof buf - 1);
-}
 
 struct Frames {
   uintptr_t ip[kMaxFrames];
@@ -60,12 +49,7 @@ void PrintFrames(const Frames& frames, int first) {
   for (int i = first; i < frames.count; ++i) {
     uintptr_t offset = 0;
     const char* name = PlatformSymbol(frames.ip[i], &offset);
-    if (name != nullptr) {
-      Print("  #%-2d %#018llx %s+%#llx\n", i - first, (unsigned long long)frames.ip[i], name,
-            (unsigned long long)offset);
-    } else {
-      Print("  #%-2d %#018llx ?\n", i - first, (unsigned long long)frames.ip[i]);
-    }
+    console::PrintFrame(i - first, frames.ip[i], name, offset);
   }
 }
 
@@ -100,11 +84,11 @@ void PrintFrames(const Frames& frames, int first) {
   int core = core::Current();
   if (type[0] != '\0') {
     // The first lines as libstdc++'s verbose handler words them.
-    Print("\nterminate called after throwing an instance of '%s'\n", type);
-    if (has_what) Print("  what():  %s\n", what);
-    Print("\nPANIC on core %d: uncaught exception in std::terminate()\n", core);
+    console::Printf("\nterminate called after throwing an instance of '%s'\n", type);
+    if (has_what) console::Printf("  what():  %s\n", what);
+    console::Printf("\nPANIC on core %d: uncaught exception in std::terminate()\n", core);
   } else {
-    Print("\nPANIC on core %d: std::terminate() called without an active exception\n", core);
+    console::Printf("\nPANIC on core %d: std::terminate() called without an active exception\n", core);
   }
   // Skip the handler's frames: start after the last __cxa_throw (or
   // rethrow) when there is one, else after std::terminate's own frames.
@@ -114,12 +98,13 @@ void PrintFrames(const Frames& frames, int first) {
     if (IsThrowFunction(PlatformSymbol(frames.ip[i], &offset))) first = i + 1;
   }
   if (first >= 0) {
-    Print("backtrace (where it was thrown):\n");
+    console::Printf("backtrace (where it was thrown):\n");
   } else {
     first = frames.count > 0 ? 1 : 0;  // frame 0 is OnTerminate itself
-    Print(type[0] != '\0' ? "backtrace (std::terminate's caller; the exception had unwound to it, e.g. a noexcept "
-                            "function):\n"
-                          : "backtrace:\n");
+    console::Printf(type[0] != '\0'
+                        ? "backtrace (std::terminate's caller; the exception had unwound to it, e.g. a noexcept "
+                          "function):\n"
+                        : "backtrace:\n");
   }
   PrintFrames(frames, first);
   PlatformStop();

@@ -28,23 +28,10 @@ namespace {
 std::atomic<int> g_panicking{0};
 int g_panic_core = -1;
 
-void Print(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-void Print(const char* fmt, ...) {
-  char buf[256];
-  va_list args;
-  va_start(args, fmt);
-  size_t n = FormatV(buf, sizeof buf, fmt, args);
-  va_end(args);
-  console::Write(buf, n < sizeof buf ? n : sizeof buf - 1);
-}
-
 void PrintFrame(int index, uint64_t addr) {
   uint64_t offset = 0;
   const char* name = symbols::Lookup(addr, &offset);
-  if (name != nullptr)
-    Print("  #%-2d %#018llx %s+%#llx\n", index, (unsigned long long)addr, name, (unsigned long long)offset);
-  else
-    Print("  #%-2d %#018llx ?\n", index, (unsigned long long)addr);
+  console::PrintFrame(index, addr, name, offset);
 }
 
 }  // namespace
@@ -67,7 +54,7 @@ void Begin() {
 }
 
 void PrintBacktrace(uint64_t rip, uint64_t rbp) {
-  Print("backtrace:\n");
+  console::Printf("backtrace:\n");
   PrintFrame(0, rip);
   uint64_t last = rip;
   int repeats = 0;
@@ -80,7 +67,7 @@ void PrintBacktrace(uint64_t rip, uint64_t rbp) {
     if (ret - 1 == last) {  // deep recursion: say so once instead of 60 lines
       ++repeats;
     } else {
-      if (repeats > 0) Print("  ... the frame above repeats %d more times\n", repeats);
+      if (repeats > 0) console::Printf("  ... the frame above repeats %d more times\n", repeats);
       repeats = 0;
       PrintFrame(i, ret - 1);  // the call instruction, not the one after it
       last = ret - 1;
@@ -88,11 +75,11 @@ void PrintBacktrace(uint64_t rip, uint64_t rbp) {
     if (next <= rbp) break;  // stacks grow down: the chain must go up
     rbp = next;
   }
-  if (repeats > 0) Print("  ... the frame above repeats %d more times\n", repeats);
+  if (repeats > 0) console::Printf("  ... the frame above repeats %d more times\n", repeats);
 }
 
 void PrintUnwoundBacktrace() {
-  Print("backtrace:\n");
+  console::Printf("backtrace:\n");
   int index = 0;
   _Unwind_Backtrace(
       [](_Unwind_Context* context, void* arg) -> _Unwind_Reason_Code {
@@ -107,7 +94,7 @@ void PrintUnwoundBacktrace() {
 
 void PrintStackScan(uint64_t rsp) {
   auto text_lo = reinterpret_cast<uint64_t>(__image_start), text_hi = reinterpret_cast<uint64_t>(__load_end);
-  Print("backtrace (stack scan; may include stale frames):\n");
+  console::Printf("backtrace (stack scan; may include stale frames):\n");
   int found = 0;
   rsp &= ~uint64_t(7);
   for (uint64_t p = rsp; found < 24 && p < rsp + 16384 && paging::IsMapped(p); p += 8) {
@@ -129,38 +116,39 @@ void PrintStackScan(uint64_t rsp) {
 [[noreturn]] void FromException(interrupts::Frame* f) {
   Begin();
   uint64_t cr2 = x86::ReadCr2();
-  Print("\nPANIC on core %d: %s (vector %llu, error %#llx) at %#llx", core::Current(),
-        interrupts::ExceptionName(f->vector), (unsigned long long)f->vector, (unsigned long long)f->error,
-        (unsigned long long)f->rip);
+  console::Printf("\nPANIC on core %d: %s (vector %llu, error %#llx) at %#llx", core::Current(),
+                  interrupts::ExceptionName(f->vector), (unsigned long long)f->vector, (unsigned long long)f->error,
+                  (unsigned long long)f->rip);
   uint64_t offset = 0;
-  if (const char* fn = symbols::Lookup(f->rip, &offset)) Print(" in %s+%#llx", fn, (unsigned long long)offset);
-  Print("\n");
+  if (const char* fn = symbols::Lookup(f->rip, &offset))
+    console::Printf(" in %s+%#llx", fn, (unsigned long long)offset);
+  console::Printf("\n");
   if (f->vector == 14) {
-    Print("page fault: %s address %#llx (%s, %s)%s\n",
-          (f->error & 2)    ? "write to"
-          : (f->error & 16) ? "execute at"
-                            : "read from",
-          (unsigned long long)cr2, (f->error & 1) ? "protection violation" : "page not present",
-          (f->error & 4) ? "user" : "kernel", cr2 < 4096 ? ": null pointer dereference" : "");
+    console::Printf("page fault: %s address %#llx (%s, %s)%s\n",
+                    (f->error & 2)    ? "write to"
+                    : (f->error & 16) ? "execute at"
+                                      : "read from",
+                    (unsigned long long)cr2, (f->error & 1) ? "protection violation" : "page not present",
+                    (f->error & 4) ? "user" : "kernel", cr2 < 4096 ? ": null pointer dereference" : "");
     if (const char* what = paging::DescribeAddress(cr2))
-      Print("page fault: %#llx is %s\n", (unsigned long long)cr2, what);
+      console::Printf("page fault: %#llx is %s\n", (unsigned long long)cr2, what);
   }
-  Print("rax %016llx rbx %016llx rcx %016llx rdx %016llx\n", (unsigned long long)f->rax, (unsigned long long)f->rbx,
-        (unsigned long long)f->rcx, (unsigned long long)f->rdx);
-  Print("rsi %016llx rdi %016llx rbp %016llx rsp %016llx\n", (unsigned long long)f->rsi, (unsigned long long)f->rdi,
-        (unsigned long long)f->rbp, (unsigned long long)f->rsp);
-  Print("r8  %016llx r9  %016llx r10 %016llx r11 %016llx\n", (unsigned long long)f->r8, (unsigned long long)f->r9,
-        (unsigned long long)f->r10, (unsigned long long)f->r11);
-  Print("r12 %016llx r13 %016llx r14 %016llx r15 %016llx\n", (unsigned long long)f->r12, (unsigned long long)f->r13,
-        (unsigned long long)f->r14, (unsigned long long)f->r15);
-  Print("rip %016llx rflags %08llx cr2 %016llx cr3 %016llx\n", (unsigned long long)f->rip,
-        (unsigned long long)f->rflags, (unsigned long long)cr2, (unsigned long long)x86::ReadCr3());
+  console::Printf("rax %016llx rbx %016llx rcx %016llx rdx %016llx\n", (unsigned long long)f->rax,
+                  (unsigned long long)f->rbx, (unsigned long long)f->rcx, (unsigned long long)f->rdx);
+  console::Printf("rsi %016llx rdi %016llx rbp %016llx rsp %016llx\n", (unsigned long long)f->rsi,
+                  (unsigned long long)f->rdi, (unsigned long long)f->rbp, (unsigned long long)f->rsp);
+  console::Printf("r8  %016llx r9  %016llx r10 %016llx r11 %016llx\n", (unsigned long long)f->r8,
+                  (unsigned long long)f->r9, (unsigned long long)f->r10, (unsigned long long)f->r11);
+  console::Printf("r12 %016llx r13 %016llx r14 %016llx r15 %016llx\n", (unsigned long long)f->r12,
+                  (unsigned long long)f->r13, (unsigned long long)f->r14, (unsigned long long)f->r15);
+  console::Printf("rip %016llx rflags %08llx cr2 %016llx cr3 %016llx\n", (unsigned long long)f->rip,
+                  (unsigned long long)f->rflags, (unsigned long long)cr2, (unsigned long long)x86::ReadCr3());
   PrintBacktrace(f->rip, f->rbp);
   Stop();
 }
 
 [[noreturn]] void Stop() {
-  Print("fox: exit status %d (panic)\n", kExitPanic);
+  console::Printf("fox: exit status %d (panic)\n", kExitPanic);
   exit_device::PowerOff(kExitPanic);
 }
 
@@ -190,7 +178,7 @@ namespace fox {
   va_start(args, fmt);
   FormatV(buf, sizeof buf, fmt, args);
   va_end(args);
-  panic::Print("\nPANIC: %s\n", buf);
+  console::Printf("\nPANIC: %s\n", buf);
   panic::PrintUnwoundBacktrace();
   panic::Stop();
 }
