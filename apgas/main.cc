@@ -51,13 +51,7 @@ int Main(int, char**, Function<void()> body) {
     return 2;
   }
 #ifdef FOX_NATIVE
-  auto net_config = net::ConfigFromBootArgs();
-  if (!net_config.ok()) return 2;
-  auto info = net::Start(*net_config).Block();
-  if (info.status != net::Status::kOk) {
-    std::printf("apgas: place %u: network: %s\n", config->self, net::StatusName(info.status));
-    return 1;
-  }
+  if (int status = net::StartFromBootArgs("apgas"); status != 0) return status;
 #endif
   // Receivers before the transport: peers may talk as soon as it starts.
   (void)ebb::Messenger::Get()->Self();

@@ -186,13 +186,8 @@ int main(int, char**) {
   auto config = fox::am::ConfigFromBootArgs();
   if (!config.ok()) return 2;
 #ifdef FOX_NATIVE
-  auto net_config = fox::net::ConfigFromBootArgs();
-  if (!net_config.ok()) return 2;
-  auto info = fox::net::Start(*net_config).Block();
-  if (info.status != fox::net::Status::kOk) {
-    std::printf("agent: node %u: network: %s\n", config->self, fox::net::StatusName(info.status));
-    return 1;
-  }
+  fox::net::InterfaceInfo info;
+  if (int status = fox::net::StartFromBootArgs("agent", &info); status != 0) return status;
   auto agent = std::make_shared<Agent>();
   agent->me.config = *config;
   if (getrandom(&agent->me.nonce, sizeof agent->me.nonce, 0) != sizeof agent->me.nonce || agent->me.nonce == 0) {

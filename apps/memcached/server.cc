@@ -229,13 +229,8 @@ void Serve(const std::shared_ptr<Connection>& c) {
 
 int ServeNode(const Args& args, const fox::am::Config& config) {
   fox::NodeId self = config.self;
-  auto net_config = fox::net::ConfigFromBootArgs();
-  if (!net_config.ok()) return 2;
-  auto info = fox::net::Start(*net_config).Block();
-  if (info.status != fox::net::Status::kOk) {
-    std::printf("memcached: node %u: network: %s\n", self, fox::net::StatusName(info.status));
-    return 1;
-  }
+  fox::net::InterfaceInfo info;
+  if (int status = fox::net::StartFromBootArgs("memcached", &info); status != 0) return status;
   if (args.dht) (void)fox::ebb::Dht::Get()->stats();  // constructs it here, before the transport starts
   if (auto r = fox::am::Start(config); !r.ok()) {     // for the Dht, and the job's membership: place 0's end
     std::printf("memcached: node %u: cannot start the transport: %s\n", self, fox::ErrorName(r.error()));

@@ -223,13 +223,8 @@ int main(int argc, char** argv) {
   }
 
 #ifdef FOX_NATIVE
-  auto net_config = fox::net::ConfigFromBootArgs();
-  if (!net_config.ok()) return 2;
-  auto info = fox::net::Start(*net_config).Block();
-  if (info.status != fox::net::Status::kOk) {
-    std::printf("ring: node %u: network: %s\n", g.self, fox::net::StatusName(info.status));
-    return 1;
-  }
+  fox::net::InterfaceInfo info;
+  if (int status = fox::net::StartFromBootArgs("ring", &info); status != 0) return status;
   std::string where = info.address.ToString();
 #else
   std::string where = "a Linux process";  // the host's network: a place 0 on the frontend

@@ -5,6 +5,7 @@
 // fox::timer on the stack core, re-armed after every entry into lwIP for
 // the next lwIP deadline (sys_timeouts_sleeptime), so an idle node with no
 // TCP connections wakes only for DHCP/ARP's coarse timers.
+#include <cstdio>
 #include <cstring>
 
 #include "fox/clock.h"
@@ -218,6 +219,16 @@ Future<InterfaceInfo> Start(const Config& config) {
   auto future = promise->GetFuture();
   RunOnStack([config, promise]() mutable { StartOnStack(config, std::move(promise)); });
   return future;
+}
+
+int StartFromBootArgs(const char* who, InterfaceInfo* info) {
+  auto config = ConfigFromBootArgs();
+  if (!config.ok()) return 2;
+  InterfaceInfo up = Start(*config).Block();
+  if (info != nullptr) *info = up;
+  if (up.status == Status::kOk) return 0;
+  std::printf("%s: network: %s\n", who, StatusName(up.status));
+  return up.status == Status::kInvalidArgument ? 2 : 1;
 }
 
 InterfaceInfo Info() { return Snapshot(); }

@@ -95,12 +95,7 @@ int main(int argc, char** argv) {
   if (!config.ok()) return 2;
 #ifdef FOX_NATIVE
   // On a compute node the transport runs over the node's network.
-  auto net_config = fox::net::ConfigFromBootArgs();
-  if (!net_config.ok()) return 2;
-  if (auto info = fox::net::Start(*net_config).Block(); info.status != fox::net::Status::kOk) {
-    std::fprintf(stderr, "dht_cores: network: %s\n", fox::net::StatusName(info.status));
-    return 1;
-  }
+  if (int status = fox::net::StartFromBootArgs("dht_cores"); status != 0) return status;
 #endif
   Dht* dht = &*Dht::Get();  // before the transport: its receivers
   if (auto r = fox::am::Start(*config); !r.ok()) return 1;

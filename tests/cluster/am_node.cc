@@ -756,13 +756,8 @@ int main(int argc, char** argv) {
   auto config = fox::am::ConfigFromBootArgs();
   if (!config.ok()) return 2;
 #ifdef FOX_NATIVE
-  auto net_config = fox::net::ConfigFromBootArgs();
-  if (!net_config.ok()) return 2;
-  auto info = fox::net::Start(*net_config).Block();
-  if (info.status != fox::net::Status::kOk) {
-    std::printf("am_node: network: %s\n", fox::net::StatusName(info.status));
-    return 1;
-  }
+  fox::net::InterfaceInfo info;
+  if (int status = fox::net::StartFromBootArgs("am_node", &info); status != 0) return status;
   std::printf("am_node: node %u at %s\n", config->self, info.address.ToString().c_str());
 #endif
   auto puts = fox::sas::Create(kPutSegment, kPutSegmentBytes, fox::sas::Access::kReadWrite);

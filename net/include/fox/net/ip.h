@@ -98,6 +98,12 @@ struct InterfaceInfo {
 // for the app that took its job): ready at once with the interface as it is.
 // Any core, event context.
 Future<InterfaceInfo> Start(const Config& config);
+// A program's network from its boot arguments: ConfigFromBootArgs, then
+// Start, waited for. 0 once the interface is up (*info, when given, says
+// how); else the exit status for main: 2 for a malformed or incomplete
+// address (logged, naming the argument), 1 when the interface did not come
+// up (printed as "WHO: network: STATUS"). Event context: it blocks.
+int StartFromBootArgs(const char* who, InterfaceInfo* info = nullptr);
 // The interface's current state. Any core, any context but interrupts.
 InterfaceInfo Info();
 
