@@ -257,12 +257,21 @@ class LocalHub(HubNamespace):
         self.base_port = free_port_range(2 * nodes)
 
     def __enter__(self):
-        try:
-            self.setup([])
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
-        return self
+        # Ports found free may be taken before the hub binds them (another
+        # test's sockets): then the hub tries other ports, a few times.
+        for attempt in range(3):
+            try:
+                self.setup([])
+                return self
+            except RuntimeError as e:
+                self.__exit__(None, None, None)
+                if "Address already in use" not in str(e) or attempt == 2:
+                    raise
+                self.hub, self.hub_out = None, []
+                self.base_port = free_port_range(2 * self.nodes)
+            except BaseException:
+                self.__exit__(None, None, None)
+                raise
 
     def exec_prefix(self):
         return []
@@ -272,8 +281,13 @@ class LocalHub(HubNamespace):
 
 
 def free_port_range(count):
-    """A base port B such that UDP ports B..B+count-1 on 127.0.0.1 are free now."""
-    rng = random.Random(os.getpid() ^ int(time.time() * 1000))
+    """A base port B such that UDP ports B..B+count-1 on 127.0.0.1 are free now.
+
+    The base is drawn from the system's entropy: a seed of pid ^ time in ms
+    was the same for two tests that ctest started together (pids n and n + 1,
+    1 ms apart), which then raced for the same ports ("the hub did not start:
+    Address already in use")."""
+    rng = random.SystemRandom()
     for _ in range(50):
         base = rng.randrange(20000, 60000 - count) & ~1
         socks = []
