@@ -127,9 +127,16 @@ Runtime::Stats Runtime::stats() const {
   return stats_;
 }
 
-// Activities run on the application cores natively; hosted, every core takes
-// events, so all of them do.
-static int FirstActivityCore() { return core::Online() > core::KernelCores() ? core::KernelCores() : 0; }
+// Activities run on the application cores natively. Hosted, every core takes
+// events: activities run on all but core 0, the transport's (am::Config::core:
+// its socket, heartbeats and retransmissions are events there), when there are
+// others, so that a long activity does not hold the transport back. (Four
+// hosted places of 2 cores each counting on a 2-CPU host, with activities on
+// core 0 too: every run declared a live place dead.)
+static int FirstActivityCore() {
+  if (core::Online() > core::KernelCores()) return core::KernelCores();
+  return core::Online() > 1 ? 1 : 0;
+}
 
 void Runtime::JoinStealGroup() {
   for (int c = FirstActivityCore(); c < core::Online(); ++c) event::SetStealGroup(c, kStealGroup);
@@ -634,5 +641,7 @@ Place here() { return Place{am::Self()}; }
 std::vector<Place> places() { return detail::Runtime::Get()->places(); }
 
 bool isDead(Place place) { return detail::Runtime::Get()->IsDead(place.id); }
+
+int activityCores() { return core::Online() - detail::FirstActivityCore(); }
 
 }  // namespace fox::apgas

@@ -900,8 +900,7 @@ void StoreKill(uint32_t victim, uint64_t ms) {
 // so they end in about ceil(4 / cores) rounds, not 4. Returns "LONG_CORES CORES ELAPSED_MS STEALS".
 std::string BalanceHere(uint64_t ms) {
   int online = fox::core::Online();
-  int first = online > fox::core::KernelCores() ? fox::core::KernelCores() : 0;
-  int cores = online - first;
+  int cores = fox::apgas::activityCores();
   auto steals = [online] {
     uint64_t n = 0;
     for (int c = 0; c < online; ++c) n += fox::event::GetStats(c).steals;

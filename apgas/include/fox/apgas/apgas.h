@@ -111,6 +111,10 @@ Place here();
 // The places of the job in id order, dead ones included (isDead tells).
 std::vector<Place> places();
 bool isDead(Place place);
+// How many cores of this place run its activities: natively its application
+// cores (core 0 alone on a node of kernel cores only); hosted, every core but
+// core 0, the transport's, when there are others.
+int activityCores();
 
 // An ordered set of places (X10's PlaceGroup).
 class PlaceGroup {
