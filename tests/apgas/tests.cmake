@@ -157,3 +157,23 @@ add_test(NAME apgas.capture_not_serializable
 set_tests_properties(apgas.capture_not_serializable PROPERTIES LABELS unit TIMEOUT 120
   PASS_REGULAR_EXPRESSION "a value sent to another place must be cereal-serializable or trivially copyable")
 
+# apps/pi, the resilient Monte Carlo estimate: every chunk is counted once
+# whichever place counts it, so the hits are the same on Linux and on nodes,
+# with or without a death. pi_kill: place 2 is SIGKILLed from outside once a
+# quarter of the chunks are in; its chunks are dealt again to the others.
+add_test(NAME hosted.pi COMMAND ${FOX_HOSTED_NODES} --nodes 3 --cores 2 --timeout 120
+  --expect "0:pi: 3\\.140939400 from 15704697 hits of 20000000 samples \\(64 chunks over 3 places in 1 round; no place died\\)"
+  $<TARGET_FILE:pi> samples=20000000 chunks=64)
+add_test(NAME hosted.pi_kill COMMAND ${FOX_HOSTED_NODES} --nodes 3 --cores 2 --timeout 150
+  --kill-when "2:0:pi: 64 of 256 chunks counted"
+  --expect "0:pi: place 2 died; its chunks are dealt again"
+  --expect "0:pi: 3\\.141561198 from 1570780599 hits of 2000000000 samples \\(256 chunks over 3 places in [2-9] rounds; [1-9][0-9]* chunks dealt again after the death of place 2\\)"
+  $<TARGET_FILE:pi> samples=2000000000 chunks=256)
+add_test(NAME hosted.pi_bad_argument COMMAND ${FOX_HOSTED_NODES} --nodes 2 --timeout 60
+  --expect-exit 0:2 --expect-exit 1:2
+  --expect "0:pi: bad argument 'chunks=0': expected samples=N \\(1\\.\\.2\\^40\\), chunks=K \\(1\\.\\.2\\^20\\) or seed=S"
+  $<TARGET_FILE:pi> chunks=0)
+set_tests_properties(hosted.pi hosted.pi_kill hosted.pi_bad_argument PROPERTIES LABELS hosted TIMEOUT 180)
+# (EXPECT is a CMake list: "." stands for the ";" of the line.)
+fox_cluster_test(pi NODES 3 IMAGE pi LOCAL PEERS ARGS "-- samples=20000000 chunks=64" TIMEOUT 120
+  EXPECT "0:pi: 3\\.140939400 from 15704697 hits of 20000000 samples \\(64 chunks over 3 places in 1 round. no place died\\)")
