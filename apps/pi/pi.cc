@@ -91,7 +91,7 @@ uint64_t CountHits(uint64_t seed, uint64_t n) {
 void Estimate(const Args& a) {
   size_t chunks = a.chunks;
   std::vector<uint64_t> hits(chunks, 0);
-  std::vector<uint8_t> done(chunks, 0), lost(chunks, 0);
+  std::vector<uint8_t> done(chunks, 0);
   std::atomic<size_t> counted{0};
   std::vector<uint32_t> dead;  // the places whose deaths cost chunks, in order
   size_t redealt = 0, rounds = 0, places = 0;
@@ -107,7 +107,6 @@ void Estimate(const Args& a) {
     }
     if (rounds == 0) places = live.size();
     ++rounds;
-    std::fill(lost.begin(), lost.end(), 0);
     try {
       fox::apgas::finish([&] {
         for (size_t k = 0; k < todo.size(); ++k) {
@@ -116,14 +115,14 @@ void Estimate(const Args& a) {
           uint64_t n = a.samples / chunks + (c < a.samples % chunks ? 1 : 0);
           fox::apgas::async([&, c, p, n] {
             try {
-              hits[c] = fox::apgas::at(p, [](uint64_t s, uint64_t m) { return CountHits(s, m); },
-                                       a.seed * 0x100000001B3ull + c, n);
+              hits[c] = fox::apgas::at(
+                  p, [](uint64_t s, uint64_t m) { return CountHits(s, m); }, a.seed * 0x100000001B3ull + c, n);
               done[c] = 1;
               size_t now = counted.fetch_add(1) + 1;
               if (now % std::max<size_t>(1, chunks / 8) == 0 || now == chunks)
                 std::printf("pi: %zu of %zu chunks counted\n", now, chunks);
             } catch (const fox::apgas::DeadPlaceException&) {
-              lost[c] = 1;
+              // not done: dealt again in the next round
             }
           });
         }
@@ -135,7 +134,7 @@ void Estimate(const Args& a) {
       if (e.DeadPlaces() != e.exceptions().size()) throw;
     }
     size_t n_lost = 0;
-    for (size_t c = 0; c < chunks; ++c) n_lost += lost[c];
+    for (size_t c : todo) n_lost += !done[c];
     if (n_lost == 0) continue;
     for (Place p : live) {
       if (fox::apgas::isDead(p) && std::find(dead.begin(), dead.end(), p.id) == dead.end()) {
@@ -154,8 +153,8 @@ void Estimate(const Args& a) {
     for (size_t i = 0; i < dead.size(); ++i) deaths += (i == 0 ? "" : ", ") + std::to_string(dead[i]);
   }
   std::printf("pi: %.9f from %" PRIu64 " hits of %" PRIu64 " samples (%zu chunks over %zu places in %zu round%s; %s)\n",
-              4.0 * double(total) / double(a.samples), total, a.samples, chunks, places, rounds,
-              rounds == 1 ? "" : "s", deaths.c_str());
+              4.0 * double(total) / double(a.samples), total, a.samples, chunks, places, rounds, rounds == 1 ? "" : "s",
+              deaths.c_str());
 }
 
 }  // namespace

@@ -10,8 +10,8 @@ Node I gets FOX_ARGS="fox.node=I fox.amport=P_I fox.peers=0@127.0.0.1:P_0,..."
 (free ports picked at random), then --node-args' ARGS for node I. Needs no privileges and touches only
 loopback. Every node must exit 0 within --timeout seconds (else it is killed)
 and every --expect must match node I's output. --kill-when kills node I
-(SIGKILL, from outside, as `fox kill` does) once node J's output matches
-REGEX; node I then counts as --killed. Prints each node's output,
+(SIGKILL, from outside, as `fox kill` does) once a line of node J's output
+matches REGEX; node I then counts as --killed. Prints each node's output,
 prefixed "nodeI| ". Exit status 0 when all holds, 1 otherwise, 2 for bad
 arguments.
 """
@@ -40,7 +40,7 @@ def main():
     ap.add_argument("--reject", action="append", default=[], help="I:REGEX that must not be in node I's output")
     ap.add_argument("--expect-exit", action="append", default=[], help="I:STATUS node I must exit with (not 0)")
     ap.add_argument("--kill-when", action="append", default=[],
-                    help="I:J:REGEX kill node I (SIGKILL) once node J's output matches REGEX")
+                    help="I:J:REGEX kill node I (SIGKILL) once a line of node J's output matches REGEX")
     ap.add_argument("program", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     if not a.program or not 1 <= a.nodes <= 64:
@@ -82,7 +82,7 @@ def main():
             with lock:
                 outs[i] += line
                 for k, (victim, watched, regex) in enumerate(kills):
-                    if watched == i and k not in fired and regex.search(outs[i]):
+                    if watched == i and k not in fired and regex.search(line):
                         fired.add(k)
                         procs[victim].kill()
 
