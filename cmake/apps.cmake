@@ -39,17 +39,37 @@ function(fox_link_image name)
   foreach(lib ${FOX_IMAGE_LIBS} ${ARGN})
     list(APPEND objects $<TARGET_OBJECTS:${lib}>)
   endforeach()
-  set(link ${FOX_LLD} -static -nostdlib --gc-sections --eh-frame-hdr -z max-page-size=4096
-           -z noexecstack -T ${FOX_LINKER_SCRIPT}
-           # libstdc++ (built for glibc) decides whether threads exist from the
-           # weak symbol __pthread_key_create, and reaches sched_yield weakly:
-           # without these, std::mutex would not lock across cores and
-           # std::this_thread::yield would call address 0.
-           -u __pthread_key_create -u sched_yield
-           ${objects}
-           --start-group ${FOX_RUNTIME_LIBS} --end-group)
+  set(flags -static -nostdlib --gc-sections --eh-frame-hdr -z max-page-size=4096
+            -z noexecstack -T ${FOX_LINKER_SCRIPT}
+            # libstdc++ (built for glibc) decides whether threads exist from the
+            # weak symbol __pthread_key_create, and reaches sched_yield weakly:
+            # without these, std::mutex would not lock across cores and
+            # std::this_thread::yield would call address 0.
+            -u __pthread_key_create -u sched_yield)
+  set(libs --start-group ${FOX_RUNTIME_LIBS} --end-group)
+  set(lto_steps)
+  set(link_objects ${objects})
+  if(FOX_LTO)
+    # The C and C++ objects are LLVM bitcode: one link-time optimisation of
+    # the whole image, with the whole link's symbol resolution, emitted as
+    # assembly and assembled once; both links below then take that object
+    # (the two links must lay the image out alike, gen_symtab.py --check).
+    set(lto_s ${CMAKE_BINARY_DIR}/${name}.lto.s)
+    set(lto_o ${CMAKE_BINARY_DIR}/${name}.lto.o)
+    set(lto_steps
+      COMMAND ${FOX_LLD} ${flags} ${objects} ${libs} --lto-emit-asm -o ${lto_s}
+      # (--no-warn: the DWARF file table of the merged module has files with
+      # and without MD5 sums, which the assembler warns about)
+      COMMAND ${CMAKE_C_COMPILER} --target=x86_64-unknown-none-elf -Wa,--no-warn -c ${lto_s} -o ${lto_o})
+    set(link_objects ${lto_o})
+    foreach(lib ${FOX_IMAGE_LIBS} ${ARGN})
+      list(APPEND link_objects $<FILTER:$<TARGET_OBJECTS:${lib}>,INCLUDE,\\.S\\.obj$>)  # not bitcode
+    endforeach()
+  endif()
+  set(link ${FOX_LLD} ${flags} ${link_objects} ${libs})
   add_custom_command(
     OUTPUT ${out}
+    ${lto_steps}
     COMMAND ${link} -o ${pass1}
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/boot/gen_symtab.py ${pass1} ${symtab}.bin ${symtab}.S
     COMMAND ${CMAKE_C_COMPILER} --target=x86_64-unknown-none-elf -c ${symtab}.S -o ${symtab}.o

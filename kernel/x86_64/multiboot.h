@@ -48,7 +48,12 @@ struct PhysWindow {
   bool Contains(uint64_t phys, uint64_t n) const {
     return phys >= phys_base && n <= size && phys - phys_base <= size - n;
   }
-  const uint8_t* At(uint64_t phys) const { return host + (phys - phys_base); }
+  // In integers: on a node `host` is address 0 (identity-mapped low memory),
+  // and arithmetic on a null pointer is undefined (link-time optimisation,
+  // which sees the 0, dropped every read through it).
+  const uint8_t* At(uint64_t phys) const {
+    return reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(host) + (phys - phys_base));
+  }
 };
 
 // Fills `out` from the loader's magic and info pointer. `error` receives a

@@ -27,6 +27,10 @@ namespace fox::runtime {
 namespace {
 
 uint64_t g_main_tsc = 0;
+// main is called through this, so that it stays a function of its own when
+// link-time optimisation could inline it into MainTrampoline: backtraces and
+// gdb name it, and boot/footprint.py counts the boot up to its first block.
+int (*volatile g_app_main)(int, char**, char**) = AppMain;
 CommandLine* g_cmdline = nullptr;
 
 // The process stack musl expects: argc is passed separately; argv[], NULL,
@@ -55,7 +59,7 @@ int MainTrampoline(int argc, char** argv, char** envp) {
   g_main_tsc = x86::Rdtsc();
   LOG_INFO("boot: entry to main took %llu us",
            (unsigned long long)(tsc::TicksToNs(g_main_tsc - tsc::EntryTsc()) / 1000));
-  return AppMain(argc, argv, envp);
+  return g_app_main(argc, argv, envp);
 }
 
 void EnterLibc(void*) {

@@ -1,13 +1,17 @@
 // Kernel heap core (see fox/mem/heap.h for the contract and overview).
 //
-// Object life cycle. A slab is born with every object on its free list. A
+// Object life cycle. A slab is born with no object touched: objects
+// [fresh, capacity) have never been handed out and are carved in address
+// order once the free list is empty, so that a new slab costs no write to
+// its pages (under an emulator or a hypervisor, each first touch of a page
+// is a fault on the host) and memory is touched as it is used. A
 // core's cache refills by taking a batch off the class's partial slabs
 // (FetchBatch, under the class lock) and serves allocations from that list
 // with plain loads and stores. A free pushes the object onto the freeing
 // core's cache; when the cache holds more than two batches, one batch goes
 // back to its slabs (ReturnBatch, under the class lock). slab->in_use counts
-// objects outside the slab's free list (handed out or parked in a cache), so
-// a slab is empty exactly when in_use reaches zero; the class then keeps it as
+// objects outside the slab's free list and fresh part (handed out or parked
+// in a cache), so a slab is empty exactly when in_use reaches zero; the class then keeps it as
 // its reserve or returns it to the page allocator after dropping the lock.
 //
 // Finding the slab of an object. Slabs are naturally aligned blocks of
@@ -142,7 +146,8 @@ struct Heap::Slab {
   uint8_t order;
   // The rest is guarded by central_[size_class].lock.
   bool listed;      // on central.partial
-  uint32_t in_use;  // objects not on `free`
+  uint32_t in_use;  // objects neither on `free` nor fresh
+  uint32_t fresh;   // objects [fresh, capacity) were never handed out
   void* free;       // free objects, linked through word 0
   Slab* prev;
   Slab* next;
@@ -471,9 +476,19 @@ size_t Heap::TakeFromSlab(Central& central, Slab* slab, size_t count, void** lis
     *list = object;
     taken++;
   }
+  if (!*corrupt) {
+    size_t size = kClasses.info[slab->size_class].size;
+    char* base = reinterpret_cast<char*>(SlabBase(slab, slab->order));
+    for (; taken < count && slab->fresh < slab->capacity; taken++) {
+      void* object = base + size_t{slab->fresh++} * size;
+      MarkFree(object, *list);
+      *list = object;
+    }
+  }
   slab->in_use += static_cast<uint32_t>(taken);
-  if (slab->free == nullptr && slab->listed) UnlinkSlab(central, slab);
-  if (slab->free != nullptr && !slab->listed) LinkSlab(central, slab);
+  bool has_free = slab->free != nullptr || slab->fresh < slab->capacity;
+  if (!has_free && slab->listed) UnlinkSlab(central, slab);
+  if (has_free && !slab->listed) LinkSlab(central, slab);
   return taken;
 }
 
@@ -542,12 +557,6 @@ Heap::Slab* Heap::NewSlab(int c) {
   for (size_t off = 0; off < bytes; off += kPageSize) {
     pages_->SetTag(base + off, static_cast<uint8_t>(kTagSlab | info.slab_order));
   }
-  void* free = nullptr;
-  for (size_t i = info.capacity; i-- > 0;) {
-    void* object = base + i * info.size;
-    MarkFree(object, free);
-    free = object;
-  }
   auto* slab = reinterpret_cast<Slab*>(base + bytes - kSlabHeaderBytes);
   slab->owner = this;
   slab->capacity = info.capacity;
@@ -555,7 +564,8 @@ Heap::Slab* Heap::NewSlab(int c) {
   slab->order = info.slab_order;
   slab->listed = false;
   slab->in_use = 0;
-  slab->free = free;
+  slab->fresh = 0;
+  slab->free = nullptr;
   slab->prev = slab->next = nullptr;
   slab->magic = kSlabMagic ^ reinterpret_cast<uintptr_t>(slab);
   bytes_reserved_.fetch_add(bytes, std::memory_order_relaxed);
