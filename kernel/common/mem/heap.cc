@@ -10,9 +10,10 @@
 // with plain loads and stores. A free pushes the object onto the freeing
 // core's cache; when the cache holds more than two batches, one batch goes
 // back to its slabs (ReturnBatch, under the class lock). slab->in_use counts
-// objects outside the slab's free list and fresh part (handed out or parked
-// in a cache), so a slab is empty exactly when in_use reaches zero; the class then keeps it as
-// its reserve or returns it to the page allocator after dropping the lock.
+// objects neither on the slab's free list nor fresh (handed out or parked in
+// a cache), so a slab is empty exactly when in_use reaches zero; the class
+// then keeps it as its reserve or returns it to the page allocator after
+// dropping the lock.
 //
 // Finding the slab of an object. Slabs are naturally aligned blocks of
 // 2^order pages, every page tagged kTagSlab | order, the header in the last
