@@ -477,14 +477,15 @@ size_t Heap::TakeFromSlab(Central& central, Slab* slab, size_t count, void** lis
     *list = object;
     taken++;
   }
-  if (!*corrupt) {
-    size_t size = kClasses.info[slab->size_class].size;
-    char* base = reinterpret_cast<char*>(SlabBase(slab, slab->order));
-    for (; taken < count && slab->fresh < slab->capacity; taken++) {
-      void* object = base + size_t{slab->fresh++} * size;
-      MarkFree(object, *list);
-      *list = object;
-    }
+  // Then fresh objects, also after a bad link: nothing has ever held them.
+  // (Skipping them there would leave the slab listed with nothing taken, and
+  // FetchBatch would take from it forever.)
+  size_t size = kClasses.info[slab->size_class].size;
+  char* base = reinterpret_cast<char*>(SlabBase(slab, slab->order));
+  for (; taken < count && slab->fresh < slab->capacity; taken++) {
+    void* object = base + size_t{slab->fresh++} * size;
+    MarkFree(object, *list);
+    *list = object;
   }
   slab->in_use += static_cast<uint32_t>(taken);
   bool has_free = slab->free != nullptr || slab->fresh < slab->capacity;
