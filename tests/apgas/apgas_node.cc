@@ -579,25 +579,22 @@ std::vector<uint64_t> HomeKillRound(uint32_t victim, uint64_t sleep_ms) {
                     collector, ms);
               }
             };
-            std::atomic<bool> nested_sent{false};
+            // The place dies in the nested finish's body, once both finishes
+            // have sent their activities (dying from the outer body after a
+            // Linger could come before the nested async had even run: seen in
+            // CI, 3 of 6 sent), and they have left: acknowledged by their places.
             fox::apgas::finish([&] {
               orphans();
               fox::apgas::async([&] {
                 fox::apgas::finish([&] {
                   orphans();
-                  nested_sent = true;
+                  fox::am::Linger(5000);
+                  std::printf("apgas_node: place %u dies now, inside two finishes whose activities run elsewhere\n",
+                              fox::apgas::here().id);
+                  std::fflush(stdout);
+                  std::_Exit(9);
                 });
               });
-              // The nested finish's activities are sent too (the async runs
-              // when this event waits; Linger alone could end first when the
-              // first ones are acknowledged quickly: seen in CI, 3 of 6 sent),
-              // then they leave: acknowledged by their places.
-              while (!nested_sent.load()) SleepMs(1);
-              fox::am::Linger(5000);
-              std::printf("apgas_node: place %u dies now, inside two finishes whose activities run elsewhere\n",
-                          fox::apgas::here().id);
-              std::fflush(stdout);
-              std::_Exit(9);
             });
           },
           places, fox::apgas::here(), sleep_ms);
