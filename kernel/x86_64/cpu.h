@@ -83,6 +83,11 @@ inline void InvalidatePage(uintptr_t va) { asm volatile("invlpg (%0)" ::"r"(va) 
 
 inline void DisableInterrupts() { asm volatile("cli" ::: "memory"); }
 inline void EnableInterrupts() { asm volatile("sti" ::: "memory"); }
+inline bool InterruptsEnabled() {
+  uint64_t flags;
+  asm volatile("pushfq; popq %0" : "=r"(flags)::"memory");
+  return (flags >> 9) & 1;
+}
 inline void Halt() { asm volatile("hlt" ::: "memory"); }
 inline void Pause() { asm volatile("pause"); }
 // MONITOR arms address-range monitoring of the line holding `address`;

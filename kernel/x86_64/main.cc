@@ -155,13 +155,22 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   Mark("clock");
   cpu::ChooseIdle();
   Mark("idle");
-  smp::CollectCores();
-  Mark("smp collect");
-  LogStepTimes();
-  profile::Start();
   if (symbols::Count() == 0) LOG_WARN("boot: image has no symbol table; backtraces show addresses only");
-  PrintBanner();
-  runtime::StartMain(g_cmdline);
+  // The main stack and the boot core's event loop first: the other cores
+  // start meanwhile (on an emulator, about 1 ms after their SIPI), and the
+  // boot core would otherwise wait for them here.
+  runtime::StartMain(g_cmdline, [] {
+    Mark("main stack");
+    smp::CollectCores();
+    Mark("smp collect");
+    profile::Start();  // samples every core online
+    // The banner from another core while this one starts the C library.
+    auto print = [] {
+      LogStepTimes();
+      PrintBanner();
+    };
+    if (!smp::StartBootJob(print)) print();
+  });
 }
 
 namespace fox {

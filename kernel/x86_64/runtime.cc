@@ -32,6 +32,7 @@ uint64_t g_main_tsc = 0;
 // gdb name it, and boot/footprint.py counts the boot up to its first block.
 int (*volatile g_app_main)(int, char**, char**) = AppMain;
 CommandLine* g_cmdline = nullptr;
+void (*g_before_libc)() = nullptr;
 
 // The process stack musl expects: argc is passed separately; argv[], NULL,
 // envp[] (empty), NULL, then auxv pairs.
@@ -63,6 +64,7 @@ int MainTrampoline(int argc, char** argv, char** envp) {
 }
 
 void EnterLibc(void*) {
+  g_before_libc();
   char** argv = g_cmdline->argv();
   int argc = g_cmdline->argc();
   size_t n = 0;
@@ -104,8 +106,9 @@ void EnterLibc(void*) {
 
 uint64_t MainTsc() { return g_main_tsc; }
 
-[[noreturn]] void StartMain(CommandLine& cmdline) {
+[[noreturn]] void StartMain(CommandLine& cmdline, void (*before_libc)()) {
   g_cmdline = &cmdline;
+  g_before_libc = before_libc;
   terminate::Install();  // an exception nobody catches is reported, with where it was thrown
   size_t stack_bytes = cmdline.GetNumber("fox.stack", 1 << 20);
   uintptr_t top = memory::AllocStack(stack_bytes, "the guard page below the main stack (stack overflow)");

@@ -11,7 +11,10 @@ namespace fox::runtime {
 
 // Last boot step: switches to the main stack (fox.stack bytes, guard page
 // below) and enters the C library, which calls the application's main.
-[[noreturn]] void StartMain(CommandLine& cmdline);
+// `before_libc` runs first there, as the boot core's first event (interrupts
+// on): the boot's steps that can wait until the main stack and the event
+// loop are set up (collecting the other cores, which start meanwhile).
+[[noreturn]] void StartMain(CommandLine& cmdline, void (*before_libc)());
 
 // TSC when main was called (for the boot benchmark).
 uint64_t MainTsc();

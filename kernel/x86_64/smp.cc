@@ -49,6 +49,7 @@ struct Core {
   std::atomic<bool> set_up{false};  // a processor runs as this core, halted until its thread
   std::atomic<int> move_to{0};      // renumbering (Collect): the core number to run as instead
   std::atomic<bool> has_thread{false};
+  std::atomic<void (*)()> job{nullptr};  // boot work it runs before its thread (StartBootJob)
   syscall::CloneArgs thread{};
 };
 // constinit: the C library runs dynamic initialisers long after the cores
@@ -157,6 +158,14 @@ void Unprepare(int core) {
   // Collect may move it to a lower number first (its own IPI).
   for (;;) {
     if (int to = c.move_to.load(std::memory_order_acquire); to != 0) ApEntry(to);
+    if (auto job = c.job.load(std::memory_order_acquire)) {
+      job();
+      // The IPI that brought the job is accounted for: only the next one,
+      // after the thread is handed over, lets the core go on.
+      __atomic_store_n(&c.local->startup_wakes, 0, __ATOMIC_RELAXED);
+      c.job.store(nullptr, std::memory_order_release);
+      continue;
+    }
     if (__atomic_load_n(&c.local->startup_wakes, __ATOMIC_RELAXED) != 0 &&
         c.has_thread.load(std::memory_order_acquire)) {
       break;
@@ -193,11 +202,15 @@ void* CoreThread(void* arg) {
 
 // The boot core's wait between two looks at the others: halted until its
 // timer, 20 us ahead, rather than spinning, which leaves the machine (or,
-// emulated, the host's processors) to the cores starting.
+// emulated, the host's processors) to the cores starting. Runs in the boot
+// core's first event (interrupts on) and leaves them as it found them.
 void Nap() {
+  bool enabled = x86::InterruptsEnabled();
+  x86::DisableInterrupts();  // a timer taken before the HLT would leave it waiting
   lapic::ArmTimer(x86::Rdtsc() + tsc::NsToTicks(20000));
   asm volatile("sti; hlt; cli" ::: "memory");
   lapic::ArmTimer(0);
+  if (enabled) x86::EnableInterrupts();
 }
 
 int g_deaf = -1;  // fox.smp_deaf - 1: the target not sent its SIPI (tests)
@@ -228,6 +241,25 @@ void AwaitSetUp(int core, uint64_t since) {
   }
 }
 
+// Whether the processors need the MP specification's 10 ms between INIT
+// and SIPI. As Linux decides (smp_quirk_init_udelay): Intel's from family 6,
+// AMD's from family 0FH and Hygon's from 18H do not, nor do virtual processors.
+bool NeedsInitWait() {
+  if ((x86::Cpuid(1).ecx >> 31) & 1) return false;  // a hypervisor's
+  x86::CpuidResult v = x86::Cpuid(0);
+  char vendor[12];
+  std::memcpy(vendor, &v.ebx, 4);
+  std::memcpy(vendor + 4, &v.edx, 4);
+  std::memcpy(vendor + 8, &v.ecx, 4);
+  uint32_t eax = x86::Cpuid(1).eax;
+  uint32_t family = (eax >> 8) & 0xF;
+  if (family == 0xF) family += (eax >> 20) & 0xFF;
+  if (std::memcmp(vendor, "GenuineIntel", 12) == 0) return family < 6;
+  if (std::memcmp(vendor, "AuthenticAMD", 12) == 0) return family < 0xF;
+  if (std::memcmp(vendor, "HygonGenuine", 12) == 0) return family < 0x18;
+  return true;
+}
+
 // Starts the processors `apic_ids` (MADT order) and returns without waiting
 // for them (Collect does). Their resources first: a processor runs as soon
 // as it answers.
@@ -252,9 +284,11 @@ void StartAll(const uint32_t* apic_ids, int n) {
   *TrampolineField<uint32_t>(trampoline_ticket) = 0;
   asm volatile("mfence" ::: "memory");
   for (int i = 0; i < n; ++i) lapic::SendInit(apic_ids[i]);
-  // Modern processors need no 10 ms wait after INIT; 10 us, counted in TSC
-  // ticks of a processor of at most 5 GHz (the TSC is not calibrated yet).
-  for (uint64_t start = x86::Rdtsc(); x86::Rdtsc() - start < 50000;) x86::Pause();
+  if (NeedsInitWait()) {
+    // 10 ms, counted in TSC ticks of a processor of at most 5 GHz (the TSC
+    // is not calibrated yet).
+    for (uint64_t start = x86::Rdtsc(); x86::Rdtsc() - start < 50000000;) x86::Pause();
+  }
   g_deaf = int(BootArgNumber("fox.smp_deaf", 0)) - 1;
   for (int i = 0; i < n; ++i) Sipi(i);
   g_sipi_tsc = x86::Rdtsc();
@@ -353,7 +387,17 @@ void CollectCores() {
   LOG_DEBUG("smp: %d cores online: %d kernel, %d application", next, kernel_cores, next - kernel_cores);
 }
 
+bool StartBootJob(void (*job)()) {
+  if (g_started < 2) return false;
+  Core& c = g_cores[1];
+  c.job.store(job, std::memory_order_release);
+  lapic::SendIpi(c.local->apic_id, lapic::kWakeVector);
+  return true;
+}
+
 void AttachThreads() {
+  // The boot job first: its core halts for its thread only once it is done.
+  while (g_started > 1 && g_cores[1].job.load(std::memory_order_acquire) != nullptr) Nap();
   for (int core = 1; core < g_started; ++core) {
     uintptr_t top = g_cores[core].stack;  // prepared by StartAll
     pthread_attr_t attr;

@@ -36,6 +36,14 @@ Result<void> StartCores(int kernel_cores);
 // densely in MADT order and marks them online.
 void CollectCores();
 
+// Boot core, after CollectCores: runs `job` on core 1, which waits for its
+// thread until AttachThreads, while the boot core goes on; false (nothing
+// run) when the node has one core. For boot work that only writes the
+// console: on a serial port at 115200 baud each byte takes 87 us, and under
+// an emulator the first formatting of a log line is a millisecond of
+// translation. AttachThreads waits for the job to end.
+bool StartBootJob(void (*job)());
+
 // Called from the C library's first thread before main (boot core).
 void AttachThreads();
 

@@ -75,12 +75,14 @@ class PageAllocatorTest : public ::testing::Test {
 };
 
 // Ten bytes per page (state, tag, two links) and a bit per 512 pages, plus
-// a few bytes of alignment slack.
+// a few bytes of alignment slack (the metadata's start, and the links of a
+// last chunk of an odd number of pages).
 TEST(PageAllocatorStatic, MetaBytesIsTenPerPage) {
   EXPECT_GE(PageAllocator::MetaBytes(0, 256 * kMiB), 10 * 65536u + 128 / 8);
-  EXPECT_LE(PageAllocator::MetaBytes(0, 256 * kMiB), 10 * 65536u + 128 / 8 + 16);
+  EXPECT_LE(PageAllocator::MetaBytes(0, 256 * kMiB), 10 * 65536u + 128 / 8 + 8);
   EXPECT_GE(PageAllocator::MetaBytes(kGiB, kPageSize), 10u);
-  EXPECT_LE(PageAllocator::MetaBytes(kGiB, kPageSize), 10u + 16);
+  EXPECT_LE(PageAllocator::MetaBytes(kGiB, kPageSize), 10u + 8 + 8 + 6);
+  EXPECT_LE(PageAllocator::MetaBytes(kGiB, 515 * kPageSize), 10u * 515 + 8 + 8 + 2);
 }
 
 TEST(PageAllocatorStatic, OrderForBytes) {
@@ -417,6 +419,35 @@ TEST_F(PageAllocatorTest, UnalignedSpanStillGivesNaturallyAlignedBlocks) {
     }
   }
   EXPECT_EQ(pages_out, 5000u);
+}
+
+// A span whose last chunk is partial and odd (its record is shorter, its
+// links aligned): every page of it can be taken, tagged and given back.
+TEST_F(PageAllocatorTest, PartialLastChunkWorksLikeTheOthers) {
+  constexpr size_t kPagesHere = 2 * 512 + 3;
+  std::vector<uint8_t> meta(PageAllocator::MetaBytes(base(), kPagesHere * kPageSize));
+  PageAllocator a;
+  ASSERT_TRUE(a.Init(base(), kPagesHere * kPageSize, meta.data()).ok());
+  ASSERT_TRUE(a.AddFree(base(), kPagesHere * kPageSize).ok());
+  std::vector<void*> taken;
+  for (;;) {
+    Result<void*> r = a.Alloc(0);
+    if (!r.ok()) break;
+    taken.push_back(r.value());
+  }
+  ASSERT_EQ(taken.size(), kPagesHere);
+  for (size_t i = 0; i < taken.size(); i++) a.SetTag(taken[i], static_cast<uint8_t>(1 + i % 250));
+  for (size_t i = 0; i < taken.size(); i++) {
+    ASSERT_EQ(a.Tag(taken[i]), 1 + i % 250) << i;
+    ASSERT_EQ(a.OrderOf(taken[i]).value_or(-1), 0) << i;
+  }
+  for (void* p : taken) ASSERT_TRUE(a.Free(p).ok());
+  PageAllocator::Stats s = a.GetStats();
+  EXPECT_EQ(s.free_pages, kPagesHere);
+  EXPECT_EQ(s.free_blocks[10], 1u);  // the two whole chunks merged again
+  EXPECT_EQ(s.free_blocks[1], 1u);   // and the last three pages: 2 + 1
+  EXPECT_EQ(s.free_blocks[0], 1u);
+  EXPECT_EQ(a.Tag(taken.back()), 0);
 }
 
 TEST_F(PageAllocatorTest, RandomStressContentsNeverOverlap) {

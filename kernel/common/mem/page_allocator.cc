@@ -41,8 +41,11 @@ size_t ReadyWords(size_t pages) { return (Chunks(pages) + 63) / 64; }
 
 size_t PageAllocator::MetaBytes(uintptr_t /*base*/, size_t size) {
   size_t pages = size >> kPageShift;
-  // Alignment slack, the ready bitmap, next_ and prev_, state_ and tag_.
-  return alignof(uint64_t) + 8 * ReadyWords(pages) + 2 * sizeof(uint32_t) * pages + 2 * pages;
+  // Alignment slack, the ready bitmap, one record per chunk (the last one's
+  // links aligned).
+  size_t last = pages & (kChunkPages - 1);
+  return alignof(uint64_t) + 8 * ReadyWords(pages) + kRecordBytes * (pages >> kChunkShift) +
+         (last == 0 ? 0 : LinksOffset(last) + sizeof(Links) * last);
 }
 
 int PageAllocator::OrderForBytes(size_t bytes) {
@@ -59,15 +62,12 @@ Result<void> PageAllocator::Init(uintptr_t base, size_t size, void* meta) {
     return Error::kInvalidArgument;
   }
   SpinGuard guard(lock_);
-  if (state_ != nullptr) return Error::kInvalidArgument;
+  if (records_ != nullptr) return Error::kInvalidArgument;
   base_ = base;
   span_pages_ = size >> kPageShift;
   uintptr_t p = (reinterpret_cast<uintptr_t>(meta) + alignof(uint64_t) - 1) & ~(alignof(uint64_t) - 1);
   ready_ = reinterpret_cast<uint64_t*>(p);
-  next_ = reinterpret_cast<uint32_t*>(ready_ + ReadyWords(span_pages_));
-  prev_ = next_ + span_pages_;
-  state_ = reinterpret_cast<uint8_t*>(prev_ + span_pages_);
-  tag_ = state_ + span_pages_;
+  records_ = reinterpret_cast<uint8_t*>(ready_ + ReadyWords(span_pages_));
   memset(ready_, 0, 8 * ReadyWords(span_pages_));
   for (uint32_t& head : free_) head = kNoPage;
   return Ok();
@@ -85,21 +85,20 @@ bool PageAllocator::Ready(size_t chunk) const {
 void PageAllocator::MakeReady(size_t first, size_t pages) {
   for (size_t c = first >> kChunkShift; c <= (first + pages - 1) >> kChunkShift; c++) {
     if (Ready(c)) continue;
-    size_t start = c << kChunkShift;
-    size_t n = std::min(kChunkPages, span_pages_ - start);
-    memset(state_ + start, kNotHead, n);
-    memset(tag_ + start, 0, n);
+    size_t n = PagesOf(c);
+    memset(Record(c), kNotHead, n);
+    memset(Record(c) + n, 0, n);
     // Tag reads the bit without the lock: the bytes before the bit.
     __atomic_fetch_or(&ready_[c / 64], uint64_t{1} << (c % 64), __ATOMIC_RELEASE);
   }
 }
 
-uint8_t PageAllocator::StateOf(size_t index) const { return Ready(index >> kChunkShift) ? state_[index] : kNotHead; }
+uint8_t PageAllocator::StateOf(size_t index) const { return Ready(index >> kChunkShift) ? State(index) : kNotHead; }
 
 void PageAllocator::SetState(size_t index, uint8_t state) {
   if (state == kNotHead && !Ready(index >> kChunkShift)) return;  // reads so already
   MakeReady(index, 1);
-  state_[index] = state;
+  State(index) = state;
 }
 
 bool PageAllocator::HasHead(size_t first, size_t pages) const {
@@ -108,7 +107,7 @@ bool PageAllocator::HasHead(size_t first, size_t pages) const {
     size_t chunk_end = std::min(end, ((i >> kChunkShift) + 1) << kChunkShift);
     if (Ready(i >> kChunkShift)) {
       for (; i < chunk_end; i++) {
-        if (state_[i] != kNotHead) return true;
+        if (State(i) != kNotHead) return true;
       }
     }
     i = chunk_end;
@@ -118,9 +117,8 @@ bool PageAllocator::HasHead(size_t first, size_t pages) const {
 
 void PageAllocator::PushFree(size_t index, int order) {
   uint32_t head = free_[order];
-  next_[index] = head;
-  prev_[index] = kNoPage;
-  if (head != kNoPage) prev_[head] = static_cast<uint32_t>(index);
+  LinksOf(index) = {head, kNoPage};
+  if (head != kNoPage) LinksOf(head).prev = static_cast<uint32_t>(index);
   free_[order] = static_cast<uint32_t>(index);
   SetState(index, static_cast<uint8_t>(kFreeHead | order));
   free_blocks_[order]++;
@@ -128,13 +126,13 @@ void PageAllocator::PushFree(size_t index, int order) {
 }
 
 void PageAllocator::RemoveFree(size_t index, int order) {
-  uint32_t next = next_[index], prev = prev_[index];
+  auto [next, prev] = LinksOf(index);
   if (prev != kNoPage) {
-    next_[prev] = next;
+    LinksOf(prev).next = next;
   } else {
     free_[order] = next;
   }
-  if (next != kNoPage) prev_[next] = prev;
+  if (next != kNoPage) LinksOf(next).prev = prev;
   SetState(index, kNotHead);
   free_blocks_[order]--;
   if (free_[order] == kNoPage) nonempty_orders_ &= ~(1u << order);
@@ -210,7 +208,7 @@ Result<void*> PageAllocator::Alloc(int order) {
   }
   // The block's tags are its owner's from now on (SetTag, Free): set up.
   MakeReady(index, size_t{1} << order);
-  state_[index] = static_cast<uint8_t>(kAllocHead | order);
+  State(index) = static_cast<uint8_t>(kAllocHead | order);
   free_pages_ -= size_t{1} << order;
   allocs_++;
   return reinterpret_cast<void*>(PageAddr(index));
@@ -226,9 +224,9 @@ Result<void> PageAllocator::Free(void* block) {
   int order = state & kOrderMask;
   size_t pages = size_t{1} << order;
   for (size_t i = index; i < index + pages; i++) {
-    __atomic_store_n(&tag_[i], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(TagByte(i), 0, __ATOMIC_RELAXED);
   }
-  state_[index] = kNotHead;
+  State(index) = kNotHead;
   InsertFree(index, order);
   free_pages_ += pages;
   frees_++;
@@ -248,14 +246,14 @@ uint8_t PageAllocator::Tag(const void* p) const {
   if (!Contains(p)) return 0;
   size_t index = PageIndex(reinterpret_cast<uintptr_t>(p));
   if (!Ready(index >> kChunkShift)) return 0;
-  return __atomic_load_n(&tag_[index], __ATOMIC_RELAXED);
+  return __atomic_load_n(TagByte(index), __ATOMIC_RELAXED);
 }
 
 void PageAllocator::SetTag(const void* p, uint8_t tag) {
   if (!Contains(p)) return;
   size_t index = PageIndex(reinterpret_cast<uintptr_t>(p));
   if (!Ready(index >> kChunkShift)) return;  // not allocated: nobody owns it
-  __atomic_store_n(&tag_[index], tag, __ATOMIC_RELAXED);
+  __atomic_store_n(TagByte(index), tag, __ATOMIC_RELAXED);
 }
 
 PageAllocator::Stats PageAllocator::GetStats() const {

@@ -20,6 +20,7 @@
 // starts out reserved; only ranges given to AddFree are ever handed out.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -51,7 +52,8 @@ class PageAllocator {
   PageAllocator& operator=(const PageAllocator&) = delete;
 
   // Bytes of metadata Init needs for the span [base, base + size): ten per
-  // page and one bit per 512 pages, plus alignment slack. Any context; pure.
+  // page (in whole chunks of 512 pages) and one bit per chunk, plus alignment
+  // slack. Any context; pure.
   static size_t MetaBytes(uintptr_t base, size_t size);
 
   // Smallest order whose block holds `bytes` (0 for 0 bytes), or -1 when no
@@ -119,7 +121,35 @@ class PageAllocator {
   static constexpr size_t kChunkShift = 9;         // pages per lazily set-up chunk: 512
   static constexpr size_t kChunkPages = size_t{1} << kChunkShift;
 
+  // The metadata of chunk c is one record (kRecordBytes): its pages' state
+  // bytes, their tag bytes, then their free-list links. Setting up a chunk
+  // and heading a block in it write one record, one or two pages: under a
+  // hypervisor each first write to a page of the guest's memory is a fault
+  // on the host (4-9 us each here under QEMU), and with one array per kind
+  // the boot's AddFree wrote four pages for each block it listed (56 faults
+  // for 1 GiB, 30 with records).
+  struct Links {
+    uint32_t next, prev;  // page indices or kNoPage
+  };
+  static constexpr size_t kRecordBytes = 2 * kChunkPages + sizeof(Links) * kChunkPages;  // 5 KiB
+  static_assert(kRecordBytes % alignof(Links) == 0);
+
   uintptr_t PageAddr(size_t index) const { return base_ + (index << kPageShift); }
+  // The last chunk may be partial: its record is as long as its pages need,
+  // its links aligned.
+  static constexpr size_t LinksOffset(size_t pages) { return (2 * pages + alignof(Links) - 1) & ~(alignof(Links) - 1); }
+  size_t PagesOf(size_t chunk) const { return std::min(kChunkPages, span_pages_ - (chunk << kChunkShift)); }
+  uint8_t* Record(size_t chunk) const { return records_ + chunk * kRecordBytes; }
+  uint8_t& State(size_t index) const REQUIRES(lock_) { return Record(index >> kChunkShift)[index & (kChunkPages - 1)]; }
+  uint8_t* TagByte(size_t index) const {
+    size_t chunk = index >> kChunkShift;
+    return Record(chunk) + PagesOf(chunk) + (index & (kChunkPages - 1));
+  }
+  // Meaningful for free block heads only; never read for other pages.
+  Links& LinksOf(size_t index) const REQUIRES(lock_) {
+    size_t chunk = index >> kChunkShift;
+    return reinterpret_cast<Links*>(Record(chunk) + LinksOffset(PagesOf(chunk)))[index & (kChunkPages - 1)];
+  }
   size_t PageIndex(uintptr_t addr) const { return (addr - base_) >> kPageShift; }
 
   // Whether chunk `c`'s per-page bytes are set up (else they read as
@@ -142,15 +172,12 @@ class PageAllocator {
   // Set once by Init, read-only afterwards.
   uintptr_t base_ = 0;
   size_t span_pages_ = 0;
-  uint8_t* tag_ = nullptr;  // span_pages_ bytes, atomically accessed
   // One bit per chunk; set (release) under lock_, read lock-free (acquire).
   uint64_t* ready_ = nullptr;
-
-  uint8_t* state_ PT_GUARDED_BY(lock_) = nullptr;  // span_pages_ bytes
-  // Links of free block heads (page indices or kNoPage); other entries are
-  // meaningless and never read.
-  uint32_t* next_ PT_GUARDED_BY(lock_) = nullptr;
-  uint32_t* prev_ PT_GUARDED_BY(lock_) = nullptr;
+  // A record per chunk (Record). State bytes and links are written and read
+  // under lock_ (State, LinksOf); tag bytes are accessed atomically, and Tag
+  // reads them without the lock.
+  uint8_t* records_ = nullptr;
   uint32_t free_[kMaxOrder + 1] GUARDED_BY(lock_) = {};  // list heads (Init: kNoPage)
   size_t free_blocks_[kMaxOrder + 1] GUARDED_BY(lock_) = {};
   uint32_t nonempty_orders_ GUARDED_BY(lock_) = 0;  // bit k: free_[k] != kNoPage
