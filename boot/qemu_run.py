@@ -180,18 +180,21 @@ def run_qemu(cmd, timeout, echo=True, log=None):
         if left <= 0:
             reason = "timed out after %.0f s" % timeout
             break
-        for key, _ in sel.select(min(left, 0.5)):
+        ready = sel.select(min(left, 0.5))
+        for key, _ in ready:
             chunk = os.read(key.fileobj.fileno(), 65536)
             if not chunk:
                 sel.unregister(key.fileobj)
                 open_streams -= 1
                 continue
             if key.fileobj is proc.stdout:
+                seen = len(out)
                 out += chunk
                 if echo:
                     sys.stdout.buffer.write(chunk.replace(b"\r\n", b"\n"))
                     sys.stdout.flush()
-                if banner_at is None and BANNER.search(out.decode("utf-8", "replace")):
+                # The new bytes and the line they end (the banner is one line).
+                if banner_at is None and BANNER.search(out[out.rfind(b"\n", 0, seen) + 1:].decode("utf-8", "replace")):
                     banner_at = time.monotonic() - start
             else:
                 err += chunk
@@ -199,6 +202,12 @@ def run_qemu(cmd, timeout, echo=True, log=None):
                     reason = "KVM internal error (the hypervisor could not run the guest)"
                     open_streams = 0
                     break
+        if ready and open_streams:
+            # Let the output gather: the serial port writes a byte at a time,
+            # and a reader woken for each one took a host processor from the
+            # guest's (on a 2-processor host, as long again as QEMU's own work
+            # for each byte).
+            time.sleep(0.002)
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGKILL)
     rc = proc.wait()
