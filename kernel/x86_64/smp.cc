@@ -135,6 +135,8 @@ void Unprepare(int core) {
   c.move_to.store(0, std::memory_order_relaxed);
 }
 
+void WakeBootCore();
+
 [[noreturn]] void ApEntry(int core) {
   bool kernel_core = core < core::KernelCores();
   Core& c = g_cores[core];
@@ -148,6 +150,7 @@ void Unprepare(int core) {
   c.local->apic_id = lapic::Id();  // the APIC's own view (x2APIC ids exceed CPUID's 8 bits)
   if (!kernel_core) lapic::DisableTimer();
   c.set_up.store(true, std::memory_order_release);
+  WakeBootCore();
   // Halted until Clone hands this core its thread and wakes it with one
   // kWakeVector IPI: spinning would take the machine (or, emulated, the
   // host's processors) from the boot core for the rest of its boot. STI's
@@ -164,6 +167,7 @@ void Unprepare(int core) {
       // after the thread is handed over, lets the core go on.
       __atomic_store_n(&c.local->startup_wakes, 0, __ATOMIC_RELAXED);
       c.job.store(nullptr, std::memory_order_release);
+      WakeBootCore();
       continue;
     }
     if (__atomic_load_n(&c.local->startup_wakes, __ATOMIC_RELAXED) != 0 &&
@@ -200,17 +204,35 @@ void* CoreThread(void* arg) {
   event::ThisLoop()->Run();
 }
 
-// The boot core's wait between two looks at the others: halted until its
-// timer, 20 us ahead, rather than spinning, which leaves the machine (or,
-// emulated, the host's processors) to the cores starting. Runs in the boot
-// core's first event (interrupts on) and leaves them as it found them.
-void Nap() {
+// The boot core's waits for the others (their answers, their set-up, the
+// boot job): halted until one of them has news (WakeBootCore) or its timer,
+// 500 us ahead, rather than spinning or polling a short timer: under an
+// emulator each timer tick wakes two host threads (the boot core's and the
+// one that runs timers), and on a host with as few processors as that the
+// starting cores waited for a processor. Runs in the boot core's first event
+// (interrupts on) and leaves them as it found them.
+constexpr uint64_t kNapNs = 500000;
+std::atomic<bool> g_boot_waiting{false};
+
+template <typename Done>
+void Nap(Done done) {
   bool enabled = x86::InterruptsEnabled();
-  x86::DisableInterrupts();  // a timer taken before the HLT would leave it waiting
-  lapic::ArmTimer(x86::Rdtsc() + tsc::NsToTicks(20000));
-  asm volatile("sti; hlt; cli" ::: "memory");
-  lapic::ArmTimer(0);
+  x86::DisableInterrupts();  // a wake-up taken before the HLT would leave it waiting
+  g_boot_waiting.store(true, std::memory_order_seq_cst);
+  if (!done()) {
+    lapic::ArmTimer(x86::Rdtsc() + tsc::NsToTicks(kNapNs));
+    asm volatile("sti; hlt; cli" ::: "memory");
+    lapic::ArmTimer(0);
+  }
+  g_boot_waiting.store(false, std::memory_order_relaxed);
   if (enabled) x86::EnableInterrupts();
+}
+
+// A starting core, once it has set itself up (its local APIC is) and after
+// anything the boot core may be waiting for: wakes it if it waits.
+void WakeBootCore() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (g_boot_waiting.load(std::memory_order_seq_cst)) lapic::SendIpi(percpu::Of(0)->apic_id, lapic::kWakeVector);
 }
 
 int g_deaf = -1;  // fox.smp_deaf - 1: the target not sent its SIPI (tests)
@@ -227,7 +249,7 @@ bool AnswersBy(uint64_t deadline) {
     while (next < g_num_targets && Answered(next)) ++next;
     if (next == g_num_targets) return true;
     if (fox::clock::NowNs() >= deadline) return false;
-    Nap();
+    Nap([&] { return Answered(next); });
   }
 }
 
@@ -237,7 +259,7 @@ void AwaitSetUp(int core, uint64_t since) {
   while (!g_cores[core].set_up.load(std::memory_order_acquire)) {
     if (fox::clock::NowNs() - since > kSetUpTimeoutNs)
       Panic("smp: core %d answered but did not finish its set-up", core);
-    Nap();
+    Nap([&] { return g_cores[core].set_up.load(std::memory_order_acquire); });
   }
 }
 
@@ -397,7 +419,8 @@ bool StartBootJob(void (*job)()) {
 
 void AttachThreads() {
   // The boot job first: its core halts for its thread only once it is done.
-  while (g_started > 1 && g_cores[1].job.load(std::memory_order_acquire) != nullptr) Nap();
+  auto done = [] { return g_cores[1].job.load(std::memory_order_acquire) == nullptr; };
+  while (g_started > 1 && !done()) Nap(done);
   for (int core = 1; core < g_started; ++core) {
     uintptr_t top = g_cores[core].stack;  // prepared by StartAll
     pthread_attr_t attr;
