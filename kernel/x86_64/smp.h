@@ -9,10 +9,13 @@
 // was prepared for it, its IDT and local APIC, and halts until it is given
 // its thread (no spinning: on an emulator the spinning cores would take the
 // host's processors from the boot core). The boot core does not wait: it goes
-// on with its own boot and collects them just before the banner (one that
-// does not answer within 1 s is logged by APIC id and left out, and the cores
-// after it move down so that core numbers stay dense). Once the C library
-// runs (AttachThreads, before main), each waiting core becomes a C library
+// on with its own boot, sets up its main stack and event loop, and collects
+// them in its first event, just before the banner (one that does not answer
+// within 1 s is logged by APIC id and left out, and the cores after it move
+// down so that core numbers stay dense). Where it must wait, it halts until
+// the core it waits for wakes it (WakeBootCore). Core 1 then prints the
+// banner (StartBootJob) while the boot core starts the C library. Once the
+// C library runs (AttachThreads, before main), each waiting core becomes a C library
 // thread — pthread_create on the boot core, its clone() system call handed
 // to the waiting core — so TLS, errno and stdio locking work on every core,
 // and enters its event loop. Cores [0, fox.kcores) are kernel cores; the
