@@ -148,19 +148,12 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
   // and the RTC is read when the wall clock is first asked for.
   StartCores();  // they start while this core goes on; collected (numbered, online) before main
   Mark("smp start");
-  // The TSC's calibration against the PIT needs 5 ms from tsc::Init: done
-  // as late as the steps above allow (none of them reads the clock), so
-  // that the boot does not wait for it.
-  tsc::FinishCalibration();
-  Mark("clock");
-  cpu::ChooseIdle();
-  Mark("idle");
-  if (symbols::Count() == 0) LOG_WARN("boot: image has no symbol table; backtraces show addresses only");
-  // The main stack and the boot core's event loop first: the other cores
-  // start meanwhile (on an emulator, about 1 ms after their SIPI), and the
-  // boot core would otherwise wait for them here.
-  runtime::StartMain(g_cmdline, [] {
-    Mark("main stack");
+  // The main stack and the boot core's event loop, which need no clock; the
+  // other cores start meanwhile (on an emulator, about 1 ms after their
+  // SIPI), and are collected in the loop's first event, after the clock and
+  // the idle mode: the boot core would otherwise wait for them.
+  runtime::PrepareMain(g_cmdline, [] {
+    Mark("first event");
     smp::CollectCores();
     Mark("smp collect");
     profile::Start();  // samples every core online
@@ -171,6 +164,16 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
     };
     if (!smp::StartBootJob(print)) print();
   });
+  Mark("main stack");
+  // The TSC's calibration against the PIT needs 5 ms from tsc::Init: done
+  // as late as the steps above allow (none of them reads the clock), so
+  // that the boot does not wait for it.
+  tsc::FinishCalibration();
+  Mark("clock");
+  cpu::ChooseIdle();
+  Mark("idle");
+  if (symbols::Count() == 0) LOG_WARN("boot: image has no symbol table; backtraces show addresses only");
+  runtime::RunMain();
 }
 
 namespace fox {

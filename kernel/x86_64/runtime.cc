@@ -106,7 +106,7 @@ void EnterLibc(void*) {
 
 uint64_t MainTsc() { return g_main_tsc; }
 
-[[noreturn]] void StartMain(CommandLine& cmdline, void (*before_libc)()) {
+void PrepareMain(CommandLine& cmdline, void (*before_libc)()) {
   g_cmdline = &cmdline;
   g_before_libc = before_libc;
   terminate::Install();  // an exception nobody catches is reported, with where it was thrown
@@ -115,10 +115,13 @@ uint64_t MainTsc() { return g_main_tsc; }
   if (top == 0) Panic("boot: cannot allocate the %zu-byte main stack", stack_bytes);
   // main is the first event of the boot core, on its own stack, so that it
   // may block like any event.
-  event::Loop* loop = event::CreateLoop(0);
+  event::CreateLoop(0);
   event::SpawnOnStack(top, EnterLibc, nullptr);
+}
+
+[[noreturn]] void RunMain() {
   x86::EnableInterrupts();
-  loop->Run();
+  event::ThisLoop()->Run();
 }
 
 }  // namespace fox::runtime

@@ -9,12 +9,17 @@
 
 namespace fox::runtime {
 
-// Last boot step: switches to the main stack (fox.stack bytes, guard page
-// below) and enters the C library, which calls the application's main.
-// `before_libc` runs first there, as the boot core's first event (interrupts
-// on): the boot's steps that can wait until the main stack and the event
-// loop are set up (collecting the other cores, which start meanwhile).
-[[noreturn]] void StartMain(CommandLine& cmdline, void (*before_libc)());
+// Boot step: the main stack (fox.stack bytes, guard page below) and the
+// boot core's event loop, with the C library's start as its first event;
+// `before_libc` runs first there (interrupts on): the boot's steps that can
+// wait until then (collecting the other cores, which start meanwhile). Needs
+// neither the clock nor the timer, so that it runs while their calibration
+// still measures.
+void PrepareMain(CommandLine& cmdline, void (*before_libc)());
+
+// Last boot step: runs the boot core's event loop, which enters the C
+// library, which calls the application's main.
+[[noreturn]] void RunMain();
 
 // TSC when main was called (for the boot benchmark).
 uint64_t MainTsc();
