@@ -418,10 +418,14 @@ bool StartBootJob(void (*job)()) {
 }
 
 void AttachThreads() {
-  // The boot job first: its core halts for its thread only once it is done.
-  auto done = [] { return g_cores[1].job.load(std::memory_order_acquire) == nullptr; };
-  while (g_started > 1 && !done()) Nap(done);
-  for (int core = 1; core < g_started; ++core) {
+  // Core 1 last: it halts for its thread only once its boot job is done,
+  // and the others' threads are made meanwhile.
+  for (int i = 1; i < g_started; ++i) {
+    int core = i + 1 < g_started ? i + 1 : 1;
+    if (core == 1) {
+      auto done = [] { return g_cores[1].job.load(std::memory_order_acquire) == nullptr; };
+      while (!done()) Nap(done);
+    }
     uintptr_t top = g_cores[core].stack;  // prepared by StartAll
     pthread_attr_t attr;
     pthread_attr_init(&attr);
