@@ -1,5 +1,6 @@
 #include "loop.h"
 
+#include <cstddef>
 #include <new>
 
 #include "context.h"
@@ -96,6 +97,8 @@ void Loop::Activate(Context* context, bool local) {
     PushRemote(node);
   }
 }
+
+void Loop::Activate(Node* lent) { remote_.Push(lent); }
 
 // ---- shared work (work stealing) ----
 
@@ -440,7 +443,6 @@ struct StackStart {
 
 void Loop::StackEntry(void* p) {
   StackStart start = *static_cast<StackStart*>(p);
-  delete static_cast<StackStart*>(p);
   start.loop->ReleaseAbandoned();
   start.entry(start.arg);
   Panic("event: a context started by SpawnOnStack returned");
@@ -448,10 +450,22 @@ void Loop::StackEntry(void* p) {
 
 void SpawnOnStack(uintptr_t stack_top, void (*entry)(void*), void* arg) {
   Loop* loop = ThisLoop();
-  auto* c = new Context;
-  c->core = loop->core();
-  c->sp = PrepareContext(stack_top, Loop::StackEntry, new StackStart{loop, entry, arg});
-  loop->Activate(c, true);
+  // The context, its activation and its start at the top of its own stack,
+  // which lives as long as the context: nothing is allocated, and nothing
+  // freed when it starts (the boot's only heap frees before main were these).
+  struct Top {
+    Context context;
+    Node activation;
+    StackStart start;
+  };
+  uintptr_t at = (stack_top - sizeof(Top)) & ~uintptr_t{alignof(std::max_align_t) - 1};
+  auto* top = new (reinterpret_cast<void*>(at)) Top{};
+  top->context.core = loop->core();
+  top->start = {loop, entry, arg};
+  top->context.sp = PrepareContext(at, Loop::StackEntry, &top->start);
+  top->activation.activate = &top->context;
+  top->activation.lent = true;
+  loop->Activate(&top->activation);
 }
 
 // ---- the public API ----

@@ -72,6 +72,7 @@ class Loop {
   void SpawnLocal(Task task);
   void PushRemote(Node* node);  // from any core
   void Activate(Context* context, bool local);
+  void Activate(Node* lent);  // a lent node whose `activate` is set, from this core
 
   // Shared work (SpawnShared): queued here, taken by this core or by an idle
   // core of the same steal group. Take is callable from any core.
