@@ -95,14 +95,18 @@ struct StepTime {
   const char* name;
   uint64_t tsc;
 };
-StepTime g_steps[16];
+constexpr int kMaxSteps = 16;
+StepTime g_steps[kMaxSteps];
 int g_num_steps = 0;
+// No branch: under an emulator a branch ends a translated block, and a
+// mark is inlined at every step of the boot (13 of them; more would wrap).
 void Mark(const char* name) {
-  if (g_num_steps < 16) g_steps[g_num_steps++] = {name, x86::Rdtsc()};
+  g_steps[g_num_steps & (kMaxSteps - 1)] = {name, x86::Rdtsc()};
+  ++g_num_steps;
 }
 void LogStepTimes() {
   uint64_t prev = tsc::EntryTsc();
-  for (int i = 0; i < g_num_steps; ++i) {
+  for (int i = 0; i < g_num_steps && i < kMaxSteps; ++i) {
     LOG_DEBUG("boot: %-12s %6llu us", g_steps[i].name,
               (unsigned long long)(tsc::TicksToNs(g_steps[i].tsc - prev) / 1000));
     prev = g_steps[i].tsc;
