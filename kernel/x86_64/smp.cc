@@ -69,10 +69,15 @@ int g_clone_target = -1;  // core the next clone() goes to (boot core only)
 // after that halts for good; the compare-and-swap on `state` decides each
 // race between a late answer and the close). A processor that did not come
 // leaves a gap in the numbers, which Collect closes by moving the cores
-// after it down (Core::move_to), so that core numbers stay dense. (A chain,
-// each processor starting the next once set up, so that fewer run at once
-// on an emulator's host, was tried: it was no faster with 4 cores on 2
-// host processors and slower with 8.)
+// after it down (Core::move_to), so that core numbers stay dense. Every
+// processor gets its INIT from the boot core, but only the first its SIPI:
+// once set up, it sends the others theirs, all at once. Under an emulator
+// each block of the start-up code is translated the first time any core
+// runs it; processors starting together each translated all of it, taking
+// the host's processors from the boot core. (A chain, each processor
+// starting the next once set up, was tried: it was no faster with 4 cores
+// on 2 host processors and slower with 8.) A processor the first one did
+// not start (it never answered) gets its SIPI from Collect after 1 ms.
 constexpr int kEmpty = -1, kArrived = -2, kRefused = -3;
 struct Slot {
   std::atomic<int> state{kEmpty};
@@ -81,7 +86,8 @@ constinit Slot g_slots[core::kMaxCores];
 uint32_t g_targets[core::kMaxCores];  // APIC ids of the processors started, MADT order
 int g_num_targets = 0;
 std::atomic<uint32_t> g_stray_apic_id{UINT32_MAX};  // a processor not in g_targets answered
-uint64_t g_sipi_tsc = 0;                            // when the SIPIs went out (before the TSC is calibrated)
+uint64_t g_sipi_tsc = 0;                            // when the first SIPI went out (before the TSC is calibrated)
+std::atomic<bool> g_others_started{false};          // core 1 sent the others their SIPI (ApEntry)
 uint64_t g_stacks[core::kMaxCores];
 
 template <typename T>
@@ -136,6 +142,7 @@ void Unprepare(int core) {
 }
 
 void WakeBootCore();
+void Sipi(int index);
 
 [[noreturn]] void ApEntry(int core) {
   bool kernel_core = core < core::KernelCores();
@@ -151,6 +158,9 @@ void WakeBootCore();
   if (!kernel_core) lapic::DisableTimer();
   c.set_up.store(true, std::memory_order_release);
   WakeBootCore();
+  if (core == 1 && !g_others_started.exchange(true, std::memory_order_relaxed)) {
+    for (int i = 1; i < g_num_targets; ++i) Sipi(i);
+  }
   // Halted until Clone hands this core its thread and wakes it with one
   // kWakeVector IPI: spinning would take the machine (or, emulated, the
   // host's processors) from the boot core for the rest of its boot. STI's
@@ -312,7 +322,9 @@ void StartAll(const uint32_t* apic_ids, int n) {
     for (uint64_t start = x86::Rdtsc(); x86::Rdtsc() - start < 50000000;) x86::Pause();
   }
   g_deaf = int(BootArgNumber("fox.smp_deaf", 0)) - 1;
-  for (int i = 0; i < n; ++i) Sipi(i);
+  // The first processor alone; it starts the others once it is set up
+  // (ApEntry), and they find its start-up code translated.
+  if (n > 0) Sipi(0);
   g_sipi_tsc = x86::Rdtsc();
 }
 
