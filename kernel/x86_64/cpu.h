@@ -83,10 +83,14 @@ inline void InvalidatePage(uintptr_t va) { asm volatile("invlpg (%0)" ::"r"(va) 
 
 inline void DisableInterrupts() { asm volatile("cli" ::: "memory"); }
 inline void EnableInterrupts() { asm volatile("sti" ::: "memory"); }
-inline bool InterruptsEnabled() {
+// Masks interrupts; returns whether they were on (for RestoreInterrupts).
+inline bool SaveAndDisableInterrupts() {
   uint64_t flags;
-  asm volatile("pushfq; popq %0" : "=r"(flags)::"memory");
+  asm volatile("pushfq; popq %0; cli" : "=r"(flags)::"memory");
   return (flags >> 9) & 1;
+}
+inline void RestoreInterrupts(bool enabled) {
+  if (enabled) EnableInterrupts();
 }
 inline void Halt() { asm volatile("hlt" ::: "memory"); }
 inline void Pause() { asm volatile("pause"); }

@@ -145,15 +145,9 @@ bool Wake(int core) {
 
 bool HasTimerInterrupt() { return percpu::Current()->kernel_core; }
 
-bool DisableInterrupts() {
-  uint64_t flags;
-  asm volatile("pushfq; popq %0; cli" : "=r"(flags)::"memory");
-  return flags & (1 << 9);
-}
+bool DisableInterrupts() { return x86::SaveAndDisableInterrupts(); }
 
-void RestoreInterrupts(bool enabled) {
-  if (enabled) x86::EnableInterrupts();
-}
+void RestoreInterrupts(bool enabled) { x86::RestoreInterrupts(enabled); }
 
 uintptr_t AllocStack(size_t bytes) {
   return memory::AllocStack(bytes, "the guard page below an event stack (stack overflow)");

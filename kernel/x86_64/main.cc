@@ -98,10 +98,11 @@ struct StepTime {
 constexpr int kMaxSteps = 16;
 StepTime g_steps[kMaxSteps];
 int g_num_steps = 0;
-// No branch: under an emulator a branch ends a translated block, and a
-// mark is inlined at every step of the boot (13 of them; more would wrap).
+// No branch (a conditional move): under an emulator a branch ends a
+// translated block, and a mark is inlined at every step of the boot (13 of
+// them; more than kMaxSteps would all land in the last slot).
 void Mark(const char* name) {
-  g_steps[g_num_steps & (kMaxSteps - 1)] = {name, x86::Rdtsc()};
+  g_steps[g_num_steps < kMaxSteps ? g_num_steps : kMaxSteps - 1] = {name, x86::Rdtsc()};
   ++g_num_steps;
 }
 void LogStepTimes() {

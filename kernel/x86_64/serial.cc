@@ -41,15 +41,14 @@ void PutByte(char c) {
 
 void console::Write(const char* data, size_t n) {
   if (!g_present) return;
-  uint64_t flags;
-  asm volatile("pushfq; popq %0; cli" : "=r"(flags)::"memory");
+  bool enabled = x86::SaveAndDisableInterrupts();
   while (g_lock.exchange(true, std::memory_order_acquire)) x86::Pause();
   for (size_t i = 0; i < n; ++i) {
     if (data[i] == '\n') PutByte('\r');
     PutByte(data[i]);
   }
   g_lock.store(false, std::memory_order_release);
-  if (flags & (1 << 9)) x86::EnableInterrupts();
+  x86::RestoreInterrupts(enabled);
 }
 
 }  // namespace fox

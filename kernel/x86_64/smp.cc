@@ -226,8 +226,7 @@ std::atomic<bool> g_boot_waiting{false};
 
 template <typename Done>
 void Nap(Done done) {
-  bool enabled = x86::InterruptsEnabled();
-  x86::DisableInterrupts();  // a wake-up taken before the HLT would leave it waiting
+  bool enabled = x86::SaveAndDisableInterrupts();  // a wake-up taken before the HLT would leave it waiting
   g_boot_waiting.store(true, std::memory_order_seq_cst);
   if (!done()) {
     lapic::ArmTimer(x86::Rdtsc() + tsc::NsToTicks(kNapNs));
@@ -235,7 +234,7 @@ void Nap(Done done) {
     lapic::ArmTimer(0);
   }
   g_boot_waiting.store(false, std::memory_order_relaxed);
-  if (enabled) x86::EnableInterrupts();
+  x86::RestoreInterrupts(enabled);
 }
 
 // A starting core, once it has set itself up (its local APIC is) and after
@@ -429,26 +428,31 @@ bool StartBootJob(void (*job)()) {
   return true;
 }
 
+namespace {
+// Core `core`'s C library thread (its clone() goes to the waiting core).
+void CreateThread(int core) {
+  uintptr_t top = g_cores[core].stack;  // prepared by StartAll
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstack(&attr, reinterpret_cast<void*>(top - kThreadStackBytes), kThreadStackBytes);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  g_clone_target = core;
+  int err = pthread_create(&thread, &attr, CoreThread, reinterpret_cast<void*>(intptr_t(core)));
+  g_clone_target = -1;
+  pthread_attr_destroy(&attr);
+  if (err != 0) Panic("smp: pthread_create for core %d failed: %d", core, err);
+}
+}  // namespace
+
 void AttachThreads() {
+  for (int core = 2; core < g_started; ++core) CreateThread(core);
   // Core 1 last: it halts for its thread only once its boot job is done,
-  // and the others' threads are made meanwhile.
-  for (int i = 1; i < g_started; ++i) {
-    int core = i + 1 < g_started ? i + 1 : 1;
-    if (core == 1) {
-      auto done = [] { return g_cores[1].job.load(std::memory_order_acquire) == nullptr; };
-      while (!done()) Nap(done);
-    }
-    uintptr_t top = g_cores[core].stack;  // prepared by StartAll
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstack(&attr, reinterpret_cast<void*>(top - kThreadStackBytes), kThreadStackBytes);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t thread;
-    g_clone_target = core;
-    int err = pthread_create(&thread, &attr, CoreThread, reinterpret_cast<void*>(intptr_t(core)));
-    g_clone_target = -1;
-    pthread_attr_destroy(&attr);
-    if (err != 0) Panic("smp: pthread_create for core %d failed: %d", core, err);
+  // which it finishes while the others' threads are made.
+  if (g_started > 1) {
+    auto done = [] { return g_cores[1].job.load(std::memory_order_acquire) == nullptr; };
+    while (!done()) Nap(done);
+    CreateThread(1);
   }
 }
 

@@ -86,8 +86,8 @@ void PageAllocator::MakeReady(size_t first, size_t pages) {
   for (size_t c = first >> kChunkShift; c <= (first + pages - 1) >> kChunkShift; c++) {
     if (Ready(c)) continue;
     size_t n = PagesOf(c);
-    memset(Record(c), kNotHead, n);
-    memset(Record(c) + n, 0, n);
+    memset(Record(c), 0, n);             // tags
+    memset(Record(c) + n, kNotHead, n);  // states
     // Tag reads the bit without the lock: the bytes before the bit.
     __atomic_fetch_or(&ready_[c / 64], uint64_t{1} << (c % 64), __ATOMIC_RELEASE);
   }

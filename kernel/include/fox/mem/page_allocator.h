@@ -121,8 +121,9 @@ class PageAllocator {
   static constexpr size_t kChunkShift = 9;         // pages per lazily set-up chunk: 512
   static constexpr size_t kChunkPages = size_t{1} << kChunkShift;
 
-  // The metadata of chunk c is one record (kRecordBytes): its pages' state
-  // bytes, their tag bytes, then their free-list links. Setting up a chunk
+  // The metadata of chunk c is one record (kRecordBytes): its pages' tag
+  // bytes (first, at an offset that does not depend on the chunk: Tag is on
+  // every heap free), their state bytes, then their free-list links. Setting up a chunk
   // and heading a block in it write one record, one or two pages: under a
   // hypervisor each first write to a page of the guest's memory is a fault
   // on the host (4-9 us each here under QEMU), and with one array per kind
@@ -140,10 +141,10 @@ class PageAllocator {
   static constexpr size_t LinksOffset(size_t pages) { return (2 * pages + alignof(Links) - 1) & ~(alignof(Links) - 1); }
   size_t PagesOf(size_t chunk) const { return std::min(kChunkPages, span_pages_ - (chunk << kChunkShift)); }
   uint8_t* Record(size_t chunk) const { return records_ + chunk * kRecordBytes; }
-  uint8_t& State(size_t index) const REQUIRES(lock_) { return Record(index >> kChunkShift)[index & (kChunkPages - 1)]; }
-  uint8_t* TagByte(size_t index) const {
+  uint8_t* TagByte(size_t index) const { return Record(index >> kChunkShift) + (index & (kChunkPages - 1)); }
+  uint8_t& State(size_t index) const REQUIRES(lock_) {
     size_t chunk = index >> kChunkShift;
-    return Record(chunk) + PagesOf(chunk) + (index & (kChunkPages - 1));
+    return Record(chunk)[PagesOf(chunk) + (index & (kChunkPages - 1))];
   }
   // Meaningful for free block heads only; never read for other pages.
   Links& LinksOf(size_t index) const REQUIRES(lock_) {
