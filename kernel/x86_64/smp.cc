@@ -76,8 +76,9 @@ int g_clone_target = -1;  // core the next clone() goes to (boot core only)
 // runs it; processors starting together each translated all of it, taking
 // the host's processors from the boot core. (A chain, each processor
 // starting the next once set up, was tried: it was no faster with 4 cores
-// on 2 host processors and slower with 8.) A processor the first one did
-// not start (it never answered) gets its SIPI from Collect after 1 ms.
+// on 2 host processors and slower with 8.) A processor that has not
+// answered 1 ms after its SIPI gets a second one, from Collect; if that is
+// the first processor, Collect sends the others theirs too.
 constexpr int kEmpty = -1, kArrived = -2, kRefused = -3;
 struct Slot {
   std::atomic<int> state{kEmpty};
@@ -86,8 +87,10 @@ constinit Slot g_slots[core::kMaxCores];
 uint32_t g_targets[core::kMaxCores];  // APIC ids of the processors started, MADT order
 int g_num_targets = 0;
 std::atomic<uint32_t> g_stray_apic_id{UINT32_MAX};  // a processor not in g_targets answered
-uint64_t g_sipi_tsc = 0;                            // when the first SIPI went out (before the TSC is calibrated)
-std::atomic<bool> g_others_started{false};          // core 1 sent the others their SIPI (ApEntry)
+std::atomic<bool> g_others_started{false};          // the processors after the first were sent their SIPI
+// When each processor was sent its SIPI (TSC: it is not calibrated yet); 0
+// before. Its second SIPI is due kSecondSipiNs after its first.
+constinit std::atomic<uint64_t> g_sipi_tsc[core::kMaxCores]{};
 uint64_t g_stacks[core::kMaxCores];
 
 template <typename T>
@@ -142,7 +145,7 @@ void Unprepare(int core) {
 }
 
 void WakeBootCore();
-void Sipi(int index);
+void StartOthers();
 
 [[noreturn]] void ApEntry(int core) {
   bool kernel_core = core < core::KernelCores();
@@ -158,9 +161,7 @@ void Sipi(int index);
   if (!kernel_core) lapic::DisableTimer();
   c.set_up.store(true, std::memory_order_release);
   WakeBootCore();
-  if (core == 1 && !g_others_started.exchange(true, std::memory_order_relaxed)) {
-    for (int i = 1; i < g_num_targets; ++i) Sipi(i);
-  }
+  if (core == 1) StartOthers();
   // Halted until Clone hands this core its thread and wakes it with one
   // kWakeVector IPI: spinning would take the machine (or, emulated, the
   // host's processors) from the boot core for the rest of its boot. STI's
@@ -247,17 +248,44 @@ void WakeBootCore() {
 int g_deaf = -1;  // fox.smp_deaf - 1: the target not sent its SIPI (tests)
 
 void Sipi(int index) {
+  g_sipi_tsc[index].store(x86::Rdtsc(), std::memory_order_relaxed);
   if (index != g_deaf) lapic::SendStartup(g_targets[index], uint8_t(kTrampoline >> 12));
+}
+
+// The SIPIs of the processors after the first, once: from the first
+// processor when it is set up, or from the boot core when the first did not
+// answer in time.
+void StartOthers() {
+  if (g_others_started.exchange(true, std::memory_order_relaxed)) return;
+  for (int i = 1; i < g_num_targets; ++i) Sipi(i);
 }
 
 bool Answered(int index) { return g_slots[index].state.load(std::memory_order_acquire) == kArrived; }
 
-// Waits until every processor has answered or `deadline` (NowNs); true if all did.
-bool AnswersBy(uint64_t deadline) {
+uint64_t SipiNs(int index) { return tsc::TicksToNs(g_sipi_tsc[index].load(std::memory_order_relaxed) - tsc::EntryTsc()); }
+
+// Waits until every processor has answered, for up to kAnswerTimeoutNs from
+// the first SIPI; true if all did. A processor that has not answered
+// kSecondSipiNs after its SIPI gets a second one (one that is already running
+// the trampoline ignores it: a SIPI only starts a processor waiting for one);
+// if that is the first processor, the boot core also sends the others theirs.
+// The others' time counts from their own SIPI, which the first processor
+// sends only once it is set up (about 1 ms under an emulator).
+bool AwaitAnswers() {
+  uint64_t give_up = SipiNs(0) + kAnswerTimeoutNs;
+  bool again[core::kMaxCores] = {};
   for (int next = 0;;) {
     while (next < g_num_targets && Answered(next)) ++next;
     if (next == g_num_targets) return true;
-    if (fox::clock::NowNs() >= deadline) return false;
+    uint64_t now = fox::clock::NowNs();
+    if (now >= give_up) return false;
+    for (int i = next; i < g_num_targets; ++i) {
+      if (again[i] || Answered(i) || g_sipi_tsc[i].load(std::memory_order_relaxed) == 0) continue;
+      if (now < SipiNs(i) + kSecondSipiNs) continue;
+      if (i == 0) StartOthers();
+      if (i != g_deaf) lapic::SendStartup(g_targets[i], uint8_t(kTrampoline >> 12));
+      again[i] = true;
+    }
     Nap([&] { return Answered(next); });
   }
 }
@@ -324,30 +352,20 @@ void StartAll(const uint32_t* apic_ids, int n) {
   // The first processor alone; it starts the others once it is set up
   // (ApEntry), and they find its start-up code translated.
   if (n > 0) Sipi(0);
-  g_sipi_tsc = x86::Rdtsc();
 }
 
 // Core numbers 1.. for the processors that answered, in MADT order; returns
 // how many cores are online, the boot core included.
 int Collect() {
   int n = g_num_targets;
-  uint64_t sipi_ns = tsc::TicksToNs(g_sipi_tsc - tsc::EntryTsc());  // NowNs's scale
-  if (!AnswersBy(sipi_ns + kSecondSipiNs)) {
-    // The second SIPI, to the processors that have not answered yet. One
-    // that is already running the trampoline ignores it (a SIPI only starts
-    // a processor waiting for one).
+  uint64_t sipi_ns = SipiNs(0);  // NowNs's scale
+  if (!AwaitAnswers()) {
+    // Close the slots nobody took; from here on the slot states change only here.
     for (int i = 0; i < n; ++i) {
-      if (!Answered(i)) Sipi(i);
-    }
-    if (!AnswersBy(sipi_ns + kAnswerTimeoutNs)) {
-      // Close the slots nobody took; from here on the slot states change only here.
-      for (int i = 0; i < n; ++i) {
-        int expected = kEmpty;
-        if (g_slots[i].state.compare_exchange_strong(expected, kRefused, std::memory_order_acq_rel)) {
-          LOG_ERROR(
-              "smp: processor with APIC id %u did not answer INIT-SIPI-SIPI within %llu ms; continuing without it",
-              g_targets[i], (unsigned long long)(kAnswerTimeoutNs / 1000000));
-        }
+      int expected = kEmpty;
+      if (g_slots[i].state.compare_exchange_strong(expected, kRefused, std::memory_order_acq_rel)) {
+        LOG_ERROR("smp: processor with APIC id %u did not answer INIT-SIPI-SIPI within %llu ms; continuing without it",
+                  g_targets[i], (unsigned long long)(kAnswerTimeoutNs / 1000000));
       }
     }
   }

@@ -194,6 +194,11 @@ fox_vm_test(cores_deaf_processor IMAGE vmtest SMP 4 ARGS "fox.kcores=2 fox.smp_d
   EXPECT "smp: processor with APIC id 2 did not answer INIT-SIPI-SIPI within 1000 ms; continuing without it"
          "4 cores \\(3 online, 2 kernel\\)" "core 1 here \\(kernel, APIC id 1\\)"
          "core 2 here \\(application, APIC id 3\\)" "vmtest cores: PASS")
+# The first processor, which starts the others once it is set up, deaf: the
+# boot core sends the others their SIPI 1 ms after the first one's.
+fox_vm_test(cores_deaf_first IMAGE vmtest SMP 4 ARGS "fox.smp_deaf=1 -- cores 3 1" EXIT 0
+  EXPECT "smp: processor with APIC id 1 did not answer" "4 cores \\(3 online, 1 kernel\\)"
+         "core 1 here \\(application, APIC id 2\\)" "core 2 here \\(application, APIC id 3\\)" "vmtest cores: PASS")
 fox_vm_test(cores_deaf_last IMAGE vmtest SMP 4 ARGS "fox.smp_deaf=3 -- cores 3 1" EXIT 0
   EXPECT "smp: processor with APIC id 3 did not answer" "4 cores \\(3 online, 1 kernel\\)"
          "core 2 here \\(application, APIC id 2\\)" "vmtest cores: PASS")
