@@ -262,7 +262,9 @@ void StartOthers() {
 
 bool Answered(int index) { return g_slots[index].state.load(std::memory_order_acquire) == kArrived; }
 
-uint64_t SipiNs(int index) { return tsc::TicksToNs(g_sipi_tsc[index].load(std::memory_order_relaxed) - tsc::EntryTsc()); }
+uint64_t SipiNs(int index) {
+  return tsc::TicksToNs(g_sipi_tsc[index].load(std::memory_order_relaxed) - tsc::EntryTsc());
+}
 
 // Waits until every processor has answered, for up to kAnswerTimeoutNs from
 // the first SIPI; true if all did. A processor that has not answered
