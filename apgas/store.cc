@@ -13,7 +13,7 @@
 namespace fox::apgas {
 namespace {
 
-const std::string kPrefix = "apgas.store/";
+constexpr char kPrefix[] = "apgas.store/";
 
 std::string Checked(std::string key) {
   if (key.size() > ebb::kDhtMaxKey) {

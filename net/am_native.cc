@@ -67,10 +67,10 @@ struct State {
   IrqSpinLock arp_lock;
   ArpEntry arp[kArpSlots];               // open addressing by IPv4 address; never removed
   uint16_t ip_id = 0;                    // under the transport lock (transmit)
-  uint8_t tx[kEth + kIp + kUdp + 1500];  // under the transport lock
+  uint8_t tx[kEth + kIp + kUdp + 1500]{};  // under the transport lock
   std::atomic<uint64_t> rx_not_am{0}, arp_requests{0}, arp_misses{0}, arp_replies{0}, arp_learned{0};
 };
-State s;
+constinit State s;
 
 void Bump(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
 
