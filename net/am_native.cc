@@ -65,8 +65,8 @@ struct State {
   uint32_t ip = 0, netmask = 0, gateway = 0;
   uint16_t port = 0;
   IrqSpinLock arp_lock;
-  ArpEntry arp[kArpSlots];               // open addressing by IPv4 address; never removed
-  uint16_t ip_id = 0;                    // under the transport lock (transmit)
+  ArpEntry arp[kArpSlots];                 // open addressing by IPv4 address; never removed
+  uint16_t ip_id = 0;                      // under the transport lock (transmit)
   uint8_t tx[kEth + kIp + kUdp + 1500]{};  // under the transport lock
   std::atomic<uint64_t> rx_not_am{0}, arp_requests{0}, arp_misses{0}, arp_replies{0}, arp_learned{0};
 };
