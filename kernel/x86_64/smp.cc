@@ -247,9 +247,14 @@ void WakeBootCore() {
 
 int g_deaf = -1;  // fox.smp_deaf - 1: the target not sent its SIPI (tests)
 
+void SendSipi(int index) {
+  if (index != g_deaf) lapic::SendStartup(g_targets[index], uint8_t(kTrampoline >> 12));
+}
+
+// A processor's first SIPI.
 void Sipi(int index) {
   g_sipi_tsc[index].store(x86::Rdtsc(), std::memory_order_relaxed);
-  if (index != g_deaf) lapic::SendStartup(g_targets[index], uint8_t(kTrampoline >> 12));
+  SendSipi(index);
 }
 
 // The SIPIs of the processors after the first, once: from the first
@@ -285,7 +290,7 @@ bool AwaitAnswers() {
       if (again[i] || Answered(i) || g_sipi_tsc[i].load(std::memory_order_relaxed) == 0) continue;
       if (now < SipiNs(i) + kSecondSipiNs) continue;
       if (i == 0) StartOthers();
-      if (i != g_deaf) lapic::SendStartup(g_targets[i], uint8_t(kTrampoline >> 12));
+      SendSipi(i);
       again[i] = true;
     }
     Nap([&] { return Answered(next); });
