@@ -14,8 +14,12 @@ counted are those from the image's entry point up to the first block of main,
 on every core (the other cores start, and translate their own start-up code,
 while the boot core goes on).
 
-Prints `blocks N`, `instructions N` and, with --top, the K functions with the
-most blocks (llvm-nm names them). Exit code 1 when --max-blocks is given and
+Prints `blocks N`, `instructions N`, `boot_core_blocks N` (those the boot
+core translated: QEMU's -d exec log names the processor that first ran each
+block, which is the one that translated it; with several cores these are the
+boot's critical path, where `blocks` also counts the other cores' start-up,
+interleaved differently from run to run) and, with --top, the K functions with
+the most blocks (llvm-nm names them). Exit code 1 when --max-blocks is given and
 exceeded (a guard against the boot path growing), 2 when the image did not boot
 or the log has no block at its entry or main.
 """
@@ -23,6 +27,7 @@ import argparse
 import bisect
 import collections
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -61,11 +66,26 @@ def blocks_of(log_text):
             blocks.append(current)
         elif current is not None and line.startswith("0x"):
             current.append(int(line.split(":", 1)[0], 16))
+        elif not line.startswith(" "):
+            current = None  # another kind of line (-d exec) ends the block's listing
     return [b for b in blocks if b]
 
 
+# -d exec: "Trace CPU: HOST [CS_BASE/PC/FLAGS/CFLAGS] SYMBOL", for each block run
+# from QEMU's execution loop (always its first run; later ones are chained).
+TRACE = re.compile(r"^Trace (\d+): \S+ \[[0-9a-f]+/([0-9a-f]+)/", re.M)
+
+
+def first_runner(log_text):
+    """{block address: index of the processor that ran it first}."""
+    runner = {}
+    for m in TRACE.finditer(log_text):
+        runner.setdefault(int(m.group(2), 16), int(m.group(1)))
+    return runner
+
+
 def count(image, smp=4, mem=1024, timeout=120):
-    """(blocks, instructions, blocks per function) from entry to main; raises
+    """(blocks, instructions, blocks per function, the boot core's blocks) from entry to main; raises
     RuntimeError when the image did not boot or the log lacks either end."""
     if not os.path.isfile(image):
         raise RuntimeError("%s: no such image (make builds it)" % image)
@@ -76,15 +96,16 @@ def count(image, smp=4, mem=1024, timeout=120):
     entry, main = entry_point(image), mains[0]
     with tempfile.TemporaryDirectory(prefix="fox-footprint-") as tmp:
         log = os.path.join(tmp, "in_asm.log")
-        cmd = qemu_run.qemu_command(image, "", smp, mem, "tcg", None, False) + ["-d", "in_asm", "-D", log]
+        cmd = qemu_run.qemu_command(image, "", smp, mem, "tcg", None, False) + ["-d", "in_asm,exec", "-D", log]
         r = qemu_run.run_qemu(cmd, timeout, echo=False)
         if r["status"] != 0:
             raise RuntimeError("%s did not boot: %s" % (image, r["reason"] or r["text"][-500:]))
         with open(log, errors="replace") as f:
-            blocks = blocks_of(f.read())
+            text = f.read()
+        blocks, runner = blocks_of(text), first_runner(text)
     addresses = [a for a, _ in symbols]
     per_function = collections.Counter()
-    n_blocks = n_insns = 0
+    n_blocks = n_insns = boot_core = 0
     started = reached = False
     for block in blocks:
         if block[0] == entry:
@@ -96,12 +117,13 @@ def count(image, smp=4, mem=1024, timeout=120):
             break
         n_blocks += 1
         n_insns += len(block)
+        boot_core += runner.get(block[0]) == 0
         i = bisect.bisect_right(addresses, block[0]) - 1
         per_function[symbols[i][1] if i >= 0 else "?"] += 1
     if not started or not reached:
         raise RuntimeError("no translated block at the %s (%#x)" % ("entry" if not started else "start of main",
                                                                       entry if not started else main))
-    return n_blocks, n_insns, per_function
+    return n_blocks, n_insns, per_function, boot_core
 
 
 def main():
@@ -113,12 +135,13 @@ def main():
     ap.add_argument("--top", type=int, default=0)
     args = ap.parse_args()
     try:
-        blocks, insns, per_function = count(args.image, args.smp, args.mem)
+        blocks, insns, per_function, boot_core = count(args.image, args.smp, args.mem)
     except (OSError, ValueError, RuntimeError, subprocess.CalledProcessError) as e:
         print("footprint: %s" % e, file=sys.stderr)
         return 2
     print("blocks %d" % blocks)
     print("instructions %d" % insns)
+    print("boot_core_blocks %d" % boot_core)
     if args.top:
         names = [n for n, _ in per_function.most_common(args.top)]
         shown = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True).stdout.split("\n")

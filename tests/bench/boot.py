@@ -11,6 +11,9 @@ and
   boot.translated_blocks_1core        blocks QEMU's TCG translates from entry to main (boot/footprint.py)
   boot.translated_blocks_4cores       the same with 4 cores (every core's blocks)
   boot.translated_instructions_4cores their instructions
+  boot.translated_blocks_4cores_boot_core those the boot core translated: its path to main, which
+                                      the other cores' blocks, interleaved differently in each run,
+                                      leave out
   boot.min_memory                     the smallest -m (MiB) with which hello still runs
 and, as the baseline measured in the same run (these hosts' speed varies by
 a third from one minute to the next), the minimal Linux guest
@@ -102,10 +105,11 @@ def main():
             if smp == BANNER_CORES:
                 print("boot.qemu_to_banner_%s %.3f s" % (accel, statistics.median(banner)), flush=True)
     for smp, name in ((1, "1core"), (4, "4cores")):
-        blocks, insns, _ = footprint.count(IMAGE, smp, 1024)
+        blocks, insns, _, boot_core = footprint.count(IMAGE, smp, 1024)
         print("boot.translated_blocks_%s %d blocks" % (name, blocks), flush=True)
         if smp == 4:
             print("boot.translated_instructions_%s %d instructions" % (name, insns), flush=True)
+            print("boot.translated_blocks_%s_boot_core %d blocks" % (name, boot_core), flush=True)
     accel = "kvm" if kvm_ok else "tcg"
     linux, fox = linux_beside_fox(4)
     print("boot.linux_entry_to_init_4cores_tcg %.1f ms" % linux, flush=True)
