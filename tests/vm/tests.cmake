@@ -76,6 +76,13 @@ fox_vm_test(hello_nic_untouched IMAGE hello NET user ARGS "-- world" EXIT 0 EXPE
 set(images "${FOX_NATIVE_DIR}/hello.elf ${FOX_NATIVE_DIR}/fox.elf")
 add_test(NAME image.no_stream_init COMMAND sh -c
          "nm ${images} > /dev/null && ! nm ${images} | grep -q _ZNSt8ios_base4InitC")
+# The platform's dynamic initialisers in a native image: ebb's loop hooks and
+# libstdc++'s emergency exception pool only (the platform's globals are
+# constant-initialised and never destroyed: CMakeLists.txt). A global with a
+# constructor or destructor in the platform adds code to every boot before
+# main; this prints it.
+add_test(NAME image.static_initializers COMMAND sh -c
+         "nm ${FOX_NATIVE_DIR}/hello.elf > /dev/null && ! nm ${FOX_NATIVE_DIR}/hello.elf | grep _GLOBAL__sub_I_ | grep -v -e _GLOBAL__sub_I_loop_hooks.cc -e _GLOBAL__sub_I_eh_alloc.cc")
 # The boot path's size as QEMU translates it (boot/footprint.py): under TCG the
 # boot's time is mostly translating each block the first time it runs, so a
 # boot path that grows shows here before the noisy timings (make bench B=boot)
