@@ -99,7 +99,7 @@ constexpr int kMaxSteps = 16;
 StepTime g_steps[kMaxSteps];
 int g_num_steps = 0;
 // No branch (a conditional move): under an emulator a branch ends a
-// translated block, and a mark is inlined at every step of the boot (13 of
+// translated block, and a mark is inlined at every step of the boot (12 of
 // them; more than kMaxSteps would all land in the last slot).
 void Mark(const char* name) {
   g_steps[g_num_steps < kMaxSteps ? g_num_steps : kMaxSteps - 1] = {name, x86::Rdtsc()};

@@ -267,9 +267,8 @@ void StartOthers() {
 
 bool Answered(int index) { return g_slots[index].state.load(std::memory_order_acquire) == kArrived; }
 
-uint64_t SipiNs(int index) {
-  return tsc::TicksToNs(g_sipi_tsc[index].load(std::memory_order_relaxed) - tsc::EntryTsc());
-}
+// A TSC reading taken before the TSC was calibrated, on NowNs's scale.
+uint64_t AtNs(uint64_t tsc) { return tsc::TicksToNs(tsc - tsc::EntryTsc()); }
 
 // Waits until every processor has answered, for up to kAnswerTimeoutNs from
 // the first SIPI; true if all did. A processor that has not answered
@@ -279,7 +278,7 @@ uint64_t SipiNs(int index) {
 // The others' time counts from their own SIPI, which the first processor
 // sends only once it is set up (about 1 ms under an emulator).
 bool AwaitAnswers() {
-  uint64_t give_up = SipiNs(0) + kAnswerTimeoutNs;
+  uint64_t give_up = AtNs(g_sipi_tsc[0].load(std::memory_order_relaxed)) + kAnswerTimeoutNs;
   bool again[core::kMaxCores] = {};
   for (int next = 0;;) {
     while (next < g_num_targets && Answered(next)) ++next;
@@ -287,8 +286,8 @@ bool AwaitAnswers() {
     uint64_t now = fox::clock::NowNs();
     if (now >= give_up) return false;
     for (int i = next; i < g_num_targets; ++i) {
-      if (again[i] || Answered(i) || g_sipi_tsc[i].load(std::memory_order_relaxed) == 0) continue;
-      if (now < SipiNs(i) + kSecondSipiNs) continue;
+      uint64_t sent = g_sipi_tsc[i].load(std::memory_order_relaxed);
+      if (again[i] || Answered(i) || sent == 0 || now < AtNs(sent) + kSecondSipiNs) continue;
       if (i == 0) StartOthers();
       SendSipi(i);
       again[i] = true;
@@ -365,7 +364,7 @@ void StartAll(const uint32_t* apic_ids, int n) {
 // how many cores are online, the boot core included.
 int Collect() {
   int n = g_num_targets;
-  uint64_t sipi_ns = SipiNs(0);  // NowNs's scale
+  uint64_t sipi_ns = AtNs(g_sipi_tsc[0].load(std::memory_order_relaxed));
   if (!AwaitAnswers()) {
     // Close the slots nobody took; from here on the slot states change only here.
     for (int i = 0; i < n; ++i) {

@@ -49,8 +49,8 @@ TEST(Format, MatchesLibc) {
 }
 
 // Random specifications (flags, width, precision, length, conversion) with
-// random values, against the C library: the formatter is table-driven, and a
-// wrong entry shows here for some combination the cases above miss.
+// random values, against the C library: a mistake in one combination of
+// flags, width, precision and length shows here where the cases above miss it.
 TEST(Format, RandomSpecificationsMatchLibc) {
   uint64_t seed = 0x9E3779B97F4A7C15ull;
   auto next = [&seed] {
