@@ -6,6 +6,11 @@ Prints, for each accelerator that works here (KVM, TCG), for hello with
   boot.entry_to_main_1core_<accel>    guest time from the first instruction to main (TSC), ms, 1 core
   boot.entry_to_main_4cores_<accel>   the same with 4 cores
   boot.entry_to_main_8cores_<accel>   the same with 8 cores
+  boot.entry_to_main_<n>_<accel>_min  the fastest of those boots: the host's noise only ever adds
+                                      time, so this is the closest to what the boot itself costs
+  boot.host_steal_<n>_<accel>         the share of this machine's processor time its own host took
+                                      away (/proc/stat's steal) while those boots ran, %: when it is
+                                      high the medians measure the host more than fox
   boot.qemu_to_banner_<accel>         wall time from starting QEMU to the boot banner, s (4 cores)
 and
   boot.translated_blocks_1core        blocks QEMU's TCG translates from entry to main (boot/footprint.py)
@@ -85,6 +90,25 @@ def linux_beside_fox(smp):
     return statistics.median(linux), statistics.median(fox)
 
 
+def cpu_times():
+    """This machine's processor time so far (/proc/stat), or None off Linux."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    # user nice system idle iowait irq softirq steal
+    return [int(x) for x in fields[1:9]] if fields and fields[0] == "cpu" and len(fields) >= 9 else None
+
+
+def steal_percent(before, after):
+    """The share of processor time stolen by the host between two cpu_times(), %; None if unknown."""
+    if before is None or after is None:
+        return None
+    total = sum(after) - sum(before)
+    return 100.0 * (after[7] - before[7]) / total if total > 0 else None
+
+
 def main():
     if not os.path.exists(IMAGE):
         sys.exit("bench boot: %s missing; run make first" % IMAGE)
@@ -95,11 +119,16 @@ def main():
             continue
         for smp, name in CORES:
             guest, banner = [], []
+            before = cpu_times()
             for _ in range(RUNS):
                 ms, at = entry_to_main_ms(accel, smp)
                 guest.append(ms)
                 banner.append(at)
+            steal = steal_percent(before, cpu_times())
             print("boot.entry_to_main_%s_%s %.2f ms" % (name, accel, statistics.median(guest)), flush=True)
+            print("boot.entry_to_main_%s_%s_min %.2f ms" % (name, accel, min(guest)), flush=True)
+            if steal is not None:
+                print("boot.host_steal_%s_%s %.0f %%" % (name, accel, steal), flush=True)
             if accel == "tcg":  # the issue's names: under TCG, where every host can run it
                 print("boot.entry_to_main_%s %.2f ms" % (name, statistics.median(guest)), flush=True)
             if smp == BANNER_CORES:
