@@ -25,6 +25,7 @@ void ParseMadt();
 
 bool Checksum(const void* p, size_t n) {
   uint8_t sum = 0;
+#pragma clang loop unroll(disable) vectorize(disable)
   for (size_t i = 0; i < n; ++i) sum += static_cast<const uint8_t*>(p)[i];
   return sum == 0;
 }

@@ -55,6 +55,7 @@ Result<void> Split(uint64_t* entry, uint64_t page_size) {
   uint64_t base = *entry & kAddrMask & ~(page_size - 1);
   uint64_t flags = *entry & ~kAddrMask & ~kLarge;
   uint64_t sub = page_size / 512;
+#pragma clang loop unroll(disable) vectorize(disable)
   for (int i = 0; i < 512; ++i) table[i] = (base + i * sub) | flags | (sub == k4KiB ? 0 : kLarge);
   *entry = reinterpret_cast<uint64_t>(table) | kPresent | kWritable;
   return Ok();
@@ -95,6 +96,7 @@ Result<void> Init(uint64_t top, TableAllocator alloc) {
     }
     uint64_t* pd = NewTable();
     if (pd == nullptr) return Error::kNoMemory;
+#pragma clang loop unroll(disable) vectorize(disable)
     for (int i = 0; i < 512; ++i) pd[i] = (base + i * k2MiB) | kPresent | kWritable | kLarge;
     pdpt[gib] = reinterpret_cast<uint64_t>(pd) | kPresent | kWritable;
   }
@@ -310,9 +312,11 @@ Result<uint64_t> NewCoreRoot() {
     // The shared top-level entries do not change after Init; the lock only
     // documents that the copy reads the shared tables.
     SpinGuard guard(g_tables_lock);
+#pragma clang loop unroll(disable) vectorize(disable)
     for (int i = 0; i < 512; ++i) pml4[i] = g_pml4[i];
   }
   if (pml4[kWindowPml4] & kPresent) Panic("paging: the per-core window's PML4 entry is in use");
+#pragma clang loop unroll(disable) vectorize(disable)
   for (int i = 0; i < 512; ++i) pt[i] = ZeroPte();
   pd[kWindowPd] = reinterpret_cast<uint64_t>(pt) | kPresent | kWritable;
   pdpt[kWindowPdpt] = reinterpret_cast<uint64_t>(pd) | kPresent | kWritable;
