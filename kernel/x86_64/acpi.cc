@@ -23,6 +23,8 @@ Rsdp g_rsdp;
 bool g_have_rsdp = false;
 void ParseMadt();
 
+// A plain loop: it runs a few times at boot, where under an emulator its
+// unrolled form cost more to translate (190 instructions) than to run.
 bool Checksum(const void* p, size_t n) {
   uint8_t sum = 0;
 #pragma clang loop unroll(disable) vectorize(disable)
