@@ -2,7 +2,7 @@
 """How much code a fox image runs from its first instruction to main, as QEMU's
 TCG translates it.
 
-    footprint.py IMAGE [--smp 4] [--mem 1024] [--max-blocks N] [--top K]
+    footprint.py IMAGE [--smp 4] [--mem 1024] [--max-blocks N] [--max-instructions N] [--top K]
 
 Under TCG a boot's time is mostly QEMU translating each basic block the first
 time any core runs it (measured here with a synthetic guest of N blocks of K
@@ -21,9 +21,10 @@ core translated: QEMU's -d exec log names the processor that first ran each
 block, which is the one that translated it; with several cores these are the
 boot's critical path, where `blocks` also counts the other cores' start-up,
 interleaved differently from run to run) and, with --top, the K functions with
-the most blocks (llvm-nm names them). Exit code 1 when --max-blocks is given and
-exceeded (a guard against the boot path growing), 2 when the image did not boot
-or the log has no block at its entry or main.
+the most blocks (llvm-nm names them). Exit code 1 when --max-blocks or
+--max-instructions is given and exceeded (a guard against the boot path
+growing), 2 when the image did not boot or the log has no block at its entry or
+main.
 """
 import argparse
 import bisect
@@ -134,6 +135,7 @@ def main():
     ap.add_argument("--smp", type=int, default=4)
     ap.add_argument("--mem", type=int, default=1024)
     ap.add_argument("--max-blocks", type=int)
+    ap.add_argument("--max-instructions", type=int)
     ap.add_argument("--top", type=int, default=0)
     args = ap.parse_args()
     try:
@@ -149,11 +151,12 @@ def main():
         shown = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True).stdout.split("\n")
         for name, readable in zip(names, shown):
             print("%6d  %s" % (per_function[name], readable or name))
-    if args.max_blocks is not None and blocks > args.max_blocks:
-        print("footprint: %d blocks from entry to main, more than the %d allowed" % (blocks, args.max_blocks),
-              file=sys.stderr)
-        return 1
-    return 0
+    over = False
+    for what, n, limit in (("blocks", blocks, args.max_blocks), ("instructions", insns, args.max_instructions)):
+        if limit is not None and n > limit:
+            print("footprint: %d %s from entry to main, more than the %d allowed" % (n, what, limit), file=sys.stderr)
+            over = True
+    return 1 if over else 0
 
 
 if __name__ == "__main__":
