@@ -1,6 +1,7 @@
 #include "paging.h"
 
 #include <atomic>
+#include <cstring>
 
 #include "cpu.h"
 #include "fox/core.h"
@@ -52,7 +53,7 @@ uint64_t* Next(uint64_t entry) { return reinterpret_cast<uint64_t*>(entry & kAdd
 // This file's 512-entry loops are kept plain (the pragmas): each runs in
 // microseconds, rarely, but unrolled and vectorised they were 130-140
 // instructions apiece, translated when first run under an emulator (the
-// boot runs all four).
+// boot runs all three).
 Result<void> Split(uint64_t* entry, uint64_t page_size) {
   uint64_t* table = NewTable();
   if (table == nullptr) return Error::kNoMemory;
@@ -316,8 +317,7 @@ Result<uint64_t> NewCoreRoot() {
     // The shared top-level entries do not change after Init; the lock only
     // documents that the copy reads the shared tables.
     SpinGuard guard(g_tables_lock);
-#pragma clang loop unroll(disable) vectorize(disable)
-    for (int i = 0; i < 512; ++i) pml4[i] = g_pml4[i];
+    std::memcpy(pml4, g_pml4, 512 * sizeof *pml4);
   }
   if (pml4[kWindowPml4] & kPresent) Panic("paging: the per-core window's PML4 entry is in use");
 #pragma clang loop unroll(disable) vectorize(disable)

@@ -271,14 +271,15 @@ bool Answered(int index) { return g_slots[index].state.load(std::memory_order_ac
 uint64_t AtNs(uint64_t tsc) { return tsc::TicksToNs(tsc - tsc::EntryTsc()); }
 
 // Waits until every processor has answered, for up to kAnswerTimeoutNs from
-// the first SIPI; true if all did. A processor that has not answered
-// kSecondSipiNs after its SIPI gets a second one (one that is already running
-// the trampoline ignores it: a SIPI only starts a processor waiting for one);
+// the first SIPI (sent at first_sipi_ns); true if all did. A processor that
+// has not answered kSecondSipiNs after its SIPI gets a second one (one that
+// is already running the trampoline ignores it: a SIPI only starts a
+// processor waiting for one);
 // if that is the first processor, the boot core also sends the others theirs.
 // The others' time counts from their own SIPI, which the first processor
 // sends only once it is set up (about 1 ms under an emulator).
-bool AwaitAnswers() {
-  uint64_t give_up = AtNs(g_sipi_tsc[0].load(std::memory_order_relaxed)) + kAnswerTimeoutNs;
+bool AwaitAnswers(uint64_t first_sipi_ns) {
+  uint64_t give_up = first_sipi_ns + kAnswerTimeoutNs;
   bool again[core::kMaxCores] = {};
   for (int next = 0;;) {
     while (next < g_num_targets && Answered(next)) ++next;
@@ -365,7 +366,7 @@ void StartAll(const uint32_t* apic_ids, int n) {
 int Collect() {
   int n = g_num_targets;
   uint64_t sipi_ns = AtNs(g_sipi_tsc[0].load(std::memory_order_relaxed));
-  if (!AwaitAnswers()) {
+  if (!AwaitAnswers(sipi_ns)) {
     // Close the slots nobody took; from here on the slot states change only here.
     for (int i = 0; i < n; ++i) {
       int expected = kEmpty;

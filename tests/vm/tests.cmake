@@ -102,8 +102,8 @@ endif()
 add_test(NAME image.boot_footprint COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/boot/footprint.py
          ${FOX_NATIVE_DIR}/hello.elf --smp 4 --mem 1024 --max-blocks ${max_blocks} --top 15)
 set_tests_properties(image.boot_footprint PROPERTIES LABELS vm TIMEOUT 150 RESOURCE_LOCK qemu_tcg)
-# With one core the path is the same from run to run, and each instruction
-# costs about as much to translate as a block does (footprint.py): 885 blocks
+# With one core the path is the same from run to run, and its instructions
+# cost about as much to translate as its blocks (footprint.py): 885 blocks
 # and 5151 instructions at the time of writing (5638 while the boot's page-
 # table loops and ACPI checksum were unrolled and vectorised).
 if(NATIVE_FOX_LTO)
