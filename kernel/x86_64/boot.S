@@ -1,8 +1,9 @@
 // Multiboot entry: both boot protocols land in _start32 in 32-bit protected
-// mode with paging off. We save the loader's magic and info pointer, zero the
-// BSS, check for long mode, map the first 4 GiB with 2 MiB pages, enter long
-// mode and call KernelMain(magic, info) on the boot stack. Everything else
-// (final page tables, per-core GDT/TSS, IDT) is done in C++.
+// mode with paging off. We save the loader's magic and info pointer, check for
+// long mode, load the page tables the image carries (the first 4 GiB
+// identity-mapped), enter long mode, zero the BSS and call KernelMain(magic,
+// info) on the boot stack. Everything else (the rest of the page tables,
+// per-core GDT/TSS, IDT) is done in C++.
 //
 // One ELF64 image serves both loaders:
 //  - multiboot1 (QEMU -kernel, iPXE): the a.out-kludge address fields tell the
@@ -55,15 +56,6 @@ _start32:
   movl %eax, boot_entry_tsc
   movl %edx, boot_entry_tsc + 4
 
-  // The boot page tables live outside the BSS proper (.boot.bss, below
-  // __bss_start), so that the BSS can be zeroed in long mode, 8 bytes a
-  // step (under emulation every step of a rep stos costs the same): here
-  // only the two tables not filled in entirely are zeroed.
-  movl $boot_pml4, %edi
-  movl $(2 * 4096 / 4), %ecx
-  xorl %eax, %eax
-  rep stosl
-
   // Long mode and NX support: CPUID 0x80000001 EDX bits 29 and 20.
   movl $0x80000000, %eax
   cpuid
@@ -75,36 +67,10 @@ _start32:
   jz no_long_mode
   movl %edx, %ebp        // remember for NX
 
-  // PML4[0] -> PDPT; PDPT[0..3] -> PD0..3; PDs map 0..4 GiB with 2 MiB pages.
-  movl $boot_pdpt, %eax
-  orl $3, %eax
-  movl %eax, boot_pml4
-  movl $boot_pd, %eax
-  orl $3, %eax
-  xorl %ecx, %ecx
-1:
-  movl %eax, boot_pdpt(,%ecx,8)
-  addl $4096, %eax
-  incl %ecx
-  cmpl $4, %ecx
-  jb 1b
-  xorl %ecx, %ecx
-2:
-  movl %ecx, %eax
-  shll $21, %eax
-  orl $0x83, %eax        // present, writable, 2 MiB page
-  movl %eax, boot_pd(,%ecx,8)
-  movl %ecx, %eax
-  shrl $11, %eax         // high dword of the physical address (ecx >> 11)
-  movl %eax, boot_pd + 4(,%ecx,8)
-  incl %ecx
-  cmpl $2048, %ecx
-  jb 2b
-
   movl %cr4, %eax
   orl $((1 << 5) | (1 << 9) | (1 << 10)), %eax  // PAE, OSFXSR, OSXMMEXCPT
   movl %eax, %cr4
-  movl $boot_pml4, %eax
+  movl $fox_pml4, %eax   // the tables below: nothing to build
   movl %eax, %cr3
   movl $0xC0000080, %ecx // EFER
   rdmsr
@@ -196,14 +162,45 @@ boot_entry_tsc: .quad 0
 boot_magic: .long 0
 boot_info: .long 0
 
-  .section .boot.bss, "aw", @nobits
+  // The page tables of the first 4 GiB and the SAS range's top-level
+  // entries, written by the assembler into the image: the loader copies
+  // them with the rest, and no code builds them (under an emulator every
+  // instruction of the boot is translated before it runs once; building
+  // them took boot.S a 2048-step loop and paging::Init 160 instructions).
+  // Identity map, 2 MiB pages, but the first 2 MiB in 4 KiB pages:
+  // paging::Init unmaps page 0 (the BIOS data area is read before it) and
+  // uses 1 GiB pages above the first GiB where the CPU has them. Kernel
+  // code's view: paging.h.
+  .section .data.page_tables, "aw"
   .align 4096
-boot_pml4: .skip 4096
-boot_pdpt: .skip 4096
-boot_pd: .skip 4096 * 4
+  .global fox_pml4, fox_pt0
+fox_pml4:
+  .quad fox_pdpt + 3     // [0, 512 GiB): present, writable
+  .quad fox_sas_pdpts + 3
+  .quad fox_sas_pdpts + 4096 + 3
+  .quad fox_sas_pdpts + 2 * 4096 + 3
+  .quad fox_sas_pdpts + 3 * 4096 + 3
+  .fill 507, 8, 0
+fox_pdpt:
+  .quad fox_pd + 3, fox_pd + 4096 + 3, fox_pd + 2 * 4096 + 3, fox_pd + 3 * 4096 + 3
+  .fill 508, 8, 0
+fox_pd:
+  .quad fox_pt0 + 3
+  .set page, 1
+  .rept 2047
+  .quad (page << 21) | 0x83  // present, writable, 2 MiB page
+  .set page, page + 1
+  .endr
+fox_pt0:
+  .set page, 0
+  .rept 512
+  .quad (page << 12) | 3
+  .set page, page + 1
+  .endr
 
   .section .bss
-  .align 16
+  .align 4096
+fox_sas_pdpts: .skip 4 * 4096  // empty: SAS segments map below them
 boot_stack: .skip 65536
   .global boot_stack_top
 boot_stack_top:

@@ -12,6 +12,8 @@
 #include "fox/sas.h"
 #include "fox/spinlock.h"
 
+extern "C" uint64_t fox_pml4[512], fox_pt0[512];  // boot.S
+
 namespace fox::paging {
 namespace {
 
@@ -53,7 +55,7 @@ uint64_t* Next(uint64_t entry) { return reinterpret_cast<uint64_t*>(entry & kAdd
 // This file's 512-entry loops are kept plain (the pragmas): each runs in
 // microseconds, rarely, but unrolled and vectorised they were 130-140
 // instructions apiece, translated when first run under an emulator (the
-// boot runs all three).
+// boot runs Split's, for its guard pages).
 Result<void> Split(uint64_t* entry, uint64_t page_size) {
   uint64_t* table = NewTable();
   if (table == nullptr) return Error::kNoMemory;
@@ -80,35 +82,27 @@ Result<void> Init(uint64_t top, TableAllocator alloc) {
   top = (top + kGiB - 1) & ~(kGiB - 1);
   if (top < 4 * kGiB) top = 4 * kGiB;
   if (top > 512 * kGiB) top = 512 * kGiB;  // one PML4 entry; more RAM than this is not used
-  uint64_t* pml4 = NewTable();
-  uint64_t* pdpt = NewTable();
-  if (pml4 == nullptr || pdpt == nullptr) return Error::kNoMemory;
-  pml4[0] = reinterpret_cast<uint64_t>(pdpt) | kPresent | kWritable;
-  // Every other shared top-level entry the kernel will use, now (the
-  // address map in paging.h): the SAS range. 16 KiB of empty tables.
+  // boot.S's tables, in the image: the first 4 GiB (2 MiB pages, the first
+  // 2 MiB in 4 KiB pages) and every other shared top-level entry the kernel
+  // will use (the address map in paging.h): the SAS range's, empty.
   constexpr uint64_t kSasFirst = sas::kBase >> 39, kSasLast = (sas::kBase + sas::kSlots * sas::kSlotSize - 1) >> 39;
-  static_assert(kSasFirst >= 1 && kSasLast < 256, "the SAS range lies between the identity map and the window");
-  for (uint64_t slot = kSasFirst; slot <= kSasLast; ++slot) {
-    uint64_t* table = NewTable();
-    if (table == nullptr) return Error::kNoMemory;
-    pml4[slot] = reinterpret_cast<uint64_t>(table) | kPresent | kWritable;
-  }
-  for (uint64_t gib = 0; gib < top / kGiB; ++gib) {
+  static_assert(kSasFirst == 1 && kSasLast == 4, "boot.S's fox_pml4 holds entries 1-4 for the SAS range");
+  uint64_t* pml4 = fox_pml4;
+  uint64_t* pdpt = Next(pml4[0]);
+  for (uint64_t gib = 1; gib < top / kGiB; ++gib) {
     uint64_t base = gib * kGiB;
-    if (g_giant && gib != 0) {
+    if (g_giant) {
       pdpt[gib] = base | kPresent | kWritable | kLarge;
       continue;
     }
+    if (gib < 4) continue;  // boot.S's
     uint64_t* pd = NewTable();
     if (pd == nullptr) return Error::kNoMemory;
 #pragma clang loop unroll(disable) vectorize(disable)
     for (int i = 0; i < 512; ++i) pd[i] = (base + i * k2MiB) | kPresent | kWritable | kLarge;
     pdpt[gib] = reinterpret_cast<uint64_t>(pd) | kPresent | kWritable;
   }
-  // The first 2 MiB in 4 KiB pages, page 0 absent.
-  uint64_t* pd0 = Next(pdpt[0]);
-  FOX_TRY(Split(&pd0[0], k2MiB));
-  Next(pd0[0])[0] = 0;
+  fox_pt0[0] = 0;  // page 0 absent: a null dereference faults
   g_pml4 = pml4;
   x86::WriteCr3(reinterpret_cast<uint64_t>(pml4));
   return Ok();

@@ -32,7 +32,8 @@ namespace fox::paging {
 // Allocates one zeroed 4 KiB page for a page table, or returns 0.
 using TableAllocator = uintptr_t (*)();
 
-// Boot step: builds and loads the final tables covering [0, top). Uses
+// Boot step: completes the tables boot.S loaded (the image carries those of
+// the first 4 GiB) to cover [0, top), unmaps page 0 and loads them. Uses
 // `alloc` for table pages (the early bump allocator at boot).
 Result<void> Init(uint64_t top, TableAllocator alloc);
 
