@@ -88,6 +88,7 @@ void InstallSystemHandlers() {
   // The timer and wake-up interrupts exist to end a HLT: nothing to do.
   SetHandler(lapic::kTimerVector, [](Frame*) { return true; });
   SetHandler(lapic::kWakeVector, [](Frame*) { return true; });
+  SetHandler(lapic::kBootJobVector, [](Frame*) { return true; });
   SetHandler(lapic::kShootdownVector, [](Frame*) {
     paging::AckShootdown();
     return true;

@@ -13,6 +13,7 @@ constexpr uint8_t kTimerVector = 0xEF;
 constexpr uint8_t kWakeVector = 0xF0;       // "work arrived": does nothing but wake
 constexpr uint8_t kShootdownVector = 0xF1;  // page-table change: flush the TLB
 constexpr uint8_t kPanicVector = 0xF2;      // another core panicked: stop
+constexpr uint8_t kBootJobVector = 0xF3;    // a starting core has a boot job (smp::StartBootJob)
 
 // Boot step on every core: enables the APIC (x2APIC if present), masks the
 // timer and LINT pins, accepts all priorities.

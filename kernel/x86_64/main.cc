@@ -173,12 +173,18 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
     smp::CollectCores();
     Mark<kStepSmpCollect>();
     profile::Start();  // samples every core online
-    // The banner from another core while this one starts the C library.
+    // The banner from another core while this one starts the C library and
+    // main: what this core prints meanwhile waits for it.
     auto print = [] {
       LogStepTimes();
       PrintBanner();
+      serial::Release();
     };
-    if (!smp::StartBootJob(print)) print();
+    serial::HoldFor(1);
+    if (!smp::StartBootJob(print)) {  // one core
+      serial::Release();
+      print();
+    }
   });
   Mark<kStepMainStack>();
   // The TSC's calibration against the PIT needs 5 ms from tsc::Init: done

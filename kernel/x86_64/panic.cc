@@ -17,6 +17,7 @@
 #include "fox/format.h"
 #include "fox/panic.h"
 #include "paging.h"
+#include "serial.h"
 #include "symbols.h"
 #include "../common/terminate.h"
 
@@ -51,6 +52,7 @@ void Begin() {
     percpu::CoreLocal* local = percpu::Of(c);
     if (local != nullptr && c != g_panic_core) lapic::SendIpi(local->apic_id, lapic::kPanicVector);
   }
+  serial::Release();  // what the boot banner's core held back, then the report
 }
 
 void PrintBacktrace(uint64_t rip, uint64_t rbp) {

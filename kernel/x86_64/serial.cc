@@ -4,15 +4,41 @@
 #include "fox/console.h"
 
 #include <atomic>
+#include <cstring>
 
 #include "cpu.h"
+#include "fox/core.h"
 #include "serial.h"
+#include "tsc.h"
 
 namespace fox {
 namespace {
 constexpr uint16_t kCom1 = 0x3F8;
 bool g_present = false;
 std::atomic<bool> g_lock{false};
+// HoldFor: the core whose output goes first, and what the others wrote
+// meanwhile (g_lock), written out by Release.
+std::atomic<int> g_holder{-1};
+char g_held[4096];
+size_t g_held_bytes = 0;
+
+void PutByte(char c) {
+  // Bounded wait: a wedged UART must not hang a panic forever.
+  for (int i = 0; i < 100000 && (x86::Inb(kCom1 + 5) & 0x20) == 0; ++i) x86::Pause();
+  x86::Outb(kCom1, uint8_t(c));
+}
+
+void PutLocked(const char* data, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (data[i] == '\n') PutByte('\r');
+    PutByte(data[i]);
+  }
+}
+
+void Lock() {
+  while (g_lock.exchange(true, std::memory_order_acquire)) x86::Pause();
+}
+void Unlock() { g_lock.store(false, std::memory_order_release); }
 }  // namespace
 
 namespace serial {
@@ -29,25 +55,43 @@ void Init() {
   g_present = x86::Inb(kCom1 + 5) != 0xFF;
 }
 
-}  // namespace serial
+void HoldFor(int core) { g_holder.store(core, std::memory_order_release); }
 
-namespace {
-void PutByte(char c) {
-  // Bounded wait: a wedged UART must not hang a panic forever.
-  for (int i = 0; i < 100000 && (x86::Inb(kCom1 + 5) & 0x20) == 0; ++i) x86::Pause();
-  x86::Outb(kCom1, uint8_t(c));
+void Release() {
+  bool enabled = x86::SaveAndDisableInterrupts();
+  Lock();
+  if (g_present) PutLocked(g_held, g_held_bytes);
+  g_held_bytes = 0;
+  g_holder.store(-1, std::memory_order_release);
+  Unlock();
+  x86::RestoreInterrupts(enabled);
 }
-}  // namespace
+
+}  // namespace serial
 
 void console::Write(const char* data, size_t n) {
   if (!g_present) return;
   bool enabled = x86::SaveAndDisableInterrupts();
-  while (g_lock.exchange(true, std::memory_order_acquire)) x86::Pause();
-  for (size_t i = 0; i < n; ++i) {
-    if (data[i] == '\n') PutByte('\r');
-    PutByte(data[i]);
+  Lock();
+  if (int holder = g_holder.load(std::memory_order_relaxed); holder >= 0 && holder != core::Current()) {
+    if (n <= sizeof g_held - g_held_bytes) {  // kept for Release: the writer goes on
+      std::memcpy(g_held + g_held_bytes, data, n);
+      g_held_bytes += n;
+      Unlock();
+      x86::RestoreInterrupts(enabled);
+      return;
+    }
+    // No room: wait for the holder, up to 1 s (one that died holding the
+    // console must not silence the others for good).
+    Unlock();
+    uint64_t start = x86::Rdtsc(), limit = tsc::NsToTicks(1000000000);
+    while (g_holder.load(std::memory_order_acquire) >= 0 && x86::Rdtsc() - start < limit) x86::Pause();
+    Lock();
+    PutLocked(g_held, g_held_bytes);  // what is left, if it did not come back
+    g_held_bytes = 0;
   }
-  g_lock.store(false, std::memory_order_release);
+  PutLocked(data, n);
+  Unlock();
   x86::RestoreInterrupts(enabled);
 }
 

@@ -3,4 +3,12 @@
 namespace fox::serial {
 // Programs COM1. Boot step 1: nothing may be logged before it.
 void Init();
+
+// Until Release, console output from cores other than `core` is kept back
+// (4 KiB of it; a writer beyond that waits, up to 1 s) and written out by
+// Release, in order: the boot banner, which another core prints while the
+// boot core starts main, comes out before anything main prints, and main
+// does not wait for it. A panic releases it.
+void HoldFor(int core);
+void Release();
 }  // namespace fox::serial

@@ -169,16 +169,14 @@ void StartOthers();
   // pending until the HLT. The core goes on only once it has taken that
   // IPI, so none is left pending. Interrupts of its start-up are counted
   // apart (CoreLocal::starting): an application core's count stays 0.
-  // Collect may move it to a lower number first (its own IPI).
+  // Collect may move it to a lower number first (its own IPI). A boot job
+  // (StartBootJob, core 1) comes with an IPI of its own vector, taken by the
+  // same HLT at the latest, and runs before the thread.
   for (;;) {
     if (int to = c.move_to.load(std::memory_order_acquire); to != 0) ApEntry(to);
     if (auto job = c.job.load(std::memory_order_acquire)) {
-      job();
-      // The IPI that brought the job is accounted for: only the next one,
-      // after the thread is handed over, lets the core go on.
-      __atomic_store_n(&c.local->startup_wakes, 0, __ATOMIC_RELAXED);
+      job();  // the thread may be handed over meanwhile: its IPI waits (interrupts are off)
       c.job.store(nullptr, std::memory_order_release);
-      WakeBootCore();
       continue;
     }
     if (__atomic_load_n(&c.local->startup_wakes, __ATOMIC_RELAXED) != 0 &&
@@ -215,8 +213,8 @@ void* CoreThread(void* arg) {
   event::ThisLoop()->Run();
 }
 
-// The boot core's waits for the others (their answers, their set-up, the
-// boot job): halted until one of them has news (WakeBootCore) or its timer,
+// The boot core's waits for the others (their answers, their set-up):
+// halted until one of them has news (WakeBootCore) or its timer,
 // 500 us ahead, rather than spinning or polling a short timer: under an
 // emulator each timer tick wakes two host threads (the boot core's and the
 // one that runs timers), and on a host with as few processors as that the
@@ -449,7 +447,9 @@ bool StartBootJob(void (*job)()) {
   if (g_started < 2) return false;
   Core& c = g_cores[1];
   c.job.store(job, std::memory_order_release);
-  lapic::SendIpi(c.local->apic_id, lapic::kWakeVector);
+  // Not the wake vector, which only Clone sends it: the two never merge
+  // into one interrupt, and ApEntry goes on once it has taken Clone's.
+  lapic::SendIpi(c.local->apic_id, lapic::kBootJobVector);
   return true;
 }
 
@@ -471,14 +471,9 @@ void CreateThread(int core) {
 }  // namespace
 
 void AttachThreads() {
-  for (int core = 2; core < g_started; ++core) CreateThread(core);
-  // Core 1 last: it halts for its thread only once its boot job is done,
-  // which it finishes while the others' threads are made.
-  if (g_started > 1) {
-    auto done = [] { return g_cores[1].job.load(std::memory_order_acquire) == nullptr; };
-    while (!done()) Nap(done);
-    CreateThread(1);
-  }
+  // Core 1's thread too while its boot job may still run: it takes its
+  // thread once the job is done (ApEntry), and main does not wait for it.
+  for (int core = 1; core < g_started; ++core) CreateThread(core);
 }
 
 int64_t Clone(const syscall::CloneArgs& args) {

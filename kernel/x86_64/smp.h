@@ -14,8 +14,8 @@
 // within 1 s is logged by APIC id and left out, and the cores after it move
 // down so that core numbers stay dense). Where it must wait, it halts until
 // the core it waits for wakes it (WakeBootCore). Core 1 then prints the
-// banner (StartBootJob) while the boot core starts the C library. Once the
-// C library runs (AttachThreads, before main), each waiting core becomes a C library
+// banner (StartBootJob) while the boot core starts the C library and main.
+// Once the C library runs (AttachThreads, before main), each waiting core becomes a C library
 // thread — pthread_create on the boot core, its clone() system call handed
 // to the waiting core — so TLS, errno and stdio locking work on every core,
 // and enters its event loop. Cores [0, fox.kcores) are kernel cores; the
@@ -39,12 +39,14 @@ Result<void> StartCores(int kernel_cores);
 // densely in MADT order and marks them online.
 void CollectCores();
 
-// Boot core, after CollectCores: runs `job` on core 1, which waits for its
-// thread until AttachThreads, while the boot core goes on; false (nothing
-// run) when the node has one core. For boot work that only writes the
-// console: on a serial port at 115200 baud each byte takes 87 us, and under
-// an emulator the first formatting of a log line is a millisecond of
-// translation. AttachThreads waits for the job to end.
+// Boot core, after CollectCores: runs `job` on core 1 before its thread,
+// while the boot core goes on; false (nothing run) when the node has one
+// core. For boot work that only writes the console: on a serial port at
+// 115200 baud each byte takes 87 us, and under an emulator the first
+// formatting of a log line is a millisecond of translation. Nothing waits
+// for the job: AttachThreads hands core 1 its thread, which it takes once
+// the job is done, and main may start first (serial::HoldFor keeps the
+// console's order).
 bool StartBootJob(void (*job)());
 
 // Called from the C library's first thread before main (boot core).

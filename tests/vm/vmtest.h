@@ -88,6 +88,7 @@ int EventMutexTest(int argc, char** argv);
 int Steal(int argc, char** argv);
 int Timers(int argc, char** argv);
 int AppCoresQuiet(int argc, char** argv);
+int ConsoleHold(int argc, char** argv);
 int IdleWake(int argc, char** argv);
 int Futures(int argc, char** argv);
 int EventStackOverflow(int argc, char** argv);

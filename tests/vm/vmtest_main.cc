@@ -39,6 +39,7 @@ const Test kTests[] = {
     {"stack_overflow", vmtest::StackOverflow},
     {"terminate", vmtest::Terminate},
     {"app_quiet", vmtest::AppCoresQuiet},
+    {"console_hold", vmtest::ConsoleHold},
     {"idle_wake", vmtest::IdleWake},
     {"event_stack_overflow", vmtest::EventStackOverflow},
     {"ebb_table", vmtest::EbbTableWindow},
