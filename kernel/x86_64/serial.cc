@@ -67,6 +67,13 @@ void Release() {
   x86::RestoreInterrupts(enabled);
 }
 
+void Flush() {
+  if (g_holder.load(std::memory_order_acquire) < 0) return;
+  uint64_t start = x86::Rdtsc(), limit = tsc::NsToTicks(1000000000);
+  while (g_holder.load(std::memory_order_acquire) >= 0 && x86::Rdtsc() - start < limit) x86::Pause();
+  Release();
+}
+
 }  // namespace serial
 
 void console::Write(const char* data, size_t n) {

@@ -11,4 +11,7 @@ void Init();
 // does not wait for it. A panic releases it.
 void HoldFor(int core);
 void Release();
+// Before the machine powers off: waits (up to 1 s) for a hold to end and
+// writes out what it kept back.
+void Flush();
 }  // namespace fox::serial

@@ -49,6 +49,24 @@ int ConsoleHold(int, char**) {
   return 0;
 }
 
+// The program ends while core 1 still holds the console: nothing it kept
+// back is lost (the power-off waits for the release).
+int ConsoleHoldExit(int, char**) {
+  CHECK(fox::core::Online() >= 2);
+  fox::serial::HoldFor(1);
+  Start(1, [] {
+    uint64_t until = fox::clock::NowNs() + 100000000;
+    while (fox::clock::NowNs() < until) {
+    }
+    const char line[] = "console_hold_exit: the holder's line\n";
+    fox::console::Write(line, sizeof line - 1);
+    fox::serial::Release();
+  });
+  const char held[] = "console_hold_exit: core 0's last line\n";
+  CHECK(write(1, held, sizeof held - 1) == ssize_t(sizeof held - 1));
+  std::exit(0);
+}
+
 // Device (RTC, 1024 Hz) and timer interrupts on the kernel core for
 // `ms` milliseconds: the application cores must take none.
 int AppCoresQuiet(int argc, char** argv) {

@@ -89,6 +89,7 @@ int Steal(int argc, char** argv);
 int Timers(int argc, char** argv);
 int AppCoresQuiet(int argc, char** argv);
 int ConsoleHold(int argc, char** argv);
+int ConsoleHoldExit(int argc, char** argv);
 int IdleWake(int argc, char** argv);
 int Futures(int argc, char** argv);
 int EventStackOverflow(int argc, char** argv);

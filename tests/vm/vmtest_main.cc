@@ -40,6 +40,7 @@ const Test kTests[] = {
     {"terminate", vmtest::Terminate},
     {"app_quiet", vmtest::AppCoresQuiet},
     {"console_hold", vmtest::ConsoleHold},
+    {"console_hold_exit", vmtest::ConsoleHoldExit},
     {"idle_wake", vmtest::IdleWake},
     {"event_stack_overflow", vmtest::EventStackOverflow},
     {"ebb_table", vmtest::EbbTableWindow},
