@@ -39,6 +39,13 @@ void Lock() {
   while (g_lock.exchange(true, std::memory_order_acquire)) x86::Pause();
 }
 void Unlock() { g_lock.store(false, std::memory_order_release); }
+
+// Up to 1 s: a core that died holding the console must not silence the
+// others for good.
+void AwaitRelease() {
+  uint64_t start = x86::Rdtsc(), limit = tsc::NsToTicks(1000000000);
+  while (g_holder.load(std::memory_order_acquire) >= 0 && x86::Rdtsc() - start < limit) x86::Pause();
+}
 }  // namespace
 
 namespace serial {
@@ -69,8 +76,7 @@ void Release() {
 
 void Flush() {
   if (g_holder.load(std::memory_order_acquire) < 0) return;
-  uint64_t start = x86::Rdtsc(), limit = tsc::NsToTicks(1000000000);
-  while (g_holder.load(std::memory_order_acquire) >= 0 && x86::Rdtsc() - start < limit) x86::Pause();
+  AwaitRelease();
   Release();
 }
 
@@ -88,11 +94,8 @@ void console::Write(const char* data, size_t n) {
       x86::RestoreInterrupts(enabled);
       return;
     }
-    // No room: wait for the holder, up to 1 s (one that died holding the
-    // console must not silence the others for good).
-    Unlock();
-    uint64_t start = x86::Rdtsc(), limit = tsc::NsToTicks(1000000000);
-    while (g_holder.load(std::memory_order_acquire) >= 0 && x86::Rdtsc() - start < limit) x86::Pause();
+    Unlock();  // no room: after the holder
+    AwaitRelease();
     Lock();
     PutLocked(g_held, g_held_bytes);  // what is left, if it did not come back
     g_held_bytes = 0;

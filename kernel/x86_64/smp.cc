@@ -447,8 +447,8 @@ bool StartBootJob(void (*job)()) {
   if (g_started < 2) return false;
   Core& c = g_cores[1];
   c.job.store(job, std::memory_order_release);
-  // Not the wake vector, which only Clone sends it: the two never merge
-  // into one interrupt, and ApEntry goes on once it has taken Clone's.
+  // Its own vector: the wake vector is Clone's alone, so the two IPIs never
+  // merge into one interrupt, and ApEntry goes on once it has taken Clone's.
   lapic::SendIpi(c.local->apic_id, lapic::kBootJobVector);
   return true;
 }

@@ -2,15 +2,17 @@
 """Boot benchmark (make bench B=boot).
 
 Prints, for each accelerator that works here (KVM, TCG), for hello with
-1 GiB (median of 11 boots):
+1 GiB (median of 11 boots; the three core counts take turns, boot by boot,
+so that the host's slow and fast spells fall on all three alike):
   boot.entry_to_main_1core_<accel>    guest time from the first instruction to main (TSC), ms, 1 core
   boot.entry_to_main_4cores_<accel>   the same with 4 cores
   boot.entry_to_main_8cores_<accel>   the same with 8 cores
   boot.entry_to_main_<n>_<accel>_min  the fastest of those boots: the host's noise only ever adds
                                       time, so this is the closest to what the boot itself costs
   boot.host_steal_<n>_<accel>         the share of this machine's processor time its own host took
-                                      away (/proc/stat's steal) while those boots ran, %: when it is
-                                      high the medians measure the host more than fox
+                                      away (/proc/stat's steal) while those boots ran (the three
+                                      series together), %: when it is high the medians measure the
+                                      host more than fox
   boot.qemu_to_banner_<accel>         wall time from starting QEMU to the boot banner, s (4 cores)
 and
   boot.translated_blocks_1core        blocks QEMU's TCG translates from entry to main (boot/footprint.py)
@@ -118,14 +120,16 @@ def main():
         if accel == "kvm" and not kvm_ok:
             print("# boot: KVM skipped: %s" % why)
             continue
-        for smp, name in CORES:
-            guest, banner = [], []
-            before = cpu_times()
-            for _ in range(RUNS):
+        guests, banners = {smp: [] for smp, _ in CORES}, {smp: [] for smp, _ in CORES}
+        before = cpu_times()
+        for _ in range(RUNS):
+            for smp, _ in CORES:
                 ms, at = entry_to_main_ms(accel, smp)
-                guest.append(ms)
-                banner.append(at)
-            steal = steal_percent(before, cpu_times())
+                guests[smp].append(ms)
+                banners[smp].append(at)
+        steal = steal_percent(before, cpu_times())
+        for smp, name in CORES:
+            guest, banner = guests[smp], banners[smp]
             print("boot.entry_to_main_%s_%s %.2f ms" % (name, accel, statistics.median(guest)), flush=True)
             print("boot.entry_to_main_%s_%s_min %.2f ms" % (name, accel, min(guest)), flush=True)
             if steal is not None:
