@@ -178,6 +178,7 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
     auto print = [] {
       LogStepTimes();
       PrintBanner();
+      runtime::BannerPrinted();
       serial::Release();
     };
     serial::HoldFor(1);

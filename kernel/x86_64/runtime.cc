@@ -1,5 +1,6 @@
 #include "runtime.h"
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -55,11 +56,22 @@ enum : uint64_t {
   AT_RANDOM = 25,
 };
 
+// 1: main has started and its line waits for the banner; 2: the banner is
+// out (BannerPrinted). Whoever comes second prints the line.
+std::atomic<int> g_entry_line{0};
+
+void LogEntryToMain() {
+  LOG_INFO("boot: entry to main took %llu us",
+           (unsigned long long)(tsc::TicksToNs(g_main_tsc - tsc::EntryTsc()) / 1000));
+}
+
 int MainTrampoline(int argc, char** argv, char** envp) {
   smp::AttachThreads();  // other cores become C library threads
   g_main_tsc = x86::Rdtsc();
-  LOG_INFO("boot: entry to main took %llu us",
-           (unsigned long long)(tsc::TicksToNs(g_main_tsc - tsc::EntryTsc()) / 1000));
+  // Under an emulator the first formatting of a line is a millisecond of
+  // translation: the banner's core, still printing, does it for main.
+  int expected = 0;
+  if (!g_entry_line.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) LogEntryToMain();
   return g_app_main(argc, argv, envp);
 }
 
@@ -105,6 +117,10 @@ void EnterLibc(void*) {
 }  // namespace
 
 uint64_t MainTsc() { return g_main_tsc; }
+
+void BannerPrinted() {
+  if (g_entry_line.exchange(2, std::memory_order_acq_rel) == 1) LogEntryToMain();
+}
 
 void PrepareMain(CommandLine& cmdline, void (*before_libc)()) {
   g_cmdline = &cmdline;

@@ -24,4 +24,10 @@ void PrepareMain(CommandLine& cmdline, void (*before_libc)());
 // TSC when main was called (for the boot benchmark).
 uint64_t MainTsc();
 
+// The boot banner is out (the core that printed it, before it releases the
+// console). The "entry to main took" line comes after it: printed here when
+// main has already started (another core printed the banner), else by main's
+// core as main starts; so main never waits to format it.
+void BannerPrinted();
+
 }  // namespace fox::runtime

@@ -235,10 +235,11 @@ fox_vm_test(steal IMAGE vmtest SMP 4 MEM 1024 ARGS "-- steal 24 5 20000" EXIT 0 
 fox_vm_test(timers IMAGE vmtest SMP 4 ARGS "-- timers @LATE_MS@" EXIT 0
   EXPECT "timers on core 0 \\(kernel\\)" "timers on core 1 \\(application\\)" "vmtest timers: PASS")
 # The banner, printed by core 1 while main starts, comes before main's output,
-# and a program that ends first loses nothing; the console's hold
+# the entry-to-main line right after it, and a program that ends first loses
+# nothing; the console's hold
 # (serial::HoldFor) that keeps that order, on its own.
 fox_vm_test(banner_before_main_output IMAGE hello SMP 4 ARGS "-- world" EXIT 0
-  EXPECT "I fox 0\\.1\\.0-\\S+ x86_64 \\| 4 cores [^\\n]*\\n[\\s\\S]*entry to main took[\\s\\S]*Hello from fox on world![\\s\\S]*fox: exit status 0")
+  EXPECT "I fox 0\\.1\\.0-\\S+ x86_64 \\| 4 cores [^\\n]*\\n[^\\n]*I boot: entry to main took [0-9]+ us\\r?\\n[\\s\\S]*Hello from fox on world![\\s\\S]*fox: exit status 0")
 fox_vm_test(console_hold IMAGE vmtest SMP 2 ARGS "-- console_hold" EXIT 0
   EXPECT "console_hold: the holder's line\\r?\\nconsole_hold: core 0, held back\\r?\\nconsole_hold: core 0, x{5000}"
          "vmtest console_hold: PASS")
