@@ -174,7 +174,7 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
     Mark<kStepSmpCollect>();
     profile::Start();  // samples every core online
     // The banner from another core while this one starts the C library and
-    // main: what this core prints meanwhile waits for it.
+    // main: what the other cores print meanwhile is kept back until it is out.
     auto print = [] {
       LogStepTimes();
       PrintBanner();
