@@ -32,6 +32,11 @@ import build_id  # noqa: E402 (boot/, on the path through fox.nodes)
 ENDPOINT = "fox: endpoint "  # then a service and its address
 
 NODE_GRACE_S = 15  # how long nodes may run on after place 0 exited
+# A node's agent tells the job's end as soon as the app returns, before the
+# node prints what it prints on its way out (its exit handlers, then this
+# line) and powers off: fox run reads its console that much longer.
+EXIT_LINE = b"fox: exit status "
+LAST_LINES_S = 3
 STATUS_PERIOD_S = 2  # how often place 0 is asked for its nodes' status reports (fox status)
 
 
@@ -151,15 +156,20 @@ class ControlPipe:
 
 
 class Tail:
-    """Node output: new whole lines of its console log from `offset` on."""
+    """Node output: new whole lines of its console log from `offset` on; `ended` once its last line
+    (the kernel's "fox: exit status N") has come."""
 
-    def __init__(self, place, path, offset):
+    def __init__(self, node, place, path, offset):
+        self.node = node
         self.prefix = "place%d| " % place
         self.path = path
         self.offset = offset
         self.partial = b""
+        self.ended = False
 
     def poll(self, out, final=False):
+        if self.ended:
+            return  # what follows is the node's next boot (a pool node's agent)
         try:
             with open(self.path, "rb") as f:
                 f.seek(self.offset)
@@ -175,6 +185,9 @@ class Tail:
             self.partial = b""
         for line in lines:
             out.write(self.prefix + line.decode("utf-8", "replace").rstrip("\r") + "\n")
+            if EXIT_LINE in line:
+                self.ended = True
+                break
         if lines:
             out.flush()
 
@@ -248,7 +261,7 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out, k
     os.close(notice_r)
     os.close(control_w)
     control = ControlPipe(control_r)
-    tails = [Tail(n["place"], n["console"], n["offset"]) for n in job_nodes]
+    tails = [Tail(n["node"], n["place"], n["console"], n["offset"]) for n in job_nodes]
     running = {n["node"] for n in job_nodes}
     statuses = {}
     dead = set()
@@ -306,7 +319,7 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out, k
                             statuses[msg["node"]] = msg["status"]
                         elif msg.get("event") == "grown":
                             for n in msg["nodes"]:
-                                tails.append(Tail(n["place"], n["console"], n["offset"]))
+                                tails.append(Tail(n["node"], n["place"], n["console"], n["offset"]))
                                 running.add(n["node"])
                             print("fox run: nodes %s joined the job" % ",".join(str(n["node"]) for n in msg["nodes"]),
                                   file=sys.stderr)
@@ -346,6 +359,15 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out, k
         os.close(notice_w)
         os.close(control_r)
         os.close(place0_exit)
+        # The nodes whose end was told read to their last line, before the
+        # job's end lets the supervisor take them back (bounded: a report
+        # before a hang, or a console that lost it, must not hold fox run).
+        until = time.monotonic() + LAST_LINES_S
+        while not interrupted["now"] and any(t.node in statuses and not t.ended for t in tails) and \
+                time.monotonic() < until:
+            time.sleep(0.02)
+            for t in tails:
+                t.poll(out)
         try:
             conn.send(op="end")
         except OSError:
