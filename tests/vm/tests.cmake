@@ -103,9 +103,10 @@ add_test(NAME image.boot_footprint COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_
          ${FOX_NATIVE_DIR}/hello.elf --smp 4 --mem 1024 --max-blocks ${max_blocks} --top 15)
 set_tests_properties(image.boot_footprint PROPERTIES LABELS vm TIMEOUT 150 RESOURCE_LOCK qemu_tcg)
 # With one core the path is the same from run to run, and its instructions
-# cost about as much to translate as its blocks (footprint.py): 885 blocks
-# and 5151 instructions at the time of writing (5638 while the boot's page-
-# table loops and ACPI checksum were unrolled and vectorised).
+# cost about as much to translate as its blocks (footprint.py): 851 blocks
+# and 5020 instructions at the time of writing (5638 while the boot's page-
+# table loops and ACPI checksum were unrolled and vectorised, 5140 while
+# boot.S and paging::Init built the page tables).
 if(NATIVE_FOX_LTO)
   add_test(NAME image.boot_footprint_1core COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/boot/footprint.py
            ${FOX_NATIVE_DIR}/hello.elf --smp 1 --mem 1024 --max-blocks 960 --max-instructions 5450 --top 15)
@@ -236,8 +237,8 @@ fox_vm_test(timers IMAGE vmtest SMP 4 ARGS "-- timers @LATE_MS@" EXIT 0
   EXPECT "timers on core 0 \\(kernel\\)" "timers on core 1 \\(application\\)" "vmtest timers: PASS")
 # The banner, printed by core 1 while main starts, comes before main's output,
 # the entry-to-main line right after it, and a program that ends first loses
-# nothing; the console's hold
-# (serial::HoldFor) that keeps that order, on its own.
+# nothing; then the console's hold (serial::HoldFor) that keeps that order,
+# on its own.
 fox_vm_test(banner_before_main_output IMAGE hello SMP 4 ARGS "-- world" EXIT 0
   EXPECT "I fox 0\\.1\\.0-\\S+ x86_64 \\| 4 cores [^\\n]*\\n[^\\n]*I boot: entry to main took [0-9]+ us\\r?\\n[\\s\\S]*Hello from fox on world![\\s\\S]*fox: exit status 0")
 fox_vm_test(console_hold IMAGE vmtest SMP 2 ARGS "-- console_hold" EXIT 0
