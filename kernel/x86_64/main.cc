@@ -181,10 +181,11 @@ extern "C" [[noreturn]] void KernelMain(uint32_t magic, uint32_t info) {
       runtime::BannerPrinted();
       serial::Release();
     };
-    serial::HoldFor(1);
-    if (!smp::StartBootJob(print)) {  // one core
-      serial::Release();
+    if (core::Online() == 1) {
       print();
+    } else {
+      serial::HoldFor(1);  // before the job starts: it releases the hold
+      smp::StartBootJob(print);
     }
   });
   Mark<kStepMainStack>();
