@@ -132,6 +132,9 @@ void Pump() {
   uint64_t next;
   {
     Locked l;
+    if (g.link_resolved.exchange(false, std::memory_order_acq_rel)) {
+      g.endpoint->ResendDropped([](uint64_t address) { return PlatformDroppedBefore(address); });
+    }
     next = g.endpoint->Poll(now, kTransmit, [&](NodeId n, PeerState s) { changes.emplace_back(n, s); });
     for (size_t i = 0; i < g.waiters.size();) {
       NodeId n = g.waiters[i].node;
@@ -243,6 +246,11 @@ void Deliver(const uint8_t* bytes, size_t length, uint64_t from_address) {
     g.pump->Fire();
   }
   KickPump(now);
+}
+
+void LinkResolved() {
+  g.link_resolved.store(true, std::memory_order_release);
+  if (g.pump != nullptr) g.pump->Fire();
 }
 
 }  // namespace internal

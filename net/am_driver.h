@@ -89,6 +89,7 @@ struct Driver {
   bool timer_armed = false;
   std::atomic<bool> started{false};
   std::atomic<bool> have_waiters{false};
+  std::atomic<bool> link_resolved{false};  // LinkResolved: the pump resends what was dropped
 };
 
 extern Driver g;

@@ -399,6 +399,15 @@ void AmEndpoint::NotifyDead(NodeId dead, uint64_t now_ns, TransmitFn transmit, S
   }
 }
 
+uint32_t AmEndpoint::ResendDropped(DroppedBeforeFn dropped_before) {
+  uint32_t n = 0;
+  for (Peer* p : slots_) {
+    if (p == nullptr) continue;
+    if (uint64_t before = dropped_before(p->address); before != 0) n += p->channel.ResendDroppedBefore(before);
+  }
+  return n;
+}
+
 uint64_t AmEndpoint::Poll(uint64_t now_ns, TransmitFn transmit, StateFn on_state) {
   DrainDeferred(now_ns, transmit);
   KillNoticed(on_state);

@@ -103,6 +103,8 @@ bool PlatformTransmit(uint64_t address, const uint8_t* frame, size_t length) {
 
 void PlatformPeerAdded(uint64_t) {}
 
+uint64_t PlatformDroppedBefore(uint64_t) { return 0; }  // the kernel's ARP queues
+
 void PlatformStats(Stats*) {}
 
 }  // namespace fox::am::internal

@@ -15,8 +15,9 @@
 //   - any ARP packet whose sender is a peer, and the Ethernet source of any
 //     AM frame from a peer's address that finds the entry unresolved;
 //   - last, requests: a frame for an unresolved entry asks, at most once per
-//     backoff (50 ms, doubling to 2 s), and is dropped (counted: the
-//     channel retransmits it once the entry is resolved).
+//     backoff (50 ms, doubling to 2 s), and is dropped (counted); once the
+//     entry is resolved the channel retransmits it at once (LinkResolved),
+//     not after its RTO (100 ms for a peer's first frame).
 // ARP packets still go to lwIP, which answers requests for our address.
 #include <algorithm>
 #include <atomic>
@@ -57,6 +58,8 @@ struct ArpEntry {
   bool resolved = false;
   uint64_t requested_ns = 0;  // last request (0: none yet)
   uint64_t backoff_ns = 0;    // until the next one
+  bool dropped = false;       // a frame was dropped for want of the MAC
+  uint64_t resolved_ns = 0;   // when it was resolved after such a drop (PlatformDroppedBefore)
 };
 
 struct State {
@@ -101,6 +104,11 @@ bool Learn(uint32_t ip, const uint8_t* mac) {
   std::memcpy(e->mac.data(), mac, 6);
   e->resolved = true;
   if (!was) Bump(s.arp_learned);
+  if (e->dropped) {
+    e->dropped = false;
+    e->resolved_ns = clock::NowNs();
+    LinkResolved();  // fires the pump, which resends them
+  }
   return !was;
 }
 
@@ -166,6 +174,7 @@ bool Resolve(uint32_t ip, nic::MacAddress* mac) {
       *mac = e->mac;
       return true;
     }
+    e->dropped = true;  // by the caller
     if (e->requested_ns == 0 || now - e->requested_ns >= e->backoff_ns) {
       e->requested_ns = now;
       e->backoff_ns = e->backoff_ns == 0 ? kArpFirstRetryNs : std::min(2 * e->backoff_ns, kArpMaxRetryNs);
@@ -268,6 +277,12 @@ bool PlatformTransmit(uint64_t address, const uint8_t* frame, size_t length) {
 void PlatformPeerAdded(uint64_t address) {
   IrqSpinGuard g(s.arp_lock);
   (void)ArpFind(NextHop(AddressIp(address)), true);
+}
+
+uint64_t PlatformDroppedBefore(uint64_t address) {
+  IrqSpinGuard g(s.arp_lock);
+  const ArpEntry* e = ArpFind(NextHop(AddressIp(address)));
+  return e != nullptr && e->resolved ? e->resolved_ns : 0;
 }
 
 void PlatformStats(Stats* st) {

@@ -24,6 +24,10 @@ Result<void> PlatformOpen(const Config& config);
 bool PlatformTransmit(uint64_t address, const uint8_t* frame, size_t length);
 // A peer was added: the native side resolves its MAC address ahead of time.
 void PlatformPeerAdded(uint64_t address);
+// Frames to `address` that PlatformTransmit dropped for want of its link
+// address, now known: they were all transmitted before the time returned
+// (0: none were dropped, or the address is still unknown). Any context.
+uint64_t PlatformDroppedBefore(uint64_t address);
 // Adds the platform's counters.
 void PlatformStats(Stats* stats);
 // Hosted only (am_notices_hosted.cc): watches FOX_NOTICE_FD, the frontend's
@@ -35,5 +39,9 @@ void WatchFrontendNotices(int core);
 // One received datagram carrying an AM frame, in delivery context (the
 // transport lock not held).
 void Deliver(const uint8_t* bytes, size_t length, uint64_t from_address);
+// A link address that PlatformTransmit lacked is known now: the pump
+// retransmits at once what was dropped for want of it (PlatformDroppedBefore).
+// Any context.
+void LinkResolved();
 
 }  // namespace fox::am::internal

@@ -17,6 +17,7 @@ void AddChannel(net::ChannelCounters* sum, const net::ChannelCounters& c) {
   sum->frames_retransmitted += c.frames_retransmitted;
   sum->timeouts += c.timeouts;
   sum->fast_retransmits += c.fast_retransmits;
+  sum->resent_dropped += c.resent_dropped;
   sum->spurious_retransmits += c.spurious_retransmits;
   sum->frames_acked += c.frames_acked;
   sum->acks_sent += c.acks_sent;
@@ -79,6 +80,7 @@ void ForEachCounter(const Stats& s, FunctionRef<void(const char* name, uint64_t 
       {"frames_retransmitted", c.frames_retransmitted},
       {"retransmit_timeouts", c.timeouts},
       {"fast_retransmits", c.fast_retransmits},
+      {"resent_dropped", c.resent_dropped},
       {"spurious_retransmits", c.spurious_retransmits},
       {"duplicates_received", c.duplicates},
       {"frames_acked", c.frames_acked},

@@ -448,6 +448,20 @@ uint64_t Channel::Poll(uint64_t now_ns, TransmitFn transmit) {
   return NextDeadline();
 }
 
+uint32_t Channel::ResendDroppedBefore(uint64_t before_ns) {
+  if (state_ != State::kOpen) return 0;
+  uint32_t marked = 0;
+  for (uint32_t k = 0; k < in_flight(); ++k) {
+    SendSlot& s = SendAt(k);
+    if (s.transmissions == 0) break;  // first transmissions go in order: none after
+    if (s.sacked || s.lost || s.last_tx_ns >= before_ns) continue;
+    s.lost = true;
+    ++marked;
+  }
+  counters_.resent_dropped += marked;
+  return marked;
+}
+
 uint64_t Channel::NextDeadline() const {
   if (state_ != State::kOpen) return kNoDeadline;
   uint64_t deadline = ack_pending_ ? ack_due_ns_ : kNoDeadline;

@@ -3,6 +3,7 @@
 // network that loses, duplicates and reorders.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -112,6 +113,7 @@ class Cluster {
   // Called with what each node's Poll reports.
   std::function<void(int node, NodeId peer, PeerState state)> on_state;
   bool capture = false;
+  int dropping_to = -1;  // frames to this node are lost before the wire (a platform without its address yet)
 
  private:
   struct Packet {
@@ -125,6 +127,7 @@ class Cluster {
     ++datagrams_;
     if (!alive_[tx_from_]) return true;
     if (capture) captured.emplace_back(f, f + n);
+    if (int(address) == dropping_to) return true;
     std::uniform_real_distribution<double> u(0, 1);
     if (u(rng_) < net_.loss) return true;
     int copies = u(rng_) < net_.duplicate ? 2 : 1;
@@ -395,6 +398,39 @@ TEST(AmEndpoint, FramesRefusedByAdmitAreRetransmittedUntilAdmitted) {
   EXPECT_EQ(c.ep(1).OnDatagram(frame.data(), frame.size(), c.now(), deliver_ok, c.Tx(1), &admit_fn),
             DropReason::kDuplicate);
   EXPECT_EQ(delivered, 3);
+}
+
+// Natively, frames to a peer whose MAC is not known yet are dropped before
+// the wire; once it is, ResendDropped sends them again at once: the messages
+// arrive within the network's delay, not after the first RTO (100 ms).
+TEST(AmEndpoint, FramesDroppedForWantOfAnAddressGoAgainOnceItIsKnown) {
+  Cluster c(3, Quiet(), {});
+  c.dropping_to = 2;
+  for (uint64_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c.Send(0, 2, 5, 1, Payload(i, 40)).ok());
+    ASSERT_TRUE(c.Send(0, 1, 5, 1, Payload(i, 40)).ok());
+  }
+  c.RunUntil(2 * kMs);
+  EXPECT_EQ(c.inbox(1).size(), 3u);
+  EXPECT_TRUE(c.inbox(2).empty());
+  uint64_t known = c.now();  // node 2's address is known from here on
+  c.dropping_to = -1;
+  std::vector<uint64_t> asked;
+  EXPECT_EQ(c.ep(0).ResendDropped([&](uint64_t address) {
+    asked.push_back(address);
+    return address == 2 ? known : 0;
+  }),
+            1u);  // the three messages went in one frame
+  std::sort(asked.begin(), asked.end());
+  EXPECT_EQ(asked, (std::vector<uint64_t>{1, 2}));
+  c.RunUntil(known + 1 * kMs);
+  ASSERT_EQ(c.inbox(2).size(), 3u);
+  for (uint64_t i = 0; i < 3; ++i) EXPECT_EQ(c.inbox(2)[i].data, Payload(i, 40));
+  const ChannelCounters& to2 = c.ep(0).ChannelTo(3)->counters();
+  EXPECT_EQ(to2.resent_dropped, 1u);
+  EXPECT_EQ(to2.timeouts, 0u);
+  EXPECT_EQ(c.ep(0).ChannelTo(2)->counters().resent_dropped, 0u);  // node 1 had them all
+  EXPECT_EQ(c.ep(2).ChannelTo(1)->counters().duplicates, 0u);
 }
 
 TEST(AmEndpoint, RejectsBadArguments) {

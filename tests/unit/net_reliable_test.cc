@@ -318,6 +318,43 @@ TEST(Channel, LaterFramesArrivingTriggerFastRetransmission) {
   EXPECT_EQ(a.ch.in_flight(), 0u);
 }
 
+// The platform dropped the first frames for want of the peer's link address
+// (native ARP): once it has it, those frames go again at the next Poll, not
+// after their RTO; frames sent since, or already acknowledged, do not.
+TEST(Channel, FramesDroppedBeforeTheWireAreResentAtOnce) {
+  End a(1, 2), b(2, 1);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(a.SendTag(i).ok());
+  EXPECT_EQ(a.Poll(0), 20 * kMs);  // "transmitted": the platform dropped all three
+  a.sent.clear();                  // lost
+  // The address is known at 1 ms; frames 3 and 4 go out after that.
+  ASSERT_TRUE(a.SendTag(3).ok());
+  ASSERT_TRUE(a.SendTag(4).ok());
+  a.Poll(2 * kMs);
+  std::vector<Packet> later = std::move(a.sent);
+  a.sent.clear();
+  EXPECT_EQ(a.ch.ResendDroppedBefore(1 * kMs), 3u);
+  EXPECT_EQ(a.ch.NextDeadline(), 0u);  // due now
+  a.Poll(3 * kMs);
+  ASSERT_EQ(a.sent.size(), 3u);  // 0, 1 and 2 only
+  for (uint32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(HeaderOf(a.sent[i]).seq, i);
+    EXPECT_EQ(HeaderOf(a.sent[i]).flags, kFlagRetransmit | kFlagAckNow);
+  }
+  EXPECT_EQ(a.ch.counters().resent_dropped, 3u);
+  EXPECT_EQ(a.ch.counters().frames_retransmitted, 3u);
+  EXPECT_EQ(a.ch.counters().timeouts, 0u);
+  // Resent already: a second call marks nothing.
+  EXPECT_EQ(a.ch.ResendDroppedBefore(1 * kMs), 0u);
+  for (const Packet& p : later) b.Receive(p, 4 * kMs);
+  for (const Packet& p : a.sent) b.Receive(p, 4 * kMs);
+  EXPECT_EQ(b.tags, (std::vector<uint64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(b.ch.counters().duplicates, 0u);
+  b.Poll(4 * kMs);
+  a.Receive(b.sent.back(), 5 * kMs);
+  EXPECT_EQ(a.ch.in_flight(), 0u);
+  EXPECT_EQ(a.ch.ResendDroppedBefore(10 * kMs), 0u);  // nothing unacknowledged
+}
+
 TEST(Channel, SequenceNumbersWrapAround) {
   ChannelConfig c;
   c.initial_send_seq = 0xfffffffd;

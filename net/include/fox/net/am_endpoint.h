@@ -198,6 +198,14 @@ class AmEndpoint {
   // peer may die). Returns the absolute time to call Poll again.
   uint64_t Poll(uint64_t now_ns, TransmitFn transmit, StateFn on_state);
 
+  // The platform dropped frames for want of a link address it now has:
+  // `dropped_before(address)` says, for each peer's address, before when its
+  // frames were dropped (0: none were). Those frames not yet acknowledged
+  // are retransmitted at the next Poll instead of after their RTO
+  // (Channel::ResendDroppedBefore). Returns how many.
+  using DroppedBeforeFn = FunctionRef<uint64_t(uint64_t address)>;
+  uint32_t ResendDropped(DroppedBeforeFn dropped_before);
+
   // The frontend says the peer is dead (its QEMU exited). Normal context.
   void DeclareDead(NodeId peer, StateFn on_state, const char* how = "by notice");
   // DeclareDead, and tell every live peer (a system message; a peer whose

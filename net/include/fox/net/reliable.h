@@ -67,6 +67,7 @@ struct ChannelCounters {
   uint64_t frames_retransmitted = 0;  // retransmissions, for any reason
   uint64_t timeouts = 0;              // frames whose retransmission timer expired
   uint64_t fast_retransmits = 0;      // frames found lost because later ones arrived
+  uint64_t resent_dropped = 0;        // frames the platform had dropped, resent (ResendDroppedBefore)
   uint64_t spurious_retransmits = 0;  // retransmissions found needless (reordering)
   uint64_t frames_acked = 0;          // frames acknowledged (cumulatively)
   uint64_t send_busy = 0;             // Send refused: window full
@@ -133,6 +134,13 @@ class Channel {
   // at which Poll has work again (0 if it has now: a transmit was refused),
   // kNoDeadline if none. Never allocates; interrupt-safe.
   uint64_t Poll(uint64_t now_ns, TransmitFn transmit);
+
+  // The frames transmitted before `before_ns` never reached the wire (the
+  // platform dropped them for want of the peer's link address, which it has
+  // now): marks those not yet acknowledged lost, so that the next Poll
+  // retransmits them at once instead of after their RTO. Returns how many.
+  // Interrupt-safe.
+  uint32_t ResendDroppedBefore(uint64_t before_ns);
 
   // What Poll would return, without doing anything: 0 when frames are waiting
   // to be transmitted, else the earliest timer, or kNoDeadline.
