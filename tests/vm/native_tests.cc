@@ -25,6 +25,7 @@ namespace vmtest {
 // the 1 s bound).
 int ConsoleHold(int, char**) {
   CHECK(fox::core::Online() >= 2);
+  static std::atomic<uint64_t> released{0};  // when core 1 released the console
   fox::serial::HoldFor(1);
   auto holder = Start(1, [] {
     uint64_t until = fox::clock::NowNs() + 100000000;  // 100 ms: core 0 writes meanwhile
@@ -32,20 +33,27 @@ int ConsoleHold(int, char**) {
     }
     const char line[] = "console_hold: the holder's line\n";
     fox::console::Write(line, sizeof line - 1);
+    released.store(fox::clock::NowNs());
     fox::serial::Release();
   });
   uint64_t t0 = fox::clock::NowNs();
   const char held[] = "console_hold: core 0, held back\n";
   CHECK(write(1, held, sizeof held - 1) == ssize_t(sizeof held - 1));
-  uint64_t held_ns = fox::clock::NowNs() - t0;
+  uint64_t held_end = fox::clock::NowNs();
   std::string big = "console_hold: core 0, " + std::string(5000, 'x') + "\n";
   CHECK(write(1, big.data(), big.size()) == ssize_t(big.size()));
-  uint64_t big_ns = fox::clock::NowNs() - t0;
+  uint64_t big_end = fox::clock::NowNs();
   holder.Block();
-  std::printf("console_hold: held write %llu us, long write waited %llu ms\n", (unsigned long long)(held_ns / 1000),
-              (unsigned long long)(big_ns / 1000000));
-  CHECK(held_ns < 20000000);                        // kept, not waited for
-  CHECK(big_ns >= 30000000 && big_ns < 900000000);  // waited for the release, not the 1 s bound
+  uint64_t release = released.load();
+  std::printf("console_hold: held write %llu us, long write waited %llu ms, until %llu us after the release\n",
+              (unsigned long long)((held_end - t0) / 1000), (unsigned long long)((big_end - t0) / 1000000),
+              (unsigned long long)(big_end > release ? (big_end - release) / 1000 : 0));
+  // Orders, not durations: they hold however long the host stalls the
+  // emulated machine. The held write is kept, not waited for: it returned
+  // before core 1 released the console; the long one waited for the
+  // release, not for the 1 s bound.
+  CHECK(release != 0 && held_end < release);
+  CHECK(big_end >= release && big_end - release < 500000000);
   return 0;
 }
 
