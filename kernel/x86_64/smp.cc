@@ -443,14 +443,13 @@ void CollectCores() {
   LOG_DEBUG("smp: %d cores online: %d kernel, %d application", next, kernel_cores, next - kernel_cores);
 }
 
-bool StartBootJob(void (*job)()) {
-  if (g_started < 2) return false;
+void StartBootJob(void (*job)()) {
+  if (g_started < 2) Panic("smp: a boot job for core 1 on a node of one core");
   Core& c = g_cores[1];
   c.job.store(job, std::memory_order_release);
   // Its own vector: the wake vector is Clone's alone, so the two IPIs never
   // merge into one interrupt, and ApEntry goes on once it has taken Clone's.
   lapic::SendIpi(c.local->apic_id, lapic::kBootJobVector);
-  return true;
 }
 
 namespace {
