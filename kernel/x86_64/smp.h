@@ -40,13 +40,14 @@ Result<void> StartCores(int kernel_cores);
 void CollectCores();
 
 // Boot core, after CollectCores: runs `job` on core 1 before its thread,
-// while the boot core goes on; only when core 1 is online (the caller
-// runs the work itself on a node of one core). For boot work that only writes the console: on a serial port at
-// 115200 baud each byte takes 87 us, and under an emulator the first
-// formatting of a log line is a millisecond of translation. Nothing waits
-// for the job: AttachThreads hands core 1 its thread, which it takes once
-// the job is done, and main may start first (serial::HoldFor keeps the
-// console's order).
+// while the boot core goes on. Core 1 must be online: on a node of one core
+// the caller runs the work itself (calling this there is a panic). For boot
+// work that only writes the console: on a serial port at 115200 baud each
+// byte takes 87 us, and under an emulator the first formatting of a log
+// line is a millisecond of translation. Nothing waits for the job:
+// AttachThreads hands core 1 its thread, which it takes once the job is
+// done, and main may start first (serial::HoldFor keeps the console's
+// order).
 void StartBootJob(void (*job)());
 
 // Called from the C library's first thread before main (boot core).
