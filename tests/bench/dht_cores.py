@@ -13,8 +13,8 @@ a time. Prints
     dht_cores.shards_ratio      2 cores, shards on both, over shards on one (gets)
 
 A get is served on the calling core whatever core its key's shard lies on
-(the other core's shard is read in place: Dht::ReadShared), and so is a set
-(a node alone: every key has one owner; Dht::WriteShared writes the other
+(the other core's shard is read in place: ebb/dht/local.cc), and so is a set
+(a node alone: every key has one owner; ebb/dht/local.cc writes the other
 core's shard under its lock). Each client lets the core's other events run every 16 requests. The machine's cores bound it: the ratio means something only with
 at least 2 idle host cores.
 

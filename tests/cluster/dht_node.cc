@@ -16,7 +16,7 @@
 // libFOX under contention from every node at once (dht.h's Add, Take,
 // WaitFor; dht_queue.h): a counter every node adds to ROUNDS times; 8
 // counters 4 events on every core of every node add to ROUNDS times each
-// (a node's cores write each other's shards: Dht::WriteShared where a key
+// (a node's cores write each other's shards: dht/local.cc's WriteShared where a key
 // has no other owner, as in a node alone; no add may be lost); a
 // semaphore every node posts ROUNDS times (from an event on each core) while taking
 // ROUNDS (from another, waiting at the primary); a task queue every node
@@ -748,7 +748,7 @@ int main(int argc, char** argv) {
         kill(getpid(), SIGSTOP);
         // Resumed, still holding its old ring and stale copies: a read of a
         // key it is the primary of must not answer from its stale copy (its
-        // lease ran out while it was stopped: dht.cc, "Read leases"), and a
+        // lease ran out while it was stopped: dht/local.cc, "Read leases"), and a
         // write must never be acknowledged (its replicas hold this node dead).
         for (uint64_t i = 0; i < g_expected.load(); ++i) {
           if (Dht::Get()->OwnersOf(Key(i)).front() != fox::am::Self()) continue;

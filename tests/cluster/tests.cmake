@@ -303,7 +303,7 @@ add_test(NAME hosted.dht_sync COMMAND ${FOX_HOSTED_NODES}
   --nodes 4 --cores 3 --timeout 150 ${sync_expect} $<TARGET_FILE:dht_node_hosted> sync 100)
 set_tests_properties(hosted.dht_sync PROPERTIES LABELS hosted TIMEOUT 200)
 # The same on a node alone (r = 1), of 3 cores: every key has one owner, so
-# a core writes another core's shard in place (Dht::WriteShared, under the
+# a core writes another core's shard in place (dht/local.cc's WriteShared, under the
 # shard's lock) while the semaphore's takes wait at the shard's core (which
 # closes those writes: its posts must wake them there).
 add_test(NAME hosted.dht_sync_alone COMMAND ${FOX_HOSTED_NODES}

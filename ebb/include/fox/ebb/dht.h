@@ -79,13 +79,13 @@
 // application's). A shard is its keys' items, the takes and
 // waits held for them, their tombstones' collector and read leases, served
 // by events on the shard's core. A get on another core of this node, the
-// key's primary, reads the shard's items there (Dht::ReadShared), without
+// key's primary, reads the shard's items there (dht/local.cc), without
 // a hop, as long as the shard's core has opened its reads (it found this
 // node the primary by the current ring and holds every other node's read
 // lease); the items are a DhtTable (dht_table.h) and what is replaced is
 // freed by ebb::RetireLater once no read can hold it. A write (not a delete,
 // not a take or wait) of a key with no other owner (a node alone, r = 1)
-// on another core is applied there too (Dht::WriteShared), holding the
+// on another core is applied there too (dht/local.cc), holding the
 // shard's items lock, as long as the shard's core has opened its writes
 // (nobody waits on its keys, and the rings have not moved since); every
 // change to a shard's items holds that lock. With 2 cores, the node's own
@@ -108,7 +108,7 @@
 // the request path), and counts in its own counters. Nothing allocates
 // under a spinlock (STYLE.md): a shard's items lock is an EventMutex
 // (fox/event_mutex.h; a waiter on another core spins, then blocks its event;
-// the shard's own core only spins: dht.cc, Shard).
+// the shard's own core only spins: dht/shard.h).
 // Callers run on any core.
 //
 // Contexts and errors. Every operation blocks the calling event (event
@@ -123,8 +123,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
-#include <unordered_map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -136,13 +134,13 @@
 #include "fox/ebb/ebb_ref.h"
 #include "fox/ebb/shared_ebb.h"
 #include "fox/ebb/static_ids.h"
-#include "fox/function.h"
-#include "fox/future.h"
 #include "fox/net/am.h"
 #include "fox/result.h"
-#include "fox/spinlock.h"
 
 namespace fox::ebb {
+namespace dht {
+class Node;
+}  // namespace dht
 
 class Dht : public SharedEbb<Dht> {
  public:
@@ -277,7 +275,7 @@ class Dht : public SharedEbb<Dht> {
     uint64_t released = 0;          // items dropped after a join: no longer an owner
     uint64_t stale_copies = 0;      // copies refused: from a move this node's ring has gone past
     uint64_t collected = 0;         // tombstones forgotten here (old: Tombstones, above)
-    uint64_t leases_renewed = 0;    // reads that asked the other owners first (no lease: dht.cc)
+    uint64_t leases_renewed = 0;    // reads that asked the other owners first (no lease: dht/local.cc)
     uint64_t leases_refused = 0;    // of those, reads refused: an owner did not answer
     uint64_t shared_gets = 0;       // of served_gets, those read on the calling core from another's shard (no hop)
     uint64_t shared_writes = 0;     // of served_writes, those applied by the calling core to another's shard (no hop)
@@ -291,201 +289,8 @@ class Dht : public SharedEbb<Dht> {
   std::vector<uint64_t> CoreLoad() const;
 
  private:
-  struct Shard;  // dht.cc
-  // The core that serves shard `shard` on this node: shards lie on the
-  // first fox.dht_cores kernel cores (default: all of them), in turn.
-  int ShardCore(int shard) const { return shard % serving_cores_; }
-  // Who asked: a node's Rpc request (node, id), or a call on this node that
-  // skipped the transport (`local` gets the reply's bytes).
-  struct Caller {
-    NodeId node;
-    uint64_t id;
-    std::shared_ptr<Promise<Result<std::vector<uint8_t>>>> local;
-  };
-  // A request for a key whose primary is this node: served by its shard
-  // directly (inline if the calling core is the shard's), no transport and
-  // no Rpc. Returns the reply as Rpc would.
-  Result<std::vector<uint8_t>> CallLocal(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body);
-  // A get whose primary is this node, by the calling core's ring: served by
-  // its shard as CallLocal would, but neither encoded nor decoded and with
-  // no promise (the answer is written into the blocked caller's frame).
-  // nullopt if the primary is another node or the shard says kBusy (Call
-  // then routes and retries). Event context.
-  std::optional<Result<Item>> GetHere(const std::string& key, uint64_t key_hash);
-  // A get served on the calling core from shard `s` of another core while
-  // the shard's reads are open (Shard's reads_generation): no hop, no lock.
-  // nullopt when they are not (GetHere hops to the shard's core then).
-  std::optional<Result<Item>> ReadShared(Shard& s, const std::string& key);
-  // The shard's core, serving a get as the key's primary with its read
-  // lease held: (re)opens the shard's reads to the other cores, as long as
-  // every other node's lease holds (see Read leases in dht.cc).
-  void OpenReads(Shard& s);
-  // The shard of `key_hash` when this node is its primary by the calling
-  // core's ring, else null; and GetHere/WriteHere's result from the serve's.
-  Shard* ShardHere(uint64_t key_hash);
-  static std::optional<Result<Item>> Answered(Error status, Item&& item);
-  // The same for a write that cannot be held (DhtWriteWaits: those take
-  // the routed path): applied by its shard from `write` in the caller's
-  // frame, the item or version answered into it.
-  std::optional<Result<Item>> WriteHere(const DhtWrite& write, uint64_t key_hash);
-  // A write applied on the calling core to shard `s` of another core while
-  // the shard's writes are open (Shard's writes_generation) and the key has
-  // no other owner: no hop, the shard's items lock held. nullopt when not
-  // (WriteHere hops to the shard's core then). Not kDelete (its tombstone
-  // is collected by the shard's core).
-  std::optional<Result<Item>> WriteShared(Shard& s, const DhtWrite& write, uint64_t key_hash);
-  // The shard's core, having written as the key's primary: opens the
-  // shard's writes to the other cores, unless requests wait on its keys.
-  // CloseWrites ends them (before a write that may wait); both hold the
-  // shard's items lock.
-  void OpenWrites(Shard& s);
-  static void CloseWrites(Shard& s);
-  // ServeWrite's work once the write is decoded and in shard `s`: applies
-  // `write` from `from`, replicates it, and calls `answer(status, entry)`
-  // once (entry: the stored item, on kOk). A write that must wait is held
-  // for `holder` (answered later), or answered kBusy without one. May block.
-  template <class Answer>
-  void ApplyWrite(Shard& s, NodeId from, const DhtWrite& write, const Caller* holder, Answer&& answer);
-  // A get of `key` (hash `key_hash`) served by shard `s`: kOk after
-  // `use(entry)` (under a SharedRead: a write from another core may replace
-  // the entry meanwhile; `use` must not block), kNotFound, kBusy (not the
-  // key's primary here, or a read lease not held) or kInvalidArgument (not
-  // this shard's key); counted. May block (a lease's renewal). Event
-  // context, the shard's core.
-  template <class Use>
-  Error Look(Shard& s, std::string_view key, uint64_t key_hash, Use&& use);
-  void ServeKey(Shard& s, const Caller& caller, uint16_t handler, const uint8_t* body, size_t length);
-  // Answers `caller`: status, then `payload` (Rpc::Reply, or its promise).
-  static void Reply(const Caller& caller, Error status, const std::vector<uint8_t>& payload = {});
-  // Sends `body` under `handler` to the primary of `key_hash` (its shard's
-  // Ebb there) and returns the reply's payload (after its status),
-  // retrying as the header says.
-  Result<std::vector<uint8_t>> Call(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body,
-                                    uint64_t rpc_timeout_ms = 10'000);
-  std::shared_ptr<const DhtRing> Ring() const;
-  // A copy of the rings as of `generation` (each shard's, and each calling
-  // core's), renewed when they moved: no shared lock or count on a
-  // request's path.
-  struct alignas(64) RingCopy {
-    uint64_t generation = ~uint64_t(0);
-    std::shared_ptr<const DhtRing> ring, target;
-  };
-  // `copy`, renewed if the rings moved since it was taken.
-  const RingCopy& Renew(RingCopy& copy);
-  // The ring as the calling core last copied it; null before Start. Valid
-  // until the calling event blocks.
-  const DhtRing* CallersRing() { return Renew(core_rings_[core::Current()]).ring.get(); }
-  // Sets the rings (lock_ held) and tells the shards they moved.
-  void SetRingsLocked(std::shared_ptr<const DhtRing> ring, std::shared_ptr<const DhtRing> target) REQUIRES(lock_);
-  // Every shard's byte limit: `max_bytes` for the node's items together.
-  void SetLimit(size_t max_bytes);
-  // The node's messages (home core) and a shard's (its core).
-  void Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
-  void ServeShard(Shard& s, NodeId from, uint16_t handler, const uint8_t* data, size_t length);
-  void ServeGet(Shard& s, const Caller& caller, const uint8_t* body, size_t length);
-  void ServeWrite(Shard& s, const Caller& caller, const uint8_t* body, size_t length);
-  void ServeReplicate(Shard& s, const Caller& caller, const uint8_t* body, size_t length);
-  void ServeCollect(Shard& s, const Caller& caller, const uint8_t* body, size_t length);
-  void ServeFlush(NodeId from, uint64_t id, const uint8_t* body, size_t length);
-  void ServeCount(NodeId from, uint64_t id);
-  // Runs `work(shard)` on every shard's core at once and returns when all
-  // have. Event context.
-  void OnEveryShard(Function<void(Shard&)> work);
-  // Tombstones (above): a shard's collector, while it holds any, and one
-  // primary's round.
-  void CollectTombstones(Shard& s);
-  void CollectRound(Shard& s, std::vector<DhtItems::Tombstone> old);
-  // A take or wait the primary holds until it can be served or wait_ms passes.
-  struct Waiter {
-    Caller caller;
-    DhtWrite write;
-    uint64_t deadline_ns;
-  };
-  // Serves the held requests of `key` that can be now (after a write to it).
-  void Wake(Shard& s, const std::string& key);
-  // Answers a served take or wait: replicates a take first (blocks).
-  void Finish(Shard& s, const Caller& caller, const DhtWrite& write, const DhtEntry& entry);
-  // Answers held requests past their deadline, every 50 ms while any are held.
-  void Sweep(Shard& s);
-  // Sends `body` to every node of the ring; the replies (their payloads
-  // after an ok status) and how many nodes there were.
-  std::vector<std::vector<uint8_t>> AskEveryNode(uint16_t handler, const std::vector<uint8_t>& body, size_t* asked,
-                                                 Error* last_error);
-  // After a shard's core stored tombstones (a delete, a flush, a replica's
-  // copy): starts the shard's collector unless it runs.
-  void StartCollecting(Shard& s);
-  // Whether this node is the primary of `key_hash` in the shard's ring.
-  bool Primary(Shard& s, uint64_t key_hash);
-  // Whether this primary may serve a read of `key_hash` from its copy (read
-  // leases: dht.cc); asks the other owners when it must. Blocks.
-  bool HoldsLease(Shard& s, uint64_t key_hash);
-  // The ring when no join or rebuild moves data, else null.
-  std::shared_ptr<const DhtRing> RingAtRest() const;
-  // Sends `body` under `handler` to Ebb `ebb` on each of `nodes`; true if
-  // all answer kOk. Blocks.
-  bool AllAcknowledge(const std::vector<NodeId>& nodes, EbbId ebb, uint16_t handler, const std::vector<uint8_t>& body,
-                      uint64_t timeout_ms);
-  // Sends the key's current state to every owner but this node; true when
-  // all acknowledged (waits for the ring to drop dead replicas and tries
-  // the new owners).
-  bool Replicate(Shard& s, const std::string& key, uint64_t key_hash);
-  void OnDeath(NodeId node);
-  // Copies the items this node is the source of (the top, "Joins") from
-  // `before`'s owners to `after`'s new ones, every shard at once; returns
-  // how many were copied. `what` names it in the log (rebuild, stream).
-  uint64_t Rebuild(std::shared_ptr<const DhtRing> before, std::shared_ptr<const DhtRing> after, const char* what);
-  uint64_t RebuildShard(Shard& s, const DhtRing& before, const DhtRing& after, uint64_t* failures);
-  // Joins: a member streams to the joiners of `target` and tells them it
-  // is ready; the joiner's side; the switch.
-  void ServeJoin(NodeId from, uint64_t id);
-  void ServeJoinReady(NodeId from, uint64_t id, const uint8_t* body, size_t length);
-  void ServeJoinSwitch(NodeId from, uint64_t id, const uint8_t* body, size_t length);
-  void Stream(std::shared_ptr<const DhtRing> settled, std::shared_ptr<const DhtRing> target);
-  void MaybeSwitch();  // the joiner: every member ready for its target?
-  void AskToJoin();    // the joiner
-  void FollowDeaths(const std::vector<NodeId>& members);
-  void Switch(std::shared_ptr<const DhtRing> target);
-  // Owners of the partition of `key_hash` to replicate to: the shard's
-  // ring's and, during a join, its target's. OtherOwners: the same by
-  // `rings` (any core's copy), empty for a key this node alone owns.
-  std::vector<NodeId> ReplicasOf(Shard& s, uint64_t key_hash);
-  static std::vector<NodeId> OtherOwners(const RingCopy& rings, uint64_t key_hash);
-  bool TakeRing(uint64_t epoch, std::vector<NodeId> nodes);
-
+  std::unique_ptr<dht::Node> node_;  // ebb/dht/node.h: the parts, one concept each
   static inline std::atomic<Dht*> constructed_{nullptr};
-  int core_;
-  int serving_cores_;  // ShardCore
-  uint64_t subscription_ = 0;
-  std::unique_ptr<Shard> shards_[kShards];
-  std::unique_ptr<RingCopy[]> core_rings_{new RingCopy[core::kMaxCores]};  // CallersRing's, by core
-  // What each core counts for itself (its own cache line): written by that
-  // core only.
-  struct alignas(64) PerCore {
-    std::atomic<uint64_t> gets{0};    // ReadShared's
-    std::atomic<uint64_t> writes{0};  // WriteShared's
-    // DhtWrite::request's counts this core hands out: [next, end), taken
-    // from next_request_ kRequestBlock at a time.
-    uint64_t next_request = 0, end_request = 0;
-  };
-  static constexpr uint64_t kRequestBlock = 1024;
-  std::unique_ptr<PerCore[]> per_core_{new PerCore[core::kMaxCores]};
-  // Every request reads ring_generation_ (Renew, ReadShared): it lies on a
-  // cache line that nothing written on a request's path shares.
-  alignas(64) std::atomic<uint64_t> ring_generation_{0};  // moves with every change of ring_ or target_
-  std::atomic<uint64_t> grace_ns_{60'000'000'000};        // SetTombstoneGrace
-  alignas(64) std::atomic<size_t> bytes_pool_{0};         // the shards' items' bytes (DhtItems::share_bytes)
-  alignas(64) std::atomic<uint64_t> next_request_{1};     // DhtWrite::request's count (PerCore's blocks)
-  alignas(64) mutable SpinLock lock_;
-  std::shared_ptr<const DhtRing> ring_ GUARDED_BY(lock_);
-  std::shared_ptr<const DhtRing> target_ GUARDED_BY(lock_);  // T while a node joins
-  // The joiner's side (home core): each member's readiness (the tag of the
-  // target it streamed for; kSwitched: it routes by a ring with this node).
-  std::unordered_map<NodeId, uint64_t> ready_;
-  bool joining_ = false;                 // home core: this node is the joiner
-  bool switching_ = false;               // home core: the joiner is telling the members
-  uint64_t ask_generation_ = 0;          // home core: AskToJoin's rounds
-  std::atomic<bool> joined_set_{false};  // the joiner's Join returns
-  Stats stats_ GUARDED_BY(lock_);        // the node's own (the shards count theirs)
 };
 
 }  // namespace fox::ebb
