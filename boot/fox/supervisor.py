@@ -330,7 +330,7 @@ class Supervisor:
         log("job %d: %s on place 0 and nodes %s", job.id, r["app"], ",".join(map(str, job.nodes)) or "(none)")
         self.tell(job.conn, event="start", job=job.id, key=self.key, nodes=out, fd_args=fd_args)
 
-    # Boot arguments the kernel applies at boot (fox/boot_args.h kBootTimeArgs; fox.node, fox.ip,
+    # Boot arguments applied at boot (registered with boot_time, fox/cmdline.h; fox.node, fox.ip,
     # fox.gw and fox.key are the node's own): a job that sets one reboots its nodes.
     BOOT_TIME_KARGS = ("fox.stack", "fox.kcores", "fox.idle")
     HAND_RESEND_S = 0.05

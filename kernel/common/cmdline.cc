@@ -108,8 +108,7 @@ Result<void> CommandLine::Validate(const BootArgSpec& spec, const char* key, con
   return Ok();
 }
 
-Result<void> CommandLine::Parse(std::string_view text, bool skip_image_name, const BootArgSpec* specs,
-                                size_t num_specs) {
+Result<void> CommandLine::Parse(std::string_view text, bool skip_image_name, std::span<const BootArgSpec> specs) {
   num_args_ = 0;
   app_argc_ = 0;
   error_[0] = '\0';
@@ -164,14 +163,25 @@ Result<void> CommandLine::Parse(std::string_view text, bool skip_image_name, con
     if (eq == nullptr) return Fail("boot argument '%s' has no value (expected %s=VALUE)", word, word);
     *eq = '\0';
     const BootArgSpec* spec = nullptr;
-    for (size_t s = 0; s < num_specs; ++s) {
-      if (std::strcmp(specs[s].key, word) == 0) spec = &specs[s];
+    for (const BootArgSpec& s : specs) {
+      if (std::strcmp(s.key, word) == 0) spec = &s;
     }
     if (spec == nullptr) {
+      // The known keys in ascending order (the registration order is the
+      // link's): each pass prints the least key above the last one printed.
       char known[384];
       size_t k = 0;
-      for (size_t s = 0; s < num_specs && k < sizeof known; ++s) {
-        k += Format(known + k, sizeof known - k, "%s%s", s ? ", " : "", specs[s].key);
+      const char* last = nullptr;
+      for (size_t n = 0; n < specs.size() && k < sizeof known; ++n) {
+        const char* next = nullptr;
+        for (const BootArgSpec& s : specs) {
+          if ((last == nullptr || std::strcmp(s.key, last) > 0) && (next == nullptr || std::strcmp(s.key, next) < 0)) {
+            next = s.key;
+          }
+        }
+        if (next == nullptr) break;
+        k += Format(known + k, sizeof known - k, "%s%s", n ? ", " : "", next);
+        last = next;
       }
       return Fail("unknown boot argument '%s' (known: %s)", word, known);
     }

@@ -220,12 +220,14 @@ Result<void> ReplaceBootArgs(std::string_view text, const char** error) {
     return Error::kInvalidArgument;
   };
   if (!next->Parse(text, false).ok()) return refuse("%s", next->error());
-  for (const char* const* key = kBootTimeArgs; *key != nullptr; ++key) {
-    const char* was = g_active->Get(*key);
-    const char* now = next->Get(*key);
+  for (const BootArgSpec& spec : BootArgSpecs()) {
+    if (!spec.boot_time) continue;
+    const char* key = spec.key;
+    const char* was = g_active->Get(key);
+    const char* now = next->Get(key);
     if ((was == nullptr) != (now == nullptr) || (was != nullptr && std::strcmp(was, now) != 0)) {
-      return refuse("%s=%s: the node booted with %s%s (a reboot applies it)", *key, now != nullptr ? now : "(none)",
-                    was != nullptr ? "" : "no ", was != nullptr ? was : *key);
+      return refuse("%s=%s: the node booted with %s%s (a reboot applies it)", key, now != nullptr ? now : "(none)",
+                    was != nullptr ? "" : "no ", was != nullptr ? was : key);
     }
   }
   if (const char* level = next->Get("fox.log")) SetLogLevel(*ParseLogLevel(level));

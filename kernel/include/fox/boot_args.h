@@ -16,9 +16,10 @@ uint64_t BootArgNumber(std::string_view key, uint64_t fallback);
 
 // Pool nodes (apps/agent): the app that runs next on this node, without a
 // reboot, gets `text` as its boot arguments (the command line's syntax and
-// checks). The arguments the kernel applied at boot must keep their values
-// (kBootTimeArgs: the agent's node, address, key, cores and stack are the
-// job's): kInvalidArgument otherwise, and *error says which. fox.log is
+// checks). The arguments applied at boot must keep their values (those
+// registered with boot_time, cmdline.h: the agent's node, address, key,
+// cores and stack are the job's): kInvalidArgument otherwise, and *error
+// says which. fox.log is
 // applied again. Pointers from BootArg stay valid (the old arguments are
 // kept). Native builds (hosted: kUnsupported). Event context, one core: no
 // other core may read arguments meanwhile.
@@ -31,8 +32,6 @@ char** AppArgv();
 // replaced boot arguments name (the pool image's main starts it); not an
 // exit status.
 inline constexpr int kHandOver = 0x464F58;
-// The keys ReplaceBootArgs may not change, null-terminated.
-extern const char* const kBootTimeArgs[];
 
 // Tests and fuzzers, hosted builds only: replaces the boot arguments with
 // `text` (FOX_ARGS syntax), checked as at start-up. On failure returns

@@ -1,6 +1,6 @@
 // The kernel command line: `fox.KEY=VALUE ... -- APP ARGS`.
 //
-// Arguments before `--` must be known `fox.*` keys (see kBootArgSpecs) with a
+// Arguments before `--` must be known `fox.*` keys (BootArgSpecs) with a
 // valid value; anything else is an error that names the argument and what was
 // expected, and the node exits with kExitUsage. Words after `--` are the
 // application's argv[1..]. Double quotes group words ("a b" is one word).
@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "fox/result.h"
@@ -32,11 +33,27 @@ struct BootArgSpec {
   uint64_t min;
   uint64_t max;
   const char* help;
+  // Applied once at boot: a pool node taking a job without a reboot
+  // (ReplaceBootArgs) must keep its value.
+  bool boot_time = false;
 };
 
-// Every key the system understands, in one table (kernel/common/boot_args.cc).
-extern const BootArgSpec kBootArgSpecs[];
-extern const size_t kNumBootArgSpecs;
+// Each layer registers the boot arguments it honours, in its own folder,
+// where a newcomer looks for them (Linux's module_param):
+//   FOX_BOOT_ARG(dht_cores, "fox.dht_cores", BootArgKind::kUInt, nullptr, 1, 256, "...");
+// `id` names the definition (unique in its file). The spec lands in the
+// section fox_boot_args, which the linker keeps whole and bounds with
+// __start_/__stop_ symbols: no constructor runs, nothing is allocated, and
+// the table exists before the command line is parsed. A key is registered
+// when the code that honours it lands, never before: an accepted argument
+// must do something. A layer built as a static archive (hosted) makes the
+// linker take its registration file (-Wl,-u, its CMakeLists.txt).
+#define FOX_BOOT_ARG(id, ...)                              \
+  [[gnu::used, gnu::retain, gnu::section("fox_boot_args"), \
+    gnu::aligned(alignof(::fox::BootArgSpec))]] const ::fox::BootArgSpec fox_boot_arg_##id = {__VA_ARGS__}
+
+// Every key the program registered (FOX_BOOT_ARG, in link order). Any context.
+std::span<const BootArgSpec> BootArgSpecs();
 
 class CommandLine {
  public:
@@ -47,8 +64,8 @@ class CommandLine {
   // Parses `text`. When `skip_image_name` is set the first word is the image's
   // path (multiboot1 loaders prepend it) and becomes argv[0]. On failure
   // returns kInvalidArgument and Error() says why; the object is then empty.
-  Result<void> Parse(std::string_view text, bool skip_image_name, const BootArgSpec* specs = kBootArgSpecs,
-                     size_t num_specs = kNumBootArgSpecs);
+  // `specs`: the keys it accepts (default: every registered one).
+  Result<void> Parse(std::string_view text, bool skip_image_name, std::span<const BootArgSpec> specs = BootArgSpecs());
 
   // The value given for `key`, or nullptr if absent.
   const char* Get(std::string_view key) const;

@@ -1,0 +1,13 @@
+// The Ebbs' `fox.*` boot arguments (cmdline.h, FOX_BOOT_ARG).
+#include "fox/cmdline.h"
+
+// Hosted builds link fox_ebb as an archive: -Wl,-u of this (CMakeLists.txt)
+// takes this file, which nothing calls.
+extern "C" const char fox_ebb_boot_args = 0;
+
+namespace fox::ebb {
+
+FOX_BOOT_ARG(dht_cores, "fox.dht_cores", BootArgKind::kUInt, nullptr, 1, 256,
+             "the Dht's shards lie on the first N kernel cores (default: all of them; ebb/include/fox/ebb/dht.h)");
+
+}  // namespace fox::ebb
