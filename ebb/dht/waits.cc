@@ -11,8 +11,7 @@
 namespace fox::ebb::dht {
 
 void Node::Hold(Shard& s, Waiter waiter) {
-  std::string key = waiter.write.key;
-  s.waiters[key].push_back(std::move(waiter));
+  s.waiters[waiter.write.key].push_back(std::move(waiter));  // the key is read before the waiter moves
   s.Count(&Stats::waiting);
   if (!s.sweeping) {
     s.sweeping = true;

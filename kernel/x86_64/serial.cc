@@ -62,7 +62,10 @@ void Init() {
   g_present = x86::Inb(kCom1 + 5) != 0xFF;
 }
 
-void HoldFor(int core) { g_holder.store(core, std::memory_order_release); }
+void HoldFor(int core) {
+  Flush();  // the hold held now (the banner's) ends first
+  g_holder.store(core, std::memory_order_release);
+}
 
 void Release() {
   bool enabled = x86::SaveAndDisableInterrupts();

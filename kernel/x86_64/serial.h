@@ -8,7 +8,9 @@ void Init();
 // (4 KiB of it; a writer beyond that waits, up to 1 s) and written out by
 // Release, in order: the boot banner, which another core prints while the
 // boot core starts main, comes out before anything main prints, and main
-// does not wait for it. A panic releases it.
+// does not wait for it. A panic releases it. A hold taken while another
+// is held first waits (up to 1 s) for that one to end and writes out what
+// it kept: the earlier holder's Release must not end the later hold.
 void HoldFor(int core);
 void Release();
 // Before the machine powers off: waits (up to 1 s) for a hold to end and

@@ -26,7 +26,6 @@ namespace vmtest {
 int ConsoleHold(int, char**) {
   CHECK(fox::core::Online() >= 2);
   static std::atomic<uint64_t> released{0};  // when core 1 released the console
-  fox::serial::Flush();  // the banner's hold first: its release would end this one (CI, a slow boot)
   fox::serial::HoldFor(1);
   auto holder = Start(1, [] {
     uint64_t until = fox::clock::NowNs() + 100000000;  // 100 ms: core 0 writes meanwhile
@@ -62,7 +61,6 @@ int ConsoleHold(int, char**) {
 // back is lost (the power-off waits for the release).
 int ConsoleHoldExit(int, char**) {
   CHECK(fox::core::Online() >= 2);
-  fox::serial::Flush();  // the banner's hold first: its release would end this one (CI, a slow boot)
   fox::serial::HoldFor(1);
   Start(1, [] {
     uint64_t until = fox::clock::NowNs() + 100000000;
