@@ -1,10 +1,13 @@
 // Joins (dht.h, "Joins"): a node joins a running Dht. The joiner routes
-// by the members' ring S and asks each member to add it; a member takes
-// the target T = S plus the joiner, streams the joiner's partitions it is
-// the source of and says it is ready; once every member is, the joiner
-// tells them all to switch to T. Deaths meanwhile: rebuild.cc's OnDeath
-// recomputes S and T and the streams start again.
+// by the members' ring and asks each member to add it; a member takes the
+// target T = its ring plus the joiner and moves data as the placement
+// model plans (rebuild.cc's Move: the joiner's partitions from the last
+// settled ring S), then reports it (kMoved, to the joiner too); once every
+// member reported T from the same S, the joiner tells them all to switch
+// to T, which settles it. Deaths meanwhile: rebuild.cc's OnDeath
+// recomputes the ring and T, and the moves start again.
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "fox/clock.h"
@@ -30,6 +33,7 @@ Result<void> Node::Join(const RingConfig& config, std::vector<NodeId> members, u
   auto target = settled->WithNode(self);
   if (!target.ok()) return target.error();
   SetLimit(max_bytes);
+  rings_.Settle(settled);
   rings_.Set(settled, std::make_shared<const DhtRing>(std::move(*target)));
   event::SpawnRemote(core_, [this] {
     joining_ = true;
@@ -93,11 +97,13 @@ bool Node::TakeRing(uint64_t epoch, std::vector<NodeId> nodes) {
   if (!settled.ok()) return false;
   auto target = settled->WithNode(am::Self());
   if (!target.ok()) return false;
-  return rings_.Replace(now, std::make_shared<const DhtRing>(std::move(*settled)),
-                        std::make_shared<const DhtRing>(std::move(*target)));
+  auto shared = std::make_shared<const DhtRing>(std::move(*settled));
+  if (!rings_.Replace(now, shared, std::make_shared<const DhtRing>(std::move(*target)))) return false;
+  rings_.Settle(shared);  // the joiner holds nothing: its S only names the members' ring
+  return true;
 }
 
-// A member (home core): takes the joiner into its target and streams.
+// A member (home core): takes the joiner into its target and moves data.
 void Node::ServeJoin(NodeId from, uint64_t id) {
   Rings::Pair now = rings_.Get();
   if (!now.ring) return Answer(from, id, Error::kBusy);
@@ -110,40 +116,27 @@ void Node::ServeJoin(NodeId from, uint64_t id) {
     if (!next.ok()) return Answer(from, id, next.error());
     target = std::make_shared<const DhtRing>(std::move(*next));
     if (!rings_.Replace(now, now.ring, target)) return Answer(from, id, Error::kBusy);  // the ring moved: again
+    since_.push_back(target);
   }
   LOG_INFO("dht: node %u joins: streaming its partitions", from);
   Answer(from, id, Error::kOk, mine);
-  Stream(now.ring, target);
+  Move();  // from now on every write goes to the target's owners too (Replicate)
 }
 
-// A member (home core): from now on every write goes to `target`'s owners
-// too (Replicate); copies what it is the source of, then tells the joiner.
-void Node::Stream(std::shared_ptr<const DhtRing> settled, std::shared_ptr<const DhtRing> target) {
-  uint64_t copied = Rebuild(settled, target, "stream");
-  Count(&Stats::streamed, copied);
-  if (rings_.target() != target) return;  // replaced meanwhile (a death, a switch): its own stream says ready
-  std::vector<uint8_t> tag = TagBytes(Tag(*target));
-  for (NodeId joiner : target->nodes()) {
-    if (settled->Contains(joiner)) continue;
-    (void)Rpc::Get()->Call(joiner, kDhtId, kJoinReady, tag.data(), tag.size()).Block();
-  }
-}
-
-void Node::ServeJoinReady(NodeId from, uint64_t id, const uint8_t* body, size_t length) {
-  if (length != 8) return Answer(from, id, Error::kInvalidArgument);
-  ready_[from] = net::wire::Load64(body);
-  Answer(from, id, Error::kOk);
-  MaybeSwitch();
-}
-
+// The joiner (home core): every member reported the target from the same
+// settled ring (its plan is done), or routes by a ring with this node?
 void Node::MaybeSwitch() {
   if (!joining_ || switching_) return;
   auto [ring, target] = rings_.Get();
   if (!ring || !target) return;
   uint64_t tag = Tag(*target);
+  std::optional<uint64_t> from;  // the settled ring the members planned from
   for (NodeId n : ring->nodes()) {
     auto r = ready_.find(n);
-    if (r == ready_.end() || (r->second != tag && r->second != kSwitched)) return;
+    if (r != ready_.end() && r->second == kSwitched) continue;
+    auto m = moved_.find(n);
+    if (m == moved_.end() || m->second.second != tag || (from && *from != m->second.first)) return;
+    from = m->second.first;
   }
   switching_ = true;
   std::vector<uint8_t> body = TagBytes(tag);
@@ -166,9 +159,12 @@ void Node::ServeJoinSwitch(NodeId from, uint64_t id, const uint8_t* body, size_t
   Answer(from, id, Error::kOk);
 }
 
-// Routes by `target` from now on and drops what this node no longer owns.
+// Routes by `target` from now on, settled (every member's plan is done),
+// and drops what this node no longer owns.
 void Node::Switch(std::shared_ptr<const DhtRing> target) {
   rings_.Set(target, nullptr);
+  rings_.Settle(target);
+  since_.clear();
   Count(&Stats::joins);
   LOG_INFO("dht: joined: ring epoch %llu, %zu nodes", (unsigned long long)target->epoch(), target->nodes().size());
   NodeId self = am::Self();

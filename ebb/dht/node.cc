@@ -43,7 +43,8 @@ constexpr uint64_t Dht::Stats::*kCounters[] = {&Dht::Stats::served_gets,
                                                &Dht::Stats::leases_renewed,
                                                &Dht::Stats::leases_refused,
                                                &Dht::Stats::shared_gets,
-                                               &Dht::Stats::shared_writes};
+                                               &Dht::Stats::shared_writes,
+                                               &Dht::Stats::settles};
 static_assert(sizeof(kCounters) / sizeof(kCounters[0]) * sizeof(uint64_t) == sizeof(Dht::Stats),
               "a counter of Dht::Stats is missing from kCounters");
 
@@ -122,7 +123,9 @@ Result<void> Node::Start(const RingConfig& config, std::vector<NodeId> members, 
   auto ring = DhtRing::Create(config, members);
   if (!ring.ok()) return ring.error();
   SetLimit(max_bytes);
-  rings_.Set(std::make_shared<const DhtRing>(std::move(*ring)), nullptr);
+  auto shared = std::make_shared<const DhtRing>(std::move(*ring));
+  rings_.Settle(shared);
+  rings_.Set(shared, nullptr);
   FollowDeaths(members);
   LOG_INFO("dht: started on %zu nodes, r = %u, %d shards on %d cores", members.size(), config.replication, kShards,
            std::min(kShards, serving_cores_));

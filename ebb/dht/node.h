@@ -178,22 +178,34 @@ class Node {
   bool Replicate(Shard& s, const std::string& key, uint64_t key_hash);
   void ServeReplicate(Shard& s, const Caller& caller, const uint8_t* body, size_t length);
 
-  // ---- rebuild.cc
+  // ---- rebuild.cc (home core)
   void OnDeath(NodeId node);
-  // Copies the items this node is the source of from `before`'s owners to
-  // `after`'s new ones, every shard at once; returns how many were copied.
-  // `what` names it in the log (rebuild, stream).
-  uint64_t Rebuild(std::shared_ptr<const DhtRing> before, std::shared_ptr<const DhtRing> after, const char* what);
-  uint64_t RebuildShard(Shard& s, const DhtRing& before, const DhtRing& after, uint64_t* failures);
+  // Moves data from the settled ring to the goal (the target during a
+  // join, else the ring), then reports it; again after failed copies,
+  // unless the rings changed meanwhile (a later Move plans again). Blocks.
+  void Move();
+  // Tells every member and the joiner that this node's transfers of the
+  // move from `settled` to `goal` are done, and settles if all are.
+  void Report(const DhtRing& settled, const DhtRing& goal);
+  void ServeMoved(NodeId from, uint64_t id, const uint8_t* body, size_t length);
+  // Adopts a newer settled ring another node reports, or settles the ring
+  // once every member reported it from this node's settled ring.
+  void TrySettle();
+  // Runs this node's transfers of PlanMove(settled, goal), every shard at
+  // once; returns how many copies were made and adds the failed ones to
+  // *failures. `what` names it in the log (rebuild, stream).
+  uint64_t Rebuild(const DhtRing& settled, const DhtRing& goal, const char* what, uint64_t* failures);
+  // One shard's part: copies its items of each partition to that
+  // partition's `destinations` (indexed by `goal`'s partitions).
+  uint64_t RebuildShard(Shard& s, const DhtRing& goal, const std::vector<std::vector<NodeId>>& destinations,
+                        uint64_t* failures);
 
   // ---- join.cc
-  // A member streams to the joiners of `target` and tells them it is
-  // ready; the joiner's side; the switch.
+  // A member takes the joiner into its target and moves data; the joiner's
+  // side; the switch.
   void ServeJoin(NodeId from, uint64_t id);
-  void ServeJoinReady(NodeId from, uint64_t id, const uint8_t* body, size_t length);
   void ServeJoinSwitch(NodeId from, uint64_t id, const uint8_t* body, size_t length);
-  void Stream(std::shared_ptr<const DhtRing> settled, std::shared_ptr<const DhtRing> target);
-  void MaybeSwitch();  // the joiner: every member ready for its target?
+  void MaybeSwitch();  // the joiner: every member moved for its target?
   void AskToJoin();    // the joiner
   void Switch(std::shared_ptr<const DhtRing> target);
   // The joiner: its rings become the members' (their epoch and members);
@@ -239,8 +251,15 @@ class Node {
   std::atomic<uint64_t> grace_ns_{60'000'000'000};     // SetTombstoneGrace
   alignas(64) std::atomic<size_t> bytes_pool_{0};      // the shards' items' bytes (DhtItems::share_bytes)
   alignas(64) std::atomic<uint64_t> next_request_{1};  // DhtWrite::request's count (PerCore's blocks)
-  // The joiner's side (home core): each member's readiness (the tag of the
-  // target it streamed for; kSwitched: it routes by a ring with this node).
+  // Moves (home core, rebuild.cc): the rings this node moved to since its
+  // settled ring, oldest first (a report naming one of them as settled is
+  // adopted); each node's last report (settled tag, goal tag); Move's
+  // rounds.
+  std::vector<std::shared_ptr<const DhtRing>> since_;
+  std::unordered_map<NodeId, std::pair<uint64_t, uint64_t>> moved_;
+  uint64_t move_generation_ = 0;
+  // The joiner's side (home core): members that route by a ring with this
+  // node already (kSwitched).
   std::unordered_map<NodeId, uint64_t> ready_;
   bool joining_ = false;                 // home core: this node is the joiner
   bool switching_ = false;               // home core: the joiner is telling the members

@@ -17,7 +17,9 @@
 //                                   routes by a ring with it; kBusy: another join runs),
 //                                   then u64 the member's ring epoch, u32 count and the
 //                                   ring's members (the joiner routes by that ring)
-//   kJoinReady: u64 target tag      to the joiner: streamed for that target; reply: status
+//   kMoved:     u64 settled tag, u64 goal tag   to every member and the joiner: this node
+//               ran its transfers of the move from that settled ring to that goal
+//               (rebuild.cc); reply: status
 //   kJoinSwitch: u64 target tag     from the joiner: route by the target; reply: status
 //   kConfirm:   (empty), from a key's primary to its other owners before
 //               it serves a read without a lease (leases.cc)   reply: status
@@ -54,7 +56,7 @@ enum Handler : uint16_t {
   kFlush = 5,
   kCount = 6,
   kJoin = 7,
-  kJoinReady = 8,
+  kMoved = 8,
   kJoinSwitch = 9,
   kCollect = 10,
   kConfirm = 11

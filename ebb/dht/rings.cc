@@ -12,12 +12,26 @@ Rings::Pair Rings::Get() const {
   return {ring_, target_};
 }
 
-void Rings::Set(std::shared_ptr<const DhtRing> ring, std::shared_ptr<const DhtRing> target, bool rebuild) {
+void Rings::Set(std::shared_ptr<const DhtRing> ring, std::shared_ptr<const DhtRing> target) {
   SpinGuard g(lock_);
   ring_.swap(ring);  // the old ones are released outside the lock
   target_.swap(target);
-  if (rebuild) ++rebuilds_running_;
   generation_.fetch_add(1, std::memory_order_release);
+}
+
+std::shared_ptr<const DhtRing> Rings::settled() const {
+  SpinGuard g(lock_);
+  return settled_;
+}
+
+void Rings::Settle(std::shared_ptr<const DhtRing> settled) {
+  SpinGuard g(lock_);
+  settled_.swap(settled);
+}
+
+void Rings::BeginRebuild() {
+  SpinGuard g(lock_);
+  ++rebuilds_running_;
 }
 
 bool Rings::Replace(const Pair& expected, std::shared_ptr<const DhtRing> ring, std::shared_ptr<const DhtRing> target) {
@@ -41,7 +55,8 @@ uint64_t Rings::rebuilds_running() const {
 
 std::shared_ptr<const DhtRing> Rings::AtRest() const {
   SpinGuard g(lock_);
-  return target_ == nullptr && rebuilds_running_ == 0 ? ring_ : nullptr;
+  bool settled = ring_ && settled_ && ring_->nodes() == settled_->nodes();
+  return target_ == nullptr && rebuilds_running_ == 0 && settled ? ring_ : nullptr;
 }
 
 const Rings::Copy& Rings::Renew(Copy& copy) const {

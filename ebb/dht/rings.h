@@ -1,5 +1,8 @@
 // This node's rings (dht.h, "Routing" and "Joins"): the ring it routes by
-// and, while a node joins, the target ring, with a generation that moves
+// and, while a node joins, the target ring; the last settled ring S, the
+// placement model's (dht_placement.h: every owner in S held every
+// acknowledged write of its partitions when S settled; moves are planned
+// from it, rebuild.cc); and a generation that moves
 // with every change so that each core and shard can keep a copy of them
 // and renew it only when they moved (no shared lock or count on a
 // request's path). Also counts the rebuilds running, so that AtRest can
@@ -38,15 +41,19 @@ class Rings {
   Pair Get() const;
   std::shared_ptr<const DhtRing> ring() const { return Get().ring; }
   std::shared_ptr<const DhtRing> target() const { return Get().target; }
-  // Sets both; `rebuild` also counts a rebuild as running, in the same
-  // step (so that AtRest never sees the new ring without it).
-  void Set(std::shared_ptr<const DhtRing> ring, std::shared_ptr<const DhtRing> target, bool rebuild = false);
+  // Sets both.
+  void Set(std::shared_ptr<const DhtRing> ring, std::shared_ptr<const DhtRing> target);
   // Sets both if they are still `expected` (the same objects); false if
   // another change came first.
   bool Replace(const Pair& expected, std::shared_ptr<const DhtRing> ring, std::shared_ptr<const DhtRing> target);
+  void BeginRebuild();
   void EndRebuild();
   uint64_t rebuilds_running() const;
-  // The ring when no join or rebuild moves data, else null.
+  // The last settled ring (null before Start), and its change.
+  std::shared_ptr<const DhtRing> settled() const;
+  void Settle(std::shared_ptr<const DhtRing> settled);
+  // The ring when no data moves (no join, no rebuild running, and the
+  // ring is settled), else null.
   std::shared_ptr<const DhtRing> AtRest() const;
 
   // `copy`, renewed if the rings moved since it was taken.
@@ -65,6 +72,7 @@ class Rings {
   alignas(64) mutable SpinLock lock_;
   std::shared_ptr<const DhtRing> ring_ GUARDED_BY(lock_);
   std::shared_ptr<const DhtRing> target_ GUARDED_BY(lock_);
+  std::shared_ptr<const DhtRing> settled_ GUARDED_BY(lock_);
   uint64_t rebuilds_running_ GUARDED_BY(lock_) = 0;
 };
 

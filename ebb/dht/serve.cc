@@ -27,7 +27,7 @@ void Node::Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t leng
     case kFlush: return ServeFlush(from, request->id, request->body, request->length);
     case kCount: return ServeCount(from, request->id);
     case kJoin: return ServeJoin(from, request->id);
-    case kJoinReady: return ServeJoinReady(from, request->id, request->body, request->length);
+    case kMoved: return ServeMoved(from, request->id, request->body, request->length);
     case kJoinSwitch: return ServeJoinSwitch(from, request->id, request->body, request->length);
     case kConfirm:  // a node the transport holds dead gets no answer: its frames are dropped
       return Answer(from, request->id, am::State(from) == am::PeerState::kDead ? Error::kNotFound : Error::kOk);

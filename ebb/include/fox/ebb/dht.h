@@ -279,6 +279,7 @@ class Dht : public SharedEbb<Dht> {
     uint64_t leases_refused = 0;    // of those, reads refused: an owner did not answer
     uint64_t shared_gets = 0;       // of served_gets, those read on the calling core from another's shard (no hop)
     uint64_t shared_writes = 0;     // of served_writes, those applied by the calling core to another's shard (no hop)
+    uint64_t settles = 0;           // moves after deaths settled here (every node's copies done: dht/rebuild.cc)
   };
   // This node's counters: its own and its shards' summed.
   Stats stats() const;
