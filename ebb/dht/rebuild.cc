@@ -37,7 +37,7 @@
 
 namespace fox::ebb::dht {
 namespace {
-constexpr size_t kRebuildWindow = 32;       // copies in flight per shard
+constexpr size_t kRebuildWindow = 32;           // copies in flight per shard
 constexpr uint64_t kRetryMoveNs = 100'000'000;  // after a move with failed copies
 }  // namespace
 
@@ -96,7 +96,7 @@ void Node::Move() {
     uint64_t copied = Rebuild(*settled, *goal, streaming ? "stream" : "rebuild", &failures);
     Count(streaming ? &Stats::streamed : &Stats::rebuilt, copied);
     if (generation != move_generation_) break;  // a later change plans again
-    if (failures != 0) {                         // a destination that died changes the rings; others again
+    if (failures != 0) {                        // a destination that died changes the rings; others again
       timer::Sleep(kRetryMoveNs);
       if (generation != move_generation_) break;
       continue;

@@ -400,6 +400,17 @@ add_test(NAME hosted.dht_join_kill COMMAND ${FOX_HOSTED_NODES}
   $<TARGET_FILE:dht_node_hosted> join 3000 kill)
 set_tests_properties(hosted.dht_join hosted.dht_join_kill PROPERTIES LABELS hosted TIMEOUT 180)
 
+# A second death before the first one's move settles (tests/cluster/dht_cascade.cc):
+# 5 nodes, r = 3; node 1 dies, node 2 dies as it hears of it (before copying
+# its share of the move); once the 3 survivors settle, each holds every key.
+add_test(NAME hosted.dht_cascade COMMAND ${FOX_HOSTED_NODES}
+  --nodes 5 --timeout 120 --killed 1 --killed 2
+  --expect "0:dht_cascade: node 0: 2000 of 2000 keys read back after two deaths"
+  --expect "0:dht: settled at ring epoch 2, 3 nodes"
+  --expect "0:dht_cascade: node 0: done" --expect "3:dht_cascade: node 3: done" --expect "4:dht_cascade: node 4: done"
+  $<TARGET_FILE:dht_cascade_hosted> 2000)
+set_tests_properties(hosted.dht_cascade PROPERTIES LABELS hosted TIMEOUT 180)
+
 # Tombstones are collected (dht.h, "Tombstones"; tests/cluster/dht_node.cc
 # mode tombstones, grace 1 s): 2000 keys set and deleted on 3 nodes (r = 2),
 # no tombstone left on any node within 20 s; half the keys set again start at
