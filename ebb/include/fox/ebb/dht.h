@@ -27,28 +27,41 @@
 // is on min(r, nodes) nodes. Replicas apply a state only if its version is
 // newer than theirs, which keeps the primary's order of writes to a key.
 //
+// Moves. Data moves between rings as the placement model plans it
+// (dht_placement.h, dht_ring.cc's design comment; dht/rebuild.cc): every
+// node keeps S, the last settled ring (every owner in S held every
+// acknowledged write of its partitions), and after each change runs its
+// transfers of PlanMove(S, goal), goal being the ring after deaths or a
+// join's target: for each partition whose owners changed, one holder (an
+// owner in S still alive) copies it to each new owner. Then it reports its
+// S and goal to every member; a ring settles (S := it) once every member
+// reported it from the same S. So a second death before a move settles
+// plans again from S, and an owner still being filled is never taken for
+// a holder. Nodes that disagree on S (a death between two nodes' last
+// reports) converge: a node adopts a newer S another reports, if it moved
+// through it.
+//
 // Joins (rebalancing). A node joins a running Dht with Join(members): it
-// routes by the members' ring S meanwhile (it is nobody's owner yet) and
-// asks each member to add it. A member takes the target ring T = S plus
-// the joiner: from then on it sends every write it replicates to the
-// owners in S and in T, and it streams to the joiner the items of the
-// partitions the joiner will own for which it is the source (T's primary if
-// that was an owner in S, else S's primary: dht_ring.cc's rule), then tells
-// the joiner it is ready. When every member is, the joiner tells them all
-// to switch: each routes by T from then on and drops the items of
-// partitions it no longer owns. While nodes' rings differ, requests to a
-// node that is not the key's primary in its ring are refused and retried,
-// as after a death. A death during a join: every node recomputes S and T
-// without the dead node and streams again; the joiner waits for readiness
-// in the new T. One join at a time (another joiner is refused, kBusy, and
-// retries).
+// routes by the members' ring meanwhile (it is nobody's owner yet) and
+// asks each member to add it. A member takes the target ring T = its ring
+// plus the joiner: from then on it sends every write it replicates to the
+// owners in its ring and in T, and moves the data (above; the joiner's
+// partitions), reporting to the joiner too. When every member reported T
+// from the same S, the joiner tells them all to switch: each routes by T
+// from then on, settled, and drops the items of partitions it no longer
+// owns. While nodes' rings differ, requests to a node that is not the
+// key's primary in its ring are refused and retried, as after a death. A
+// death during a join: every node recomputes its ring and T without the
+// dead node and moves again (one plan carries the join and the dead
+// node's copies); the joiner waits for reports of the new T. One join at
+// a time (another joiner is refused, kBusy, and retries).
 //
 // Failure. When the transport declares a node dead (am::OnPeerState), each
 // node recomputes its ring without it (DhtRing::WithoutNode, the same on
 // every node); the next owner of each of its partitions is primary and
-// already holds the data. Then each node copies the items it is now
-// primary for to owners that did not hold them before (rebuild), so that
-// after the rebuild every key has min(r, nodes) copies again. A call whose
+// already holds the data. Then the data moves to the new owners (Moves,
+// above: rebuild), so that once the ring settles every key has min(r,
+// nodes) copies again. A call whose
 // primary dies before answering is retried once on the new primary, after
 // the caller's ring has dropped the dead node. Every write carries the
 // caller's name for it (DhtWrite::request), so a retried write that the
