@@ -17,6 +17,9 @@ FOX_BOOT_ARG(spares, "fox.spares", BootArgKind::kUInt, nullptr, 0, 1024,
 FOX_BOOT_ARG(joining, "fox.joining", BootArgKind::kEnum, "0|1", 0, 0,
              "1: this node joins a job that runs already (the frontend grows it): apps join their Dht instead of "
              "starting it");
+FOX_BOOT_ARG(kill_at, "fox.kill_at", BootArgKind::kString, nullptr, 0, 0,
+             "APGAS jobs, fault injection: PLACE:step|checkpoint|restore:N[,...] makes the place exit during that "
+             "phase of an iterative executor (apgas/include/fox/apgas/iterative.h)");
 FOX_BOOT_ARG(app, "fox.app", BootArgKind::kString, nullptr, 0, 0,
              "the app the pool image (fox.elf, every app) starts: its name (given by the frontend)");
 

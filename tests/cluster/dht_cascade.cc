@@ -39,15 +39,15 @@ constexpr uint32_t kControl = 0x00D70002;  // this program's control messages
 enum : uint16_t { kDie = 1, kCheck = 2 };
 std::atomic<uint64_t> g_check{0};
 
-#define CHECK(cond, ...)                                                            \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
+#define CHECK(cond, ...)                                                               \
+  do {                                                                                 \
+    if (!(cond)) {                                                                     \
       std::printf("dht_cascade: node %u: check failed: %s: ", fox::am::Self(), #cond); \
-      std::printf(__VA_ARGS__);                                                     \
-      std::printf("\n");                                                            \
-      std::fflush(stdout);                                                          \
-      std::exit(1);                                                                 \
-    }                                                                               \
+      std::printf(__VA_ARGS__);                                                        \
+      std::printf("\n");                                                               \
+      std::fflush(stdout);                                                             \
+      std::exit(1);                                                                    \
+    }                                                                                  \
   } while (0)
 
 std::string Key(uint64_t i) { return "cascade:" + std::to_string(i); }
@@ -79,8 +79,7 @@ void Die(const char* why) {
 // A survivor, once its ring of 3 settled: holds every key with its value.
 void CheckCopies(Dht* dht, uint64_t keys) {
   CHECK(WaitUntil(60'000, [&] { return dht->members().size() == 3 && dht->stats().settles >= 1; }),
-        "ring of %zu nodes, %llu settles after 60 s", dht->members().size(),
-        (unsigned long long)dht->stats().settles);
+        "ring of %zu nodes, %llu settles after 60 s", dht->members().size(), (unsigned long long)dht->stats().settles);
   uint64_t held = 0;
   for (uint64_t i = 0; i < keys; ++i) held += dht->HoldsCopy(Key(i));
   std::printf("dht_cascade: node %u: settled on 3 nodes, holds %llu of the %llu keys\n", fox::am::Self(),

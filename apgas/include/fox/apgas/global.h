@@ -77,6 +77,20 @@ class PlaceLocal {
     }
     return static_cast<T*>(object.get());  // kept alive by the registry until Destroy
   }
+  // This place's T, or nullptr if it has none (a place that joined later).
+  T* find() const { return static_cast<T*>(detail::GetPlaceLocal(id_).get()); }
+  // Makes `object` this place's T (replacing any); returns it.
+  T* set(std::shared_ptr<T> object) const {
+    T* raw = object.get();
+    detail::SetPlaceLocal(id_, std::move(object));
+    return raw;
+  }
+  // A handle with a fresh id and no objects yet (set them place by place).
+  static PlaceLocal Fresh() {
+    PlaceLocal handle;
+    handle.id_ = detail::NewPlaceLocalId();
+    return handle;
+  }
   // Frees the objects at every place of `group`.
   void Destroy(const std::vector<Place>& group) const {
     finish([&] {

@@ -1,0 +1,151 @@
+// KMeans' data and arithmetic (Lloyd's algorithm), shared by both of
+// kmeans.cc's executors and its one-place reference.
+//
+// Points: `points` points of `dim` coordinates in [0, 100), around `k`
+// centres, generated from `seed` point by point (point i from its own
+// generator: any place generates any point alike). Coordinates are
+// multiples of 2^-20, so that the sums of a cluster's coordinates are
+// exact in a double while they stay below 2^33 (points <= 2^26): a step
+// adds them in any order (any number of places, any partition, after any
+// failure) and gets the same bits. Costs are integers (squared distance in
+// units of 2^-16). So a run with failures prints what one without prints.
+//
+// Blocks: the points are cut into `blocks` blocks; the place at index i of
+// a group of n holds the blocks b with b % n == i.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace kmeans {
+
+struct Config {
+  uint64_t points = 200'000;
+  uint64_t dim = 4;
+  uint64_t k = 8;
+  uint64_t iterations = 20;
+  uint64_t seed = 1;
+  uint64_t blocks = 64;
+  template <class A>
+  void serialize(A& ar) {
+    ar(points, dim, k, iterations, seed, blocks);
+  }
+};
+
+inline uint64_t SplitMix64(uint64_t* state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+constexpr double kQuantum = 1.0 / (1 << 20);
+
+// A multiple of 2^-20 in [lo, hi) from one draw.
+inline double Draw(uint64_t* state, double lo, double hi) {
+  uint64_t steps = uint64_t((hi - lo) / kQuantum);
+  return lo + double(SplitMix64(state) % steps) * kQuantum;
+}
+
+// Point i's coordinates into out[0..dim).
+inline void GeneratePoint(const Config& c, uint64_t i, double* out) {
+  uint64_t state = c.seed * 0x9E3779B97F4A7C15ull ^ (i + 1) * 0xD1B54A32D192ED03ull;
+  uint64_t centre = SplitMix64(&state) % c.k;
+  uint64_t cstate = c.seed * 0x2545F4914F6CDD1Dull + centre;
+  for (uint64_t d = 0; d < c.dim; ++d) {
+    double mid = Draw(&cstate, 10, 90);
+    double x = mid + Draw(&state, -8, 8) + Draw(&state, -8, 8);
+    out[d] = x < 0 ? 0 : (x >= 100 ? 100 - kQuantum : x);
+  }
+}
+
+// The points of block b: [First(b), First(b + 1)).
+inline uint64_t First(const Config& c, uint64_t b) { return c.points * b / c.blocks; }
+
+// What one step gathers: per centroid the sums of its points' coordinates
+// and their count, and the total cost. Added in any order, the same.
+struct Partial {
+  std::vector<double> sums;      // k * dim
+  std::vector<uint64_t> counts;  // k
+  uint64_t cost = 0;             // sum of squared distances, in 2^-16
+  template <class A>
+  void serialize(A& ar) {
+    ar(sums, counts, cost);
+  }
+  Partial& operator+=(const Partial& o) {
+    if (sums.empty()) return *this = o;
+    for (size_t i = 0; i < sums.size() && i < o.sums.size(); ++i) sums[i] += o.sums[i];
+    for (size_t i = 0; i < counts.size() && i < o.counts.size(); ++i) counts[i] += o.counts[i];
+    cost += o.cost;
+    return *this;
+  }
+};
+struct Add {
+  Partial operator()(Partial a, const Partial& b) const { return a += b; }
+};
+
+// The first k points, the initial centroids (as Spark's KMeans given them).
+inline std::vector<double> InitialCentroids(const Config& c) {
+  std::vector<double> centroids(c.k * c.dim);
+  for (uint64_t j = 0; j < c.k; ++j) GeneratePoint(c, j * (c.points / c.k), &centroids[j * c.dim]);
+  return centroids;
+}
+
+// Assigns points [0, n) of `data` (n * dim) to their nearest centroid
+// (the lowest index on a tie), adding into `p`.
+inline void Assign(const Config& c, const std::vector<double>& centroids, const double* data, uint64_t n,
+                   Partial* p) {
+  if (p->sums.empty()) {
+    p->sums.assign(c.k * c.dim, 0);
+    p->counts.assign(c.k, 0);
+  }
+  for (uint64_t i = 0; i < n; ++i) {
+    const double* x = data + i * c.dim;
+    double best = std::numeric_limits<double>::infinity();
+    uint64_t nearest = 0;
+    for (uint64_t j = 0; j < c.k; ++j) {
+      const double* m = &centroids[j * c.dim];
+      double d2 = 0;
+      for (uint64_t d = 0; d < c.dim; ++d) d2 += (x[d] - m[d]) * (x[d] - m[d]);
+      if (d2 < best) {
+        best = d2;
+        nearest = j;
+      }
+    }
+    for (uint64_t d = 0; d < c.dim; ++d) p->sums[nearest * c.dim + d] += x[d];
+    p->counts[nearest]++;
+    p->cost += uint64_t(best * 65536.0 + 0.5);
+  }
+}
+
+// The new centroids: each its points' mean (unchanged when it has none).
+inline std::vector<double> Update(const Config& c, const std::vector<double>& old, const Partial& total) {
+  std::vector<double> next = old;
+  for (uint64_t j = 0; j < c.k; ++j) {
+    if (total.counts.size() <= j || total.counts[j] == 0) continue;
+    for (uint64_t d = 0; d < c.dim; ++d) next[j * c.dim + d] = total.sums[j * c.dim + d] / double(total.counts[j]);
+  }
+  return next;
+}
+
+// The blocks of the place at `index` of `n`, generated.
+struct Part {
+  std::vector<uint64_t> blocks;
+  std::vector<std::vector<double>> data;  // per block: points * dim
+  Part(const Config& c, size_t index, size_t n) {
+    for (uint64_t b = index; b < c.blocks; b += n) {
+      blocks.push_back(b);
+      std::vector<double> points((First(c, b + 1) - First(c, b)) * c.dim);
+      for (uint64_t i = First(c, b); i < First(c, b + 1); ++i) GeneratePoint(c, i, &points[(i - First(c, b)) * c.dim]);
+      data.push_back(std::move(points));
+    }
+  }
+  bool Holds(const Config& c, size_t index, size_t n) const {
+    std::vector<uint64_t> want;
+    for (uint64_t b = index; b < c.blocks; b += n) want.push_back(b);
+    return want == blocks;
+  }
+};
+
+}  // namespace kmeans
