@@ -60,12 +60,9 @@ const std::vector<KillAt>& Kills() {
 
 const char* PhaseName(Phase phase) {
   switch (phase) {
-    case Phase::kStep:
-      return "step";
-    case Phase::kCheckpoint:
-      return "checkpoint";
-    case Phase::kRestore:
-      return "restore";
+    case Phase::kStep: return "step";
+    case Phase::kCheckpoint: return "checkpoint";
+    case Phase::kRestore: return "restore";
   }
   return "?";
 }

@@ -68,18 +68,10 @@ class Args {
       out += std::string(k.name) + "=";
       char range[96];
       switch (k.kind) {
-        case Kind::kUInt:
-          std::snprintf(range, sizeof range, "N (%" PRIu64 "..%" PRIu64 ")", k.ulo, k.uhi);
-          break;
-        case Kind::kReal:
-          std::snprintf(range, sizeof range, "X (%g..%g)", k.lo, k.hi);
-          break;
-        case Kind::kChoice:
-          std::snprintf(range, sizeof range, "%s", k.choices);
-          break;
-        case Kind::kText:
-          std::snprintf(range, sizeof range, "TEXT");
-          break;
+        case Kind::kUInt: std::snprintf(range, sizeof range, "N (%" PRIu64 "..%" PRIu64 ")", k.ulo, k.uhi); break;
+        case Kind::kReal: std::snprintf(range, sizeof range, "X (%g..%g)", k.lo, k.hi); break;
+        case Kind::kChoice: std::snprintf(range, sizeof range, "%s", k.choices); break;
+        case Kind::kText: std::snprintf(range, sizeof range, "TEXT"); break;
       }
       out += range;
     }

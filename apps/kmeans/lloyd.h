@@ -10,8 +10,7 @@
 // failure) and gets the same bits. Costs are integers (squared distance in
 // units of 2^-16). So a run with failures prints what one without prints.
 //
-// Blocks: the points are cut into `blocks` blocks; the place at index i of
-// a group of n holds the blocks b with b % n == i.
+// The points are the app's input in blocks (apps/common/blocks.h).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +30,11 @@ struct Config {
   void serialize(A& ar) {
     ar(points, dim, k, iterations, seed, blocks);
   }
+  // The input's shape and rows (apps/common/blocks.h).
+  uint64_t Rows() const { return points; }
+  uint64_t Blocks() const { return blocks; }
+  uint64_t Width() const { return dim; }
+  void Row(uint64_t i, double* out) const;
 };
 
 inline uint64_t SplitMix64(uint64_t* state) {
@@ -60,9 +64,6 @@ inline void GeneratePoint(const Config& c, uint64_t i, double* out) {
   }
 }
 
-// The points of block b: [First(b), First(b + 1)).
-inline uint64_t First(const Config& c, uint64_t b) { return c.points * b / c.blocks; }
-
 // What one step gathers: per centroid the sums of its points' coordinates
 // and their count, and the total cost. Added in any order, the same.
 struct Partial {
@@ -81,9 +82,6 @@ struct Partial {
     return *this;
   }
 };
-struct Add {
-  Partial operator()(Partial a, const Partial& b) const { return a += b; }
-};
 
 // The first k points, the initial centroids (as Spark's KMeans given them).
 inline std::vector<double> InitialCentroids(const Config& c) {
@@ -94,8 +92,7 @@ inline std::vector<double> InitialCentroids(const Config& c) {
 
 // Assigns points [0, n) of `data` (n * dim) to their nearest centroid
 // (the lowest index on a tie), adding into `p`.
-inline void Assign(const Config& c, const std::vector<double>& centroids, const double* data, uint64_t n,
-                   Partial* p) {
+inline void Assign(const Config& c, const std::vector<double>& centroids, const double* data, uint64_t n, Partial* p) {
   if (p->sums.empty()) {
     p->sums.assign(c.k * c.dim, 0);
     p->counts.assign(c.k, 0);
@@ -129,23 +126,6 @@ inline std::vector<double> Update(const Config& c, const std::vector<double>& ol
   return next;
 }
 
-// The blocks of the place at `index` of `n`, generated.
-struct Part {
-  std::vector<uint64_t> blocks;
-  std::vector<std::vector<double>> data;  // per block: points * dim
-  Part(const Config& c, size_t index, size_t n) {
-    for (uint64_t b = index; b < c.blocks; b += n) {
-      blocks.push_back(b);
-      std::vector<double> points((First(c, b + 1) - First(c, b)) * c.dim);
-      for (uint64_t i = First(c, b); i < First(c, b + 1); ++i) GeneratePoint(c, i, &points[(i - First(c, b)) * c.dim]);
-      data.push_back(std::move(points));
-    }
-  }
-  bool Holds(const Config& c, size_t index, size_t n) const {
-    std::vector<uint64_t> want;
-    for (uint64_t b = index; b < c.blocks; b += n) want.push_back(b);
-    return want == blocks;
-  }
-};
+inline void Config::Row(uint64_t i, double* out) const { GeneratePoint(*this, i, out); }
 
 }  // namespace kmeans

@@ -256,8 +256,8 @@ class SpmdExecutor {
     uint64_t begun = 0;  // the last snapshot version place 0 began
   };
   // One place's loop from `step` (a checkpoint first unless `restored`).
-  static void Loop(PlaceLocal<App> apps, const std::vector<Place>& group, long step, bool restored,
-                   uint64_t version, const IterativeOptions& options, GlobalRef<Progress> progress);
+  static void Loop(PlaceLocal<App> apps, const std::vector<Place>& group, long step, bool restored, uint64_t version,
+                   const IterativeOptions& options, GlobalRef<Progress> progress);
 
   PlaceManager& manager_;
   IterativeOptions options_;
