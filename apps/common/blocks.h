@@ -46,7 +46,7 @@ class Part {
     for (uint64_t b = index; b < c.Blocks(); b += n) want.push_back(b);
     return want == ids_;
   }
-  size_t size() const { return ids_.size(); }        // blocks
+  size_t size() const { return ids_.size(); }  // blocks
   const double* rows(size_t k) const { return data_[k].data(); }
   uint64_t count(size_t k) const { return data_[k].size() / width_; }
   uint64_t first(size_t k) const { return firsts_[k]; }  // global index of the block's first row

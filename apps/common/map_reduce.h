@@ -39,7 +39,8 @@ namespace fox::apps {
 
 // This place's partial of a step.
 template <class M>
-typename M::Partial MapHere(const typename M::Config& c, const typename M::State& s, const Part<typename M::Config>& part) {
+typename M::Partial MapHere(const typename M::Config& c, const typename M::State& s,
+                            const Part<typename M::Config>& part) {
   return MapBlocks<typename M::Partial>(part, [&](size_t k, typename M::Partial* p) { M::Map(c, s, part, k, p); });
 }
 
@@ -105,7 +106,9 @@ class SpmdMapReduce {
   using State = typename M::State;
   using Partial = typename M::Partial;
   SpmdMapReduce(const Config& c, const apgas::PlaceGroup& group, size_t index)
-      : config_(c), index_(index), part_(std::make_unique<Part<Config>>(c, index, group.size())),
+      : config_(c),
+        index_(index),
+        part_(std::make_unique<Part<Config>>(c, index, group.size())),
         state_(M::Initial(c)) {}
   bool isFinished() { return state_.step >= M::Steps(config_); }
   void step(apgas::Team& team) {
@@ -121,7 +124,8 @@ class SpmdMapReduce {
   void restore(const apgas::Snapshot& s) { state_ = LoadState<M>(s); }
   void remake(const apgas::PlaceGroup& group, size_t index) {
     index_ = index;
-    if (!part_->Holds(config_, index, group.size())) part_ = std::make_unique<Part<Config>>(config_, index, group.size());
+    if (!part_->Holds(config_, index, group.size()))
+      part_ = std::make_unique<Part<Config>>(config_, index, group.size());
   }
   const State& state() const { return state_; }
 
@@ -168,8 +172,8 @@ void RunIterative(const typename M::Config& c, const RunOptions& o) {
   options.checkpoint_every = long(o.every);
   options.mtbf_s = o.mtbf;
   options.store = M::kName;
-  std::string interval = o.every ? "a checkpoint every " + std::to_string(o.every) + " steps"
-                                 : "checkpoints at Young's interval";
+  std::string interval =
+      o.every ? "a checkpoint every " + std::to_string(o.every) + " steps" : "checkpoints at Young's interval";
   std::printf("%s: %" PRIu64 " steps over %zu places (%zu spares), %s executor, %s\n", M::kName, M::Steps(c),
               manager.activePlaces().size(), manager.spares().size(), o.executor.c_str(), interval.c_str());
   uint64_t start = clock::NowNs();
@@ -195,13 +199,13 @@ void RunIterative(const typename M::Config& c, const RunOptions& o) {
   }
   double total_s = double(clock::NowNs() - start) / 1e9;
   M::Print(c, result);
-  std::printf("%s: %.3f s; %ld steps (%.3f s), %ld checkpoints (%.3f s; the last interval %ld steps), %ld "
-              "failures, %ld restores (rebuild %.3f s, remake %.3f s, restore %.3f s, lost %.3f s); active places "
-              "at the end:",
-              M::kName, total_s, stats.steps, double(stats.step_ns) / 1e9, stats.checkpoints,
-              double(stats.checkpoint_ns) / 1e9, stats.interval, stats.failures, stats.restores,
-              double(stats.rebuild_ns) / 1e9, double(stats.remake_ns) / 1e9, double(stats.restore_ns) / 1e9,
-              double(stats.lost_ns) / 1e9);
+  std::printf(
+      "%s: %.3f s; %ld steps (%.3f s), %ld checkpoints (%.3f s; the last interval %ld steps), %ld "
+      "failures, %ld restores (rebuild %.3f s, remake %.3f s, restore %.3f s, lost %.3f s); active places "
+      "at the end:",
+      M::kName, total_s, stats.steps, double(stats.step_ns) / 1e9, stats.checkpoints, double(stats.checkpoint_ns) / 1e9,
+      stats.interval, stats.failures, stats.restores, double(stats.rebuild_ns) / 1e9, double(stats.remake_ns) / 1e9,
+      double(stats.restore_ns) / 1e9, double(stats.lost_ns) / 1e9);
   for (apgas::Place p : manager.activePlaces()) std::printf(" %u", p.id);
   std::printf("\n");
   if (o.check) {

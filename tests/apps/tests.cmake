@@ -6,51 +6,57 @@
 # as the run at one place"); the expected answer is also written here, so
 # hosted places and nodes must agree with each other.
 
+# iterative_app_tests(APP ANSWER ARGS...): APP's suite on hosted places,
+# for each executor: the answer (ANSWER, a regex on place 0's output) and
+# the check against one place; a spare takes the dead place's index when
+# step 5 fails (the checkpoint after 4 steps restored, steps 4.. done again:
+# 21 in all); place 2 dies inside the checkpoint after 4 steps (abandoned:
+# the one after 0 steps restored, 24 steps); the spare dies in the restore
+# (the group shrinks to places 0 and 1, which restore again); no spare: the
+# group shrinks and the survivors take place 2's blocks; no spare and
+# shrink=0: a clear error, no hang. ARGS: the app's arguments (20 steps).
+function(iterative_app_tests app answer)
+  set(same "0:${app}: the same as the run at one place")
+  foreach(ex global spmd)
+    set(t hosted.${app}_${ex})
+    add_test(NAME ${t} COMMAND ${FOX_HOSTED_NODES} --nodes 3 --cores 2 --timeout 120
+      --expect ${answer} --expect ${same}
+      --expect "0:${app}: .* 20 steps .* 2 checkpoints .* 0 failures, 0 restores .* active places at the end: 0 1 2$"
+      $<TARGET_FILE:${app}> ${ARGN} executor=${ex})
+    add_test(NAME ${t}_kill_step COMMAND ${FOX_HOSTED_NODES} --nodes 4 --cores 2 --timeout 120
+      --args fox.spares=1 --args fox.kill_at=2:step:5 --killed 2
+      --expect ${answer} --expect ${same} --expect "2:apgas: place 2 dies in step 5"
+      --expect "0:${app}: .* 21 steps .* 1 failures, 1 restores .* active places at the end: 0 1 3$"
+      $<TARGET_FILE:${app}> ${ARGN} every=4 executor=${ex})
+    add_test(NAME ${t}_kill_checkpoint COMMAND ${FOX_HOSTED_NODES} --nodes 4 --cores 2 --timeout 120
+      --args fox.spares=1 --args fox.kill_at=2:checkpoint:4 --killed 2
+      --expect ${answer} --expect ${same} --expect "2:apgas: place 2 dies in checkpoint 4"
+      --expect "0:${app}: .* 24 steps .* 1 failures, 1 restores .* active places at the end: 0 1 3$"
+      $<TARGET_FILE:${app}> ${ARGN} every=4 executor=${ex})
+    add_test(NAME ${t}_kill_restore COMMAND ${FOX_HOSTED_NODES} --nodes 4 --cores 2 --timeout 120
+      --args fox.spares=1 --args fox.kill_at=2:step:5,3:restore:1 --killed 2 --killed 3
+      --expect ${answer} --expect ${same} --expect "3:apgas: place 3 dies in restore 1"
+      --expect "0:${app}: .* 21 steps .* 2 failures, 2 restores .* active places at the end: 0 1$"
+      $<TARGET_FILE:${app}> ${ARGN} every=4 executor=${ex})
+    add_test(NAME ${t}_shrink COMMAND ${FOX_HOSTED_NODES} --nodes 4 --cores 2 --timeout 120
+      --args fox.kill_at=2:step:7 --killed 2
+      --expect ${answer} --expect ${same}
+      --expect "0:${app}: .* 23 steps .* 1 failures, 1 restores .* active places at the end: 0 1 3$"
+      $<TARGET_FILE:${app}> ${ARGN} every=4 executor=${ex})
+    add_test(NAME ${t}_no_spare COMMAND ${FOX_HOSTED_NODES} --nodes 3 --cores 2 --timeout 120
+      --args fox.kill_at=2:step:5 --killed 2 --expect-exit 0:1
+      --expect "0:${app}: place 2 died and cannot be replaced \\(no spare left, shrink=0\\)"
+      --expect "0:apgas: the program failed: .*place 2 is dead"
+      $<TARGET_FILE:${app}> ${ARGN} every=4 shrink=0 executor=${ex})
+    set_tests_properties(${t} ${t}_kill_step ${t}_kill_checkpoint ${t}_kill_restore ${t}_shrink ${t}_no_spare
+      PROPERTIES LABELS hosted TIMEOUT 180)
+  endforeach()
+endfunction()
+
 # apps/kmeans, 100000 points, k = 8, 20 steps.
 set(KMEANS_ANSWER "0:kmeans: cost 33990390\\.346802 after 20 steps")
 set(KMEANS_SAME "0:kmeans: the same as the run at one place")
-foreach(ex global spmd)
-  add_test(NAME hosted.kmeans_${ex} COMMAND ${FOX_HOSTED_NODES} --nodes 3 --cores 2 --timeout 120
-    --expect ${KMEANS_ANSWER} --expect ${KMEANS_SAME}
-    --expect "0:kmeans: .* 20 steps .* 2 checkpoints .* 0 failures, 0 restores .* active places at the end: 0 1 2$"
-    $<TARGET_FILE:kmeans> points=100000 executor=${ex})
-  # A spare takes the dead place's index: step 5 fails, the checkpoint
-  # after 4 steps is restored, steps 4.. are done again (21 in all).
-  add_test(NAME hosted.kmeans_${ex}_kill_step COMMAND ${FOX_HOSTED_NODES} --nodes 4 --cores 2 --timeout 120
-    --args fox.spares=1 --args fox.kill_at=2:step:5 --killed 2
-    --expect ${KMEANS_ANSWER} --expect ${KMEANS_SAME} --expect "2:apgas: place 2 dies in step 5"
-    --expect "0:kmeans: .* 21 steps .* 1 failures, 1 restores .* active places at the end: 0 1 3$"
-    $<TARGET_FILE:kmeans> points=100000 every=4 executor=${ex})
-  # Place 2 dies inside the checkpoint after 4 steps: that snapshot is
-  # abandoned, the one before it (after 0 steps) is whole and restored.
-  add_test(NAME hosted.kmeans_${ex}_kill_checkpoint COMMAND ${FOX_HOSTED_NODES} --nodes 4 --cores 2 --timeout 120
-    --args fox.spares=1 --args fox.kill_at=2:checkpoint:4 --killed 2
-    --expect ${KMEANS_ANSWER} --expect ${KMEANS_SAME} --expect "2:apgas: place 2 dies in checkpoint 4"
-    --expect "0:kmeans: .* 24 steps .* 1 failures, 1 restores .* active places at the end: 0 1 3$"
-    $<TARGET_FILE:kmeans> points=100000 every=4 executor=${ex})
-  # The spare that replaced place 2 dies in the restore: the group shrinks
-  # to places 0 and 1, which restore again.
-  add_test(NAME hosted.kmeans_${ex}_kill_restore COMMAND ${FOX_HOSTED_NODES} --nodes 4 --cores 2 --timeout 120
-    --args fox.spares=1 --args fox.kill_at=2:step:5,3:restore:1 --killed 2 --killed 3
-    --expect ${KMEANS_ANSWER} --expect ${KMEANS_SAME} --expect "3:apgas: place 3 dies in restore 1"
-    --expect "0:kmeans: .* 21 steps .* 2 failures, 2 restores .* active places at the end: 0 1$"
-    $<TARGET_FILE:kmeans> points=100000 every=4 executor=${ex})
-  # No spare: the group shrinks and the survivors take place 2's blocks.
-  add_test(NAME hosted.kmeans_${ex}_shrink COMMAND ${FOX_HOSTED_NODES} --nodes 4 --cores 2 --timeout 120
-    --args fox.kill_at=2:step:7 --killed 2
-    --expect ${KMEANS_ANSWER} --expect ${KMEANS_SAME}
-    --expect "0:kmeans: .* 23 steps .* 1 failures, 1 restores .* active places at the end: 0 1 3$"
-    $<TARGET_FILE:kmeans> points=100000 every=4 executor=${ex})
-  # No spare and shrink=0: the run ends with a clear error, no hang.
-  add_test(NAME hosted.kmeans_${ex}_no_spare COMMAND ${FOX_HOSTED_NODES} --nodes 3 --cores 2 --timeout 120
-    --args fox.kill_at=2:step:5 --killed 2 --expect-exit 0:1
-    --expect "0:kmeans: place 2 died and cannot be replaced \\(no spare left, shrink=0\\)"
-    --expect "0:apgas: the program failed: .*place 2 is dead"
-    $<TARGET_FILE:kmeans> points=100000 every=4 shrink=0 executor=${ex})
-  set_tests_properties(hosted.kmeans_${ex} hosted.kmeans_${ex}_kill_step hosted.kmeans_${ex}_kill_checkpoint
-    hosted.kmeans_${ex}_kill_restore hosted.kmeans_${ex}_shrink hosted.kmeans_${ex}_no_spare
-    PROPERTIES LABELS hosted TIMEOUT 180)
-endforeach()
+iterative_app_tests(kmeans ${KMEANS_ANSWER} points=100000)
 # Young's interval (every=0): checkpoints as often as a 1 s MTBF asks, a
 # kill in step 9 recovered.
 add_test(NAME hosted.kmeans_young COMMAND ${FOX_HOSTED_NODES} --nodes 3 --cores 2 --timeout 120
@@ -58,6 +64,13 @@ add_test(NAME hosted.kmeans_young COMMAND ${FOX_HOSTED_NODES} --nodes 3 --cores 
   --expect "0:kmeans: .* checkpoints at Young's interval"
   --expect "0:kmeans: .* [2-9][0-9]* checkpoints .*the last interval [1-9][0-9]* steps.* 1 failures, 1 restores"
   $<TARGET_FILE:kmeans> points=100000 every=0 mtbf=1 executor=spmd)
+# apps/linreg, 100000 samples of 16 features, 20 steps: the error is the
+# noise's variance (0.2^2 / 12).
+iterative_app_tests(linreg "0:linreg: mean squared error 0\\.003336337 after 20 steps. \\|w - w\\*\\| 0\\.001237640")
+fox_cluster_test(linreg NODES 3 IMAGE linreg LOCAL PEERS ARGS "-- executor=spmd" TIMEOUT 150
+  EXPECT "0:linreg: mean squared error 0\\.003336337 after 20 steps. \\|w - w\\*\\| 0\\.001237640"
+         "0:linreg: the same as the run at one place")
+
 add_test(NAME hosted.kmeans_bad_argument COMMAND ${FOX_HOSTED_NODES} --nodes 2 --timeout 60
   --expect-exit 0:2 --expect-exit 1:2
   --expect "0:kmeans: bad argument 'executor=mpi': expected points=N \\(1\\.\\.67108864\\), .* executor=global\\|spmd, "

@@ -1,0 +1,171 @@
+// linreg: linear regression by gradient descent over generated dense data
+// (GML's LinReg) on every place of an APGAS job, resilient through the
+// iterative executors (fox/apgas/iterative.h, apps/common/map_reduce.h).
+//
+//   fox run linreg [--places N] [--spares S] -- [samples=N] [features=D]
+//       [iterations=I] [rate=A] [lambda=L] [seed=S] [blocks=B]
+//       [executor=global|spmd] [every=N] [mtbf=SECONDS] [shrink=1|0] [check=1|0]
+//
+// Sample i: D features uniform in [-1, 1) and its target y = x . w* + noise
+// (w* uniform in [-1, 1), noise in [-0.1, 0.1)), all from seed and i alone,
+// in blocks dealt to the active places by index. A step: every place adds,
+// over its samples, the residual r = x . w - y times x (the gradient) and r^2;
+// then w -= rate * (gradient / N + lambda * w). The sums are integers (each
+// term in units of 2^-24, r^2 in 2^-16, saturated at 2^31 units), so that
+// they are exact in any order: a run through failures gives the same bits
+// as one place (check=1). The checkpoint is w and the step.
+//
+// Prints the mean squared error (of the last step's w), the coefficients
+// and their distance to w*. Exit status 0; 1 on a mismatch or a failure it
+// could not recover from; 2 for bad arguments.
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "../common/args.h"
+#include "../common/map_reduce.h"
+#include "fox/apgas/apgas.h"
+
+namespace {
+
+uint64_t SplitMix64(uint64_t* state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+// A multiple of 2^-20 in [lo, hi).
+double Draw(uint64_t* state, double lo, double hi) {
+  constexpr double kQuantum = 1.0 / (1 << 20);
+  return lo + double(SplitMix64(state) % uint64_t((hi - lo) / kQuantum)) * kQuantum;
+}
+// v in units of 1/scale, rounded, saturated at +-2^31 units.
+int64_t Fixed(double v, double scale) {
+  double u = std::round(v * scale);
+  constexpr double kMax = 2147483648.0;
+  return u > kMax ? int64_t(kMax) : (u < -kMax ? -int64_t(kMax) : int64_t(u));
+}
+constexpr double kGradScale = 16777216.0;  // 2^24
+constexpr double kErrScale = 65536.0;      // 2^16
+
+struct Config {
+  uint64_t samples = 100'000;
+  uint64_t features = 16;
+  uint64_t iterations = 20;
+  double rate = 1.0;
+  double lambda = 0;
+  uint64_t seed = 1;
+  uint64_t blocks = 64;
+  template <class A>
+  void serialize(A& ar) {
+    ar(samples, features, iterations, rate, lambda, seed, blocks);
+  }
+  uint64_t Rows() const { return samples; }
+  uint64_t Blocks() const { return blocks; }
+  uint64_t Width() const { return features + 1; }  // x, then y
+  // Coefficient j of those the targets come from (w*).
+  double Truth(uint64_t j) const {
+    uint64_t state = seed * 0x2545F4914F6CDD1Dull + j;
+    return Draw(&state, -1, 1);
+  }
+  void Row(uint64_t i, double* out) const {
+    uint64_t state = seed * 0x9E3779B97F4A7C15ull ^ (i + 1) * 0xD1B54A32D192ED03ull;
+    double y = 0;
+    for (uint64_t j = 0; j < features; ++j) {
+      out[j] = Draw(&state, -1, 1);
+      y += out[j] * Truth(j);
+    }
+    out[features] = y + Draw(&state, -0.1, 0.1);
+  }
+};
+
+struct Partial {
+  std::vector<int64_t> gradient;  // per feature, in 2^-24
+  int64_t error = 0;              // sum of r^2, in 2^-16
+  template <class A>
+  void serialize(A& ar) {
+    ar(gradient, error);
+  }
+  Partial& operator+=(const Partial& o) {
+    if (gradient.empty()) return *this = o;
+    for (size_t j = 0; j < gradient.size() && j < o.gradient.size(); ++j) gradient[j] += o.gradient[j];
+    error += o.error;
+    return *this;
+  }
+};
+
+struct LinReg {
+  using Config = ::Config;
+  using Partial = ::Partial;
+  struct State {
+    std::vector<double> w;
+    int64_t error = 0;  // the last step's sum of r^2, in 2^-16
+    uint64_t step = 0;
+    template <class A>
+    void serialize(A& ar) {
+      ar(w, error, step);
+    }
+    friend bool operator==(const State&, const State&) = default;
+  };
+  static constexpr const char* kName = "linreg";
+
+  static State Initial(const Config& c) { return State{std::vector<double>(c.features, 0.0), 0, 0}; }
+  static uint64_t Steps(const Config& c) { return c.iterations; }
+  static void Map(const Config& c, const State& s, const fox::apps::Part<Config>& part, size_t k, Partial* p) {
+    if (p->gradient.empty()) p->gradient.assign(c.features, 0);
+    const double* rows = part.rows(k);
+    uint64_t width = c.features + 1;
+    for (uint64_t i = 0; i < part.count(k); ++i) {
+      const double* x = rows + i * width;
+      double r = -x[c.features];
+      for (uint64_t j = 0; j < c.features; ++j) r += x[j] * s.w[j];
+      for (uint64_t j = 0; j < c.features; ++j) p->gradient[j] += Fixed(r * x[j], kGradScale);
+      p->error += Fixed(r * r, kErrScale);
+    }
+  }
+  static void Update(const Config& c, const Partial& total, State* s) {
+    for (uint64_t j = 0; j < c.features && j < total.gradient.size(); ++j) {
+      double g = double(total.gradient[j]) / kGradScale / double(c.samples);
+      s->w[j] -= c.rate * (g + c.lambda * s->w[j]);
+    }
+    s->error = total.error;
+    ++s->step;
+  }
+  static void Print(const Config& c, const State& s) {
+    double distance = 0;
+    for (uint64_t j = 0; j < c.features; ++j) distance += (s.w[j] - c.Truth(j)) * (s.w[j] - c.Truth(j));
+    std::printf("linreg: mean squared error %.9f after %" PRIu64 " steps; |w - w*| %.9f\n",
+                double(s.error) / kErrScale / double(c.samples), s.step, std::sqrt(distance));
+    std::string line = "linreg: coefficients:";
+    for (uint64_t j = 0; j < c.features && j < 16; ++j) {
+      char v[32];
+      std::snprintf(v, sizeof v, " %.6f", s.w[j]);
+      line += v;
+    }
+    std::printf("%s\n", line.c_str());
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config c;
+  fox::apps::RunOptions o;
+  fox::apps::Args args("linreg");
+  args.UInt("samples", &c.samples, 1, uint64_t(1) << 26)
+      .UInt("features", &c.features, 1, 4096)
+      .UInt("iterations", &c.iterations, 0, 1'000'000)
+      .Real("rate", &c.rate, 0, 1e6)
+      .Real("lambda", &c.lambda, 0, 1e6)
+      .UInt("seed", &c.seed, 0, UINT64_MAX)
+      .UInt("blocks", &c.blocks, 1, 1 << 16);
+  o.AddTo(args);
+  if (!args.Parse(argc, argv)) return 2;
+  return fox::apgas::Main(argc, argv, [c, o] {
+    std::printf("linreg: %" PRIu64 " samples of %" PRIu64 " features, rate %g, lambda %g\n", c.samples, c.features,
+                c.rate, c.lambda);
+    fox::apps::RunIterative<LinReg>(c, o);
+  });
+}
