@@ -1,18 +1,22 @@
 // Input data of the iterative apps in blocks dealt to places by index:
 // rows [First(b), First(b + 1)) form block b, and the place at index i of
-// a group of n holds the blocks b with b % n == i. A row is `width`
-// doubles, generated (or read) row by row by the app's Config:
+// a group of n holds the blocks b with b % n == i. The app's Config makes a
+// block's data (generated, or read) from its rows alone:
 //
 //   struct Config {
-//     uint64_t Rows() const; uint64_t Blocks() const; uint64_t Width() const;
-//     void Row(uint64_t i, double* out) const;   // row i, the same at any place
-//     template <class A> void serialize(A& ar);  // sent to the places
+//     using Block = ...;                                  // one block's data
+//     uint64_t Rows() const; uint64_t Blocks() const;
+//     Block Make(uint64_t first, uint64_t end) const;     // rows [first, end), the same at any place
+//     template <class A> void serialize(A& ar);           // sent to the places
 //   };
+//
+// Dense rows of doubles: Block = Dense, made by MakeDense.
 //
 // So any place makes any block alike: a place that takes blocks over
 // after a failure generates them (the input is not checkpointed).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -27,17 +31,31 @@ inline uint64_t First(const Config& c, uint64_t b) {
   return c.Rows() * b / c.Blocks();
 }
 
+// Rows of `width` doubles.
+struct Dense {
+  uint64_t width = 0;
+  std::vector<double> data;
+  uint64_t count() const { return width ? data.size() / width : 0; }
+  const double* row(uint64_t i) const { return data.data() + i * width; }
+};
+// Rows [first, end) of `width`, row(i, out) writing row i.
+template <class RowFn>
+Dense MakeDense(uint64_t first, uint64_t end, uint64_t width, RowFn row) {
+  Dense d{width, std::vector<double>((end - first) * width)};
+  for (uint64_t i = first; i < end; ++i) row(i, &d.data[(i - first) * width]);
+  return d;
+}
+
 // The blocks of one place.
 template <class Config>
 class Part {
  public:
-  Part(const Config& c, size_t index, size_t n) : width_(c.Width()) {
+  using Block = typename Config::Block;
+  Part(const Config& c, size_t index, size_t n) {
     for (uint64_t b = index; b < c.Blocks(); b += n) {
       ids_.push_back(b);
       firsts_.push_back(First(c, b));
-      std::vector<double> data((First(c, b + 1) - First(c, b)) * width_);
-      for (uint64_t i = First(c, b); i < First(c, b + 1); ++i) c.Row(i, &data[(i - First(c, b)) * width_]);
-      data_.push_back(std::move(data));
+      blocks_.push_back(c.Make(First(c, b), First(c, b + 1)));
     }
   }
   // Whether this part is the one of index `index` of `n`.
@@ -47,27 +65,31 @@ class Part {
     return want == ids_;
   }
   size_t size() const { return ids_.size(); }  // blocks
-  const double* rows(size_t k) const { return data_[k].data(); }
-  uint64_t count(size_t k) const { return data_[k].size() / width_; }
-  uint64_t first(size_t k) const { return firsts_[k]; }  // global index of the block's first row
-  uint64_t width() const { return width_; }
+  const Block& block(size_t k) const { return blocks_[k]; }
+  uint64_t first(size_t k) const { return firsts_[k]; }  // the global index of block k's first row
 
  private:
-  uint64_t width_;
   std::vector<uint64_t> ids_, firsts_;
-  std::vector<std::vector<double>> data_;
+  std::vector<Block> blocks_;
 };
 
 // fn(k, &partial) for each of this place's blocks k, spread over its
-// activity cores, then the partials added (P::operator+=) in block order.
+// activity cores (one partial per core: blocks k = j mod cores on the j-th),
+// then the partials added (P::operator+=). The models' partials add
+// exactly, so the grouping does not show in the result.
 template <class P, class Config, class Fn>
 P MapBlocks(const Part<Config>& part, Fn fn) {
-  std::vector<P> per_block(part.size());
+  size_t groups = std::min<size_t>(part.size(), size_t(std::max(1, apgas::activityCores())));
+  std::vector<P> per_group(groups);
   apgas::finish([&] {
-    for (size_t k = 0; k < part.size(); ++k) apgas::async([&, k] { fn(k, &per_block[k]); });
+    for (size_t g = 0; g < groups; ++g) {
+      apgas::async([&, g] {
+        for (size_t k = g; k < part.size(); k += groups) fn(k, &per_group[g]);
+      });
+    }
   });
   P total{};
-  for (P& p : per_block) total += p;
+  for (P& p : per_group) total += p;
   return total;
 }
 

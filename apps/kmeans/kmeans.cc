@@ -50,7 +50,7 @@ struct Kmeans {
   static State Initial(const Config& c) { return State{kmeans::InitialCentroids(c), 0, 0}; }
   static uint64_t Steps(const Config& c) { return c.iterations; }
   static void Map(const Config& c, const State& s, const fox::apps::Part<Config>& part, size_t k, Partial* p) {
-    kmeans::Assign(c, s.centroids, part.rows(k), part.count(k), p);
+    kmeans::Assign(c, s.centroids, part.block(k).data.data(), part.block(k).count(), p);
   }
   static void Update(const Config& c, const Partial& total, State* s) {
     s->centroids = kmeans::Update(c, s->centroids, total);

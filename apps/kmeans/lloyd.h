@@ -17,6 +17,8 @@
 #include <limits>
 #include <vector>
 
+#include "../common/blocks.h"
+
 namespace kmeans {
 
 struct Config {
@@ -31,10 +33,10 @@ struct Config {
     ar(points, dim, k, iterations, seed, blocks);
   }
   // The input's shape and rows (apps/common/blocks.h).
+  using Block = fox::apps::Dense;
   uint64_t Rows() const { return points; }
   uint64_t Blocks() const { return blocks; }
-  uint64_t Width() const { return dim; }
-  void Row(uint64_t i, double* out) const;
+  Block Make(uint64_t first, uint64_t end) const;
 };
 
 inline uint64_t SplitMix64(uint64_t* state) {
@@ -126,6 +128,8 @@ inline std::vector<double> Update(const Config& c, const std::vector<double>& ol
   return next;
 }
 
-inline void Config::Row(uint64_t i, double* out) const { GeneratePoint(*this, i, out); }
+inline Config::Block Config::Make(uint64_t first, uint64_t end) const {
+  return fox::apps::MakeDense(first, end, dim, [this](uint64_t i, double* out) { GeneratePoint(*this, i, out); });
+}
 
 }  // namespace kmeans

@@ -62,9 +62,12 @@ struct Config {
   void serialize(A& ar) {
     ar(samples, features, iterations, rate, lambda, seed, blocks);
   }
+  using Block = fox::apps::Dense;  // rows: x, then y
   uint64_t Rows() const { return samples; }
   uint64_t Blocks() const { return blocks; }
-  uint64_t Width() const { return features + 1; }  // x, then y
+  Block Make(uint64_t first, uint64_t end) const {
+    return fox::apps::MakeDense(first, end, features + 1, [this](uint64_t i, double* out) { Row(i, out); });
+  }
   // Coefficient j of those the targets come from (w*).
   double Truth(uint64_t j) const {
     uint64_t state = seed * 0x2545F4914F6CDD1Dull + j;
@@ -115,10 +118,9 @@ struct LinReg {
   static uint64_t Steps(const Config& c) { return c.iterations; }
   static void Map(const Config& c, const State& s, const fox::apps::Part<Config>& part, size_t k, Partial* p) {
     if (p->gradient.empty()) p->gradient.assign(c.features, 0);
-    const double* rows = part.rows(k);
-    uint64_t width = c.features + 1;
-    for (uint64_t i = 0; i < part.count(k); ++i) {
-      const double* x = rows + i * width;
+    const fox::apps::Dense& block = part.block(k);
+    for (uint64_t i = 0; i < block.count(); ++i) {
+      const double* x = block.row(i);
       double r = -x[c.features];
       for (uint64_t j = 0; j < c.features; ++j) r += x[j] * s.w[j];
       for (uint64_t j = 0; j < c.features; ++j) p->gradient[j] += Fixed(r * x[j], kGradScale);

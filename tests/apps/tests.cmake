@@ -71,6 +71,12 @@ fox_cluster_test(linreg NODES 3 IMAGE linreg LOCAL PEERS ARGS "-- executor=spmd"
   EXPECT "0:linreg: mean squared error 0\\.003336337 after 20 steps. \\|w - w\\*\\| 0\\.001237640"
          "0:linreg: the same as the run at one place")
 
+# apps/pagerank, 100000 vertices (20000 on QEMU nodes), 20 steps.
+iterative_app_tests(pagerank "0:pagerank: rank checksum 3d1bec539ecae9c0 after 20 steps")
+fox_cluster_test(pagerank NODES 3 IMAGE pagerank LOCAL PEERS ARGS "-- vertices=20000 executor=spmd" TIMEOUT 150
+  EXPECT "0:pagerank: rank checksum 351002f57548cf9e after 20 steps"
+         "0:pagerank: top vertices: 6838 \\(0\\.000297524\\) 13274 " "0:pagerank: the same as the run at one place")
+
 add_test(NAME hosted.kmeans_bad_argument COMMAND ${FOX_HOSTED_NODES} --nodes 2 --timeout 60
   --expect-exit 0:2 --expect-exit 1:2
   --expect "0:kmeans: bad argument 'executor=mpi': expected points=N \\(1\\.\\.67108864\\), .* executor=global\\|spmd, "
