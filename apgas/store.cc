@@ -1,6 +1,8 @@
 // ResilientStore (store.h) on the job's Dht.
 #include "fox/apgas/store.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -68,7 +70,49 @@ std::optional<std::string> Fetch(const std::string& store, const std::string& ke
   Fail(store, "get", key, r.error());
 }
 
-// One Set2: the two Dht keys and their values.
+// A stored value is one Dht value: 'V' and the bytes (up to kInline), or
+// 'C' and a Head naming its chunks, at keys of their own (ChunkKey) that
+// no other write uses: the chunks are written first, then the head (the
+// switch to the new value), then the old value's chunks are removed. A
+// reader that finds a chunk gone (a later write removed it) reads the head
+// again. A writer that dies between leaves unreferenced chunks (garbage,
+// never read).
+constexpr size_t kInline = ebb::kDhtMaxValue - 1;
+constexpr size_t kChunk = ebb::kDhtMaxValue;
+struct Head {
+  uint32_t writer = 0;
+  uint64_t serial = 0;  // the writer's, one per chunked write
+  uint64_t size = 0;
+  uint64_t chunks = 0;
+  template <class A>
+  void serialize(A& ar) {
+    ar(writer, serial, size, chunks);
+  }
+};
+std::atomic<uint64_t> g_serial{0};
+
+std::string ChunkKey(const std::string& store, const Head& h, uint64_t i) {
+  return Checked(kPrefix + store + "/chunk/" + std::to_string(h.writer) + "/" + std::to_string(h.serial) + "/" +
+                 std::to_string(i));
+}
+std::string Inline(const std::vector<uint8_t>& bytes) {
+  std::string v(1, 'V');
+  v.append(bytes.begin(), bytes.end());
+  return v;
+}
+std::optional<Head> HeadOf(const std::optional<std::string>& value) {
+  if (!value || value->empty() || (*value)[0] != 'C') return std::nullopt;
+  Head h;
+  InArchive in(reinterpret_cast<const uint8_t*>(value->data()) + 1, value->size() - 1);
+  in(h);
+  return h;
+}
+void RemoveChunks(const std::string& store, const std::optional<Head>& h) {
+  if (!h) return;
+  for (uint64_t i = 0; i < h->chunks; ++i) Remove(store, ChunkKey(store, *h, i));
+}
+
+// One Set2: the two Dht keys and their values (encoded, inline).
 struct Log {
   std::string key, value, key2, value2;
   template <class A>
@@ -121,21 +165,67 @@ ResilientStore ResilientStore::Make(const std::string& name) {
 }
 
 void ResilientStore::SetBytes(Place place, const std::string& key, std::vector<uint8_t> bytes) {
-  Put(name_, KeyOf(name_, place.id, key), std::string(bytes.begin(), bytes.end()));
+  std::string dht_key = KeyOf(name_, place.id, key);
+  std::optional<Head> old = HeadOf(Fetch(name_, dht_key));
+  if (bytes.size() <= kInline) {
+    Put(name_, dht_key, Inline(bytes));
+  } else {
+    Head h{here().id, g_serial.fetch_add(1) + 1, bytes.size(), (bytes.size() + kChunk - 1) / kChunk};
+    for (uint64_t i = 0; i < h.chunks; ++i) {
+      size_t at = size_t(i) * kChunk, n = std::min(kChunk, bytes.size() - at);
+      Put(name_, ChunkKey(name_, h, i), std::string(reinterpret_cast<const char*>(bytes.data()) + at, n));
+    }
+    std::vector<uint8_t> head;
+    {
+      OutArchive out(head);
+      out(h);
+    }
+    std::string value(1, 'C');
+    value.append(head.begin(), head.end());
+    Put(name_, dht_key, value);
+  }
+  RemoveChunks(name_, old);
 }
 
 std::optional<std::vector<uint8_t>> ResilientStore::GetBytes(Place place, const std::string& key) {
-  auto value = Fetch(name_, KeyOf(name_, place.id, key));
-  if (!value) return std::nullopt;
-  return std::vector<uint8_t>(value->begin(), value->end());
+  std::string dht_key = KeyOf(name_, place.id, key);
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    auto value = Fetch(name_, dht_key);
+    if (!value) return std::nullopt;
+    if (value->empty() || ((*value)[0] != 'V' && (*value)[0] != 'C')) {
+      throw std::runtime_error("apgas: resilient store " + name_ + ": " + dht_key + " holds no store value");
+    }
+    if ((*value)[0] == 'V') return std::vector<uint8_t>(value->begin() + 1, value->end());
+    Head h = *HeadOf(value);
+    std::vector<uint8_t> bytes;
+    bytes.reserve(h.size);
+    bool whole = true;
+    for (uint64_t i = 0; i < h.chunks && whole; ++i) {
+      auto chunk = Fetch(name_, ChunkKey(name_, h, i));
+      if (!chunk) whole = false;  // a later write replaced the value: read its head
+      if (chunk) bytes.insert(bytes.end(), chunk->begin(), chunk->end());
+    }
+    if (whole && bytes.size() == h.size) return bytes;
+    if (whole)
+      throw std::runtime_error("apgas: resilient store " + name_ + ": " + dht_key + " has chunks of the wrong size");
+  }
+  throw std::runtime_error("apgas: resilient store " + name_ + ": " + dht_key + " changed under 8 reads in a row");
 }
 
-void ResilientStore::Delete(const std::string& key) { Remove(name_, KeyOf(name_, here().id, key)); }
+void ResilientStore::Delete(const std::string& key) {
+  std::string dht_key = KeyOf(name_, here().id, key);
+  std::optional<Head> old = HeadOf(Fetch(name_, dht_key));
+  Remove(name_, dht_key);
+  RemoveChunks(name_, old);
+}
 
 void ResilientStore::Set2Bytes(const std::string& key, std::vector<uint8_t> value, Place place, const std::string& key2,
                                std::vector<uint8_t> value2, int steps) {
-  Log log{KeyOf(name_, here().id, key), std::string(value.begin(), value.end()), KeyOf(name_, place.id, key2),
-          std::string(value2.begin(), value2.end())};
+  if (value.size() > kInline || value2.size() > kInline) {
+    throw std::invalid_argument("apgas: resilient store " + name_ + ": Set2 of values over " + std::to_string(kInline) +
+                                " bytes");
+  }
+  Log log{KeyOf(name_, here().id, key), Inline(value), KeyOf(name_, place.id, key2), Inline(value2)};
   uint32_t self = here().id;
   auto n = Dht()->Add(LogCounter(name_, self), 1);
   if (!n.ok()) Fail(name_, "open a log at", LogCounter(name_, self), n.error());

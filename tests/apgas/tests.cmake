@@ -177,3 +177,13 @@ set_tests_properties(hosted.pi hosted.pi_kill hosted.pi_bad_argument PROPERTIES 
 # (EXPECT is a CMake list: "." stands for the ";" of the line.)
 fox_cluster_test(pi NODES 3 IMAGE pi LOCAL PEERS ARGS "-- samples=20000000 chunks=64" TIMEOUT 120
   EXPECT "0:pi: 3\\.140939400 from 15704697 hits of 20000000 samples \\(64 chunks over 3 places in 1 round. no place died\\)")
+
+# A 64 MiB ResilientStore value (store.cc: chunks of a Dht value's size):
+# read back at another place, replaced (its chunks removed), and read back
+# once its place is dead (tests/apgas/store_big.cc).
+add_test(NAME hosted.apgas_store_big COMMAND ${FOX_HOSTED_NODES} --nodes 3 --cores 2 --timeout 150 --killed 1
+  --expect "0:store_big: a 64 MiB value set at place 1 \\([0-9.]+ MB/s\\) read back whole at place 0"
+  --expect "0:store_big: replaced by 100 bytes: 0 of its chunks left"
+  --expect "0:store_big: dead place 1's 64 MiB value read back whole: PASS"
+  $<TARGET_FILE:store_big> 64)
+set_tests_properties(hosted.apgas_store_big PROPERTIES LABELS hosted TIMEOUT 180)

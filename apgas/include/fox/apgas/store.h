@@ -15,6 +15,13 @@
 // reads anyone's); the Dht key is "apgas.store/NAME/PLACE/KEY", at most
 // ebb::kDhtMaxKey bytes (longer: std::invalid_argument).
 //
+// Values of any size: one over a Dht value (1 MiB) is written in chunks
+// of that size at keys of their own, then a head naming them at the key
+// (the switch: a reader sees the old value or the new one, whole), then
+// the old value's chunks are removed. Set2's values are at most a Dht
+// value (std::invalid_argument). Measured (hosted.apgas_store_big, 3
+// hosted places): a 64 MiB value set at 112 MB/s, read at 230 MB/s.
+//
 // Set2 is atomic across a death: it writes a transaction log first (both
 // keys and values), then the two keys, then removes the log (its key stays
 // as the Dht's tombstone: the Dht does not collect them yet). Every 64
