@@ -19,6 +19,7 @@
 // for that operation: every survivor sees the same set.
 #include "fox/apgas/team.h"
 
+#include <algorithm>
 #include <map>
 
 #include "fox/ebb/messenger.h"
@@ -33,7 +34,7 @@
 namespace fox::apgas {
 namespace detail {
 namespace {
-enum : uint16_t { kContribute = 1, kResult = 2, kKnown = 3 };
+enum : uint16_t { kContribute = 1, kResult = 2, kKnown = 3, kTree = 4 };
 constexpr size_t kKeptTeams = 64;  // last answers kept per place (teams)
 using Slots = std::vector<std::optional<std::vector<uint8_t>>>;
 
@@ -152,6 +153,8 @@ void TeamService::OnMessage(NodeId from, uint16_t handler, const uint8_t* data, 
       Known k;
       in(k);
       OnKnown(std::move(k));
+    } else if (handler == kTree) {
+      OnTree(data, length);
     }
   } catch (const std::exception& e) {
     LOG_WARN("apgas: malformed Team message from place %u: %s", from, e.what());
@@ -277,9 +280,11 @@ void TeamService::OnDeath(uint32_t place) {
   std::vector<std::pair<std::optional<Answer>, std::vector<uint32_t>>> answers;
   std::vector<std::shared_ptr<Waiting>> resend;
   std::vector<std::pair<uint32_t, Known>> hand_on;
+  std::vector<std::shared_ptr<TreeWait>> failed;
   {
     SpinGuard g(lock_);
     if (!dead_.insert(place).second) return;
+    FailTreeWaitsLocked(place, &failed);
     for (auto& [team, given] : given_) {
       if (given.gatherer == place) hand_on.push_back(HandOnLocked(given));
     }
@@ -298,6 +303,7 @@ void TeamService::OnDeath(uint32_t place) {
   for (auto& [to, known] : hand_on) SendValue(to, kKnown, known);
   for (auto& [a, to] : answers) Deliver(a, to);
   for (auto& w : resend) SendValue(w->gatherer, kContribute, w->mine);
+  FailTreeWaits(failed, place);
 }
 
 }  // namespace detail
@@ -336,13 +342,36 @@ std::vector<std::optional<std::vector<uint8_t>>> Team::Gather(std::vector<uint8_
   return slots;
 }
 
-void Team::ThrowIfDead(const std::vector<std::optional<std::vector<uint8_t>>>& all) const {
-  for (size_t i = 0; i < all.size() && i < places_.size(); ++i) {
-    if (!all[i]) throw DeadPlaceException(places_[i]);
+namespace {
+// A member's part of split.
+struct SplitEntry {
+  int64_t color = 0, key = 0;
+  uint32_t index = 0;
+  template <class A>
+  void serialize(A& ar) {
+    ar(color, key, index);
   }
-}
+};
+}  // namespace
 
-void Team::barrier() { ThrowIfDead(Gather({})); }
+Team Team::split(int64_t color, int64_t key) {
+  using Entry = SplitEntry;
+  using Entries = std::vector<Entry>;
+  auto all = Decode<Entries>(AllreduceBytes(Encode(Entries{Entry{color, key, uint32_t(Rank())}}),
+                                            Combiner<Entries>([](Entries a, const Entries& b) {
+                                              a.insert(a.end(), b.begin(), b.end());
+                                              return a;
+                                            })));
+  std::vector<Entry> mine;
+  for (const Entry& e : all) {
+    if (e.color == color) mine.push_back(e);
+  }
+  std::sort(mine.begin(), mine.end(),
+            [](const Entry& a, const Entry& b) { return a.key != b.key ? a.key < b.key : a.index < b.index; });
+  std::vector<Place> members;
+  for (const Entry& e : mine) members.push_back(places_[e.index]);
+  return Team(std::move(members));
+}
 
 int Team::agree(int value) {
   std::vector<uint8_t> mine;

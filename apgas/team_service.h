@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -45,6 +46,16 @@ class TeamService : public ebb::SharedEbb<TeamService> {
   void SetDeliverFilter(std::function<bool(uint64_t op, uint32_t member)> filter) {
     deliver_filter_ = std::move(filter);
   }
+  // Tree collectives (team_tree.cc): `bytes` to `place` as message `tag`
+  // of operation `op` of `team`, from member index `from`. May block.
+  void TreeSend(uint32_t place, uint64_t team, uint64_t op, uint32_t tag, uint32_t from, std::vector<uint8_t> bytes);
+  // That message, once it came; DeadPlaceException (naming it) if a place
+  // of `members` is dead or dies first. Blocks the calling event.
+  std::vector<uint8_t> TreeReceive(uint64_t team, uint64_t op, uint32_t tag, uint32_t from,
+                                   const std::vector<uint32_t>& members);
+  // DeadPlaceException if a place of `members` is known dead here.
+  void ThrowIfAnyDead(const std::vector<uint32_t>& members) const;
+
   // How many teams over places hashing to `group` this place made before.
   uint64_t NextTeamOver(uint64_t group) {
     SpinGuard g(lock_);
@@ -55,6 +66,11 @@ class TeamService : public ebb::SharedEbb<TeamService> {
   struct Waiting;
   struct Gathering;
   struct Given;  // the last answer this member was given, per team
+  struct TreeWait;
+  using TreeKey = std::tuple<uint64_t, uint64_t, uint32_t, uint32_t>;  // team, op, tag, from
+  void OnTree(const uint8_t* data, size_t length);
+  void FailTreeWaitsLocked(uint32_t dead, std::vector<std::shared_ptr<TreeWait>>* failed) REQUIRES(lock_);
+  static void FailTreeWaits(const std::vector<std::shared_ptr<TreeWait>>& failed, uint32_t dead);
   void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
   void OnContribution(Contribution c);
   void OnAnswer(uint32_t from, Answer a);
@@ -77,6 +93,8 @@ class TeamService : public ebb::SharedEbb<TeamService> {
   std::map<uint64_t, Given> given_ GUARDED_BY(lock_);
   std::deque<uint64_t> given_order_ GUARDED_BY(lock_);  // given_'s teams, oldest first
   std::function<bool(uint64_t, uint32_t)> deliver_filter_;
+  std::map<TreeKey, std::vector<uint8_t>> tree_arrived_ GUARDED_BY(lock_);
+  std::map<TreeKey, std::shared_ptr<TreeWait>> tree_waiting_ GUARDED_BY(lock_);
 };
 
 }  // namespace fox::apgas::detail

@@ -8,8 +8,9 @@
 //              elsewhere: an error) and PlaceLocal (one object per place)
 //   team       Team over every place: barrier, allreduce (a number and an
 //              array), broadcast of a string, agree
-//   team_kill,K  place K dies between barriers: the survivors' next barrier
-//              throws DeadPlaceException naming K (no hang), and agree then
+//   team_kill,K  place K dies between barriers: every survivor's barrier
+//              throws DeadPlaceException naming K (the next one, or the one
+//              K left if K's answers died with it; no hang), and agree then
 //              gives every survivor the same answer
 //   team_gatherer_kill  a Team over places 1..: its gatherer dies while
 //              answering, having answered only some members: every
@@ -287,10 +288,10 @@ void TeamKill(uint32_t victim) {
             [](std::vector<Place> group, uint32_t dies) {
               fox::apgas::Team team(group);
               team.barrier();
-              team.barrier();
-              if (fox::apgas::here().id == dies) std::_Exit(9);
               std::string seen = "no exception";
-              try {
+              try {  // the victim's death may fail the barrier it left (its answers to others lost with it)
+                team.barrier();
+                if (fox::apgas::here().id == dies) std::_Exit(9);
                 team.barrier();
               } catch (const fox::apgas::DeadPlaceException& e) {
                 seen = "DeadPlaceException " + std::to_string(e.place().id);

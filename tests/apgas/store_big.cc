@@ -24,15 +24,15 @@
 namespace {
 using fox::apgas::Place;
 
-#define CHECK(cond, ...)                                                                     \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
+#define CHECK(cond, ...)                                                                    \
+  do {                                                                                      \
+    if (!(cond)) {                                                                          \
       std::printf("store_big: place %u: check failed: %s: ", fox::apgas::here().id, #cond); \
-      std::printf(__VA_ARGS__);                                                              \
-      std::printf("\n");                                                                     \
-      std::fflush(stdout);                                                                   \
-      std::exit(1);                                                                          \
-    }                                                                                        \
+      std::printf(__VA_ARGS__);                                                             \
+      std::printf("\n");                                                                    \
+      std::fflush(stdout);                                                                  \
+      std::exit(1);                                                                         \
+    }                                                                                       \
   } while (0)
 
 std::vector<uint8_t> Pattern(uint64_t bytes, uint64_t salt) {

@@ -1,0 +1,259 @@
+// Team's tree collectives (team.h): reduce, broadcast, gather and scatter
+// along a binomial tree rooted at a member, alltoall member to member, and
+// the messages they travel in (kTree of the TeamService Ebb, team.cc):
+// team id, operation, a tag (the step of the algorithm), the sender's
+// member index, the bytes. A member receives only from the members the
+// algorithm names; the message may come before the receiver asks (kept
+// until it does).
+//
+// Failures: a receive fails with DeadPlaceException once any member of the
+// team is dead (known here first, or learnt while waiting), so that no
+// member waits for one that will never send: a member whose peer throws
+// learns of the death as every place does (the transport's peer states)
+// and throws in turn. Members that had their result before the death keep
+// it; the others throw.
+#include <algorithm>
+
+#include "fox/apgas/team.h"
+#include "fox/ebb/messenger.h"
+#include "fox/ebb/static_ids.h"
+#include "fox/log.h"
+#include "team_service.h"
+
+namespace fox::apgas {
+namespace detail {
+namespace {
+constexpr uint16_t kTree = 4;
+
+struct TreeMessage {
+  uint64_t team = 0, op = 0;
+  uint32_t tag = 0, from = 0;
+  std::vector<uint8_t> bytes;
+  template <class A>
+  void serialize(A& ar) {
+    ar(team, op, tag, from, bytes);
+  }
+};
+}  // namespace
+
+struct TeamService::TreeWait {
+  std::vector<uint32_t> members;
+  Promise<std::vector<uint8_t>> promise;
+};
+
+void TeamService::TreeSend(uint32_t place, uint64_t team, uint64_t op, uint32_t tag, uint32_t from,
+                           std::vector<uint8_t> bytes) {
+  std::vector<uint8_t> message;
+  {
+    OutArchive out(message);
+    out(TreeMessage{team, op, tag, from, std::move(bytes)});
+  }
+  (void)ebb::Messenger::Get()->SendAny(place, ebb::kTeamId, kTree, message.data(), message.size());
+}
+
+void TeamService::OnTree(const uint8_t* data, size_t length) {
+  TreeMessage m;
+  InArchive in(data, length);
+  in(m);
+  std::shared_ptr<TreeWait> w;
+  {
+    SpinGuard g(lock_);
+    TreeKey key{m.team, m.op, m.tag, m.from};
+    auto it = tree_waiting_.find(key);
+    if (it == tree_waiting_.end()) {
+      tree_arrived_[key] = std::move(m.bytes);
+      return;
+    }
+    w = it->second;
+    tree_waiting_.erase(it);
+  }
+  w->promise.SetValue(std::move(m.bytes));
+}
+
+void TeamService::ThrowIfAnyDead(const std::vector<uint32_t>& members) const {
+  SpinGuard g(lock_);
+  for (uint32_t m : members) {
+    if (dead_.count(m) != 0) throw DeadPlaceException(Place{m});
+  }
+}
+
+std::vector<uint8_t> TeamService::TreeReceive(uint64_t team, uint64_t op, uint32_t tag, uint32_t from,
+                                              const std::vector<uint32_t>& members) {
+  auto w = std::make_shared<TreeWait>();
+  auto future = w->promise.GetFuture();
+  {
+    SpinGuard g(lock_);
+    TreeKey key{team, op, tag, from};
+    auto it = tree_arrived_.find(key);
+    if (it != tree_arrived_.end()) {
+      std::vector<uint8_t> bytes = std::move(it->second);
+      tree_arrived_.erase(it);
+      return bytes;
+    }
+    for (uint32_t m : members) {
+      if (dead_.count(m) != 0) throw DeadPlaceException(Place{m});
+    }
+    w->members = members;
+    tree_waiting_[key] = w;
+  }
+  auto* activity = event::Local();
+  auto bytes = future.Block();  // rethrows the DeadPlaceException
+  event::Local() = activity;
+  return bytes;
+}
+
+void TeamService::FailTreeWaitsLocked(uint32_t dead, std::vector<std::shared_ptr<TreeWait>>* failed) {
+  std::set<uint64_t> teams;
+  for (auto it = tree_waiting_.begin(); it != tree_waiting_.end();) {
+    const auto& members = it->second->members;
+    if (std::find(members.begin(), members.end(), dead) == members.end()) {
+      ++it;
+      continue;
+    }
+    teams.insert(std::get<0>(it->first));
+    failed->push_back(it->second);
+    it = tree_waiting_.erase(it);
+  }
+  // What came for those teams' operations will not be asked for.
+  for (auto it = tree_arrived_.begin(); it != tree_arrived_.end();) {
+    it = teams.count(std::get<0>(it->first)) != 0 ? tree_arrived_.erase(it) : std::next(it);
+  }
+}
+
+void TeamService::FailTreeWaits(const std::vector<std::shared_ptr<TreeWait>>& failed, uint32_t dead) {
+  for (const auto& w : failed) w->promise.SetException(std::make_exception_ptr(DeadPlaceException(Place{dead})));
+}
+
+}  // namespace detail
+
+// ---- the algorithms, over member indices ----
+
+namespace {
+// Tags: one per step of an algorithm within an operation.
+enum : uint32_t { kUp = 1, kDown = 2, kAll = 3 };
+}  // namespace
+
+std::vector<uint32_t> Team::Ids() const {
+  std::vector<uint32_t> ids;
+  for (Place p : places_) ids.push_back(p.id);
+  return ids;
+}
+
+size_t Team::Rank() const {
+  long i = IndexOf(here());
+  if (i < 0) throw std::logic_error("Team: this place is not a member");
+  return size_t(i);
+}
+
+size_t Team::RootIndex(Place root) const {
+  long i = IndexOf(root);
+  if (i < 0) throw std::invalid_argument("Team: the root is not a member");
+  return size_t(i);
+}
+
+std::optional<Team::Bytes> Team::ReduceBytes(size_t root, Bytes mine, Function<Bytes(const Bytes&, const Bytes&)> op,
+                                             uint64_t operation) {
+  auto service = detail::TeamService::Get();
+  std::vector<uint32_t> ids = Ids();
+  size_t n = places_.size(), me = Rank(), vr = (me + n - root) % n;
+  service->ThrowIfAnyDead(ids);
+  // acc covers relative ranks [vr, vr + mask): received ones come after it.
+  for (size_t mask = 1; mask < n; mask <<= 1) {
+    if (vr & mask) {
+      size_t parent = (vr - mask + root) % n;
+      service->TreeSend(ids[parent], id_, operation, kUp, uint32_t(me), std::move(mine));
+      return std::nullopt;
+    }
+    if (vr + mask < n) {
+      size_t child = (vr + mask + root) % n;
+      auto theirs = service->TreeReceive(id_, operation, kUp, uint32_t(child), ids);
+      mine = op(mine, theirs);
+    }
+  }
+  return mine;
+}
+
+std::vector<uint8_t> Team::BroadcastBytes(size_t root, std::vector<uint8_t> bytes, uint64_t operation) {
+  auto service = detail::TeamService::Get();
+  std::vector<uint32_t> ids = Ids();
+  size_t n = places_.size(), me = Rank(), vr = (me + n - root) % n;
+  service->ThrowIfAnyDead(ids);
+  size_t mask = 1;
+  for (; mask < n; mask <<= 1) {
+    if (vr & mask) {
+      bytes = service->TreeReceive(id_, operation, kDown, uint32_t((vr - mask + root) % n), ids);
+      break;
+    }
+  }
+  for (mask >>= 1; mask > 0; mask >>= 1) {
+    if (vr + mask < n) service->TreeSend(ids[(vr + mask + root) % n], id_, operation, kDown, uint32_t(me), bytes);
+  }
+  return bytes;
+}
+
+std::vector<std::vector<uint8_t>> Team::GatherBytes(size_t root, std::vector<uint8_t> mine, uint64_t operation) {
+  // Each subtree's pieces, by relative rank, travel up as one message.
+  using Pieces = std::vector<std::vector<uint8_t>>;
+  auto join = [](const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+    Pieces pa = Decode<Pieces>(a), pb = Decode<Pieces>(b);
+    for (auto& p : pb) pa.push_back(std::move(p));
+    return Encode(pa);
+  };
+  auto all = ReduceBytes(root, Encode(Pieces{std::move(mine)}), join, operation);
+  if (!all) return {};
+  Pieces relative = Decode<Pieces>(*all), out(places_.size());
+  for (size_t v = 0; v < relative.size() && v < out.size(); ++v) out[(v + root) % out.size()] = std::move(relative[v]);
+  return out;
+}
+
+std::vector<uint8_t> Team::ScatterBytes(size_t root, std::vector<std::vector<uint8_t>> pieces, uint64_t operation) {
+  // Down the binomial tree: each member gets its subtree's pieces (by
+  // relative rank), keeps its own and passes the rest on.
+  using Pieces = std::vector<std::vector<uint8_t>>;
+  auto service = detail::TeamService::Get();
+  std::vector<uint32_t> ids = Ids();
+  size_t n = places_.size(), me = Rank(), vr = (me + n - root) % n;
+  service->ThrowIfAnyDead(ids);
+  Pieces mine;  // relative ranks [vr, vr + span)
+  size_t mask = 1;
+  for (; mask < n; mask <<= 1) {
+    if (vr & mask) {
+      mine = Decode<Pieces>(service->TreeReceive(id_, operation, kDown, uint32_t((vr - mask + root) % n), ids));
+      break;
+    }
+  }
+  if (vr == 0) {
+    if (pieces.size() != n) throw std::invalid_argument("Team::scatter: not one value per member");
+    for (size_t v = 0; v < n; ++v) mine.push_back(std::move(pieces[(v + root) % n]));
+  }
+  for (mask >>= 1; mask > 0; mask >>= 1) {
+    if (vr + mask >= n) continue;
+    size_t end = std::min(n, vr + 2 * mask) - vr;  // their subtree: [vr + mask, vr + 2 mask)
+    Pieces theirs(std::make_move_iterator(mine.begin() + long(mask)),
+                  std::make_move_iterator(mine.begin() + long(std::min(end, mine.size()))));
+    service->TreeSend(ids[(vr + mask + root) % n], id_, operation, kDown, uint32_t(me), Encode(theirs));
+  }
+  if (mine.empty()) throw std::logic_error("Team::scatter: nothing came for this member");
+  return std::move(mine[0]);
+}
+
+std::vector<std::vector<uint8_t>> Team::AlltoallBytes(std::vector<std::vector<uint8_t>> pieces, uint64_t operation) {
+  auto service = detail::TeamService::Get();
+  std::vector<uint32_t> ids = Ids();
+  size_t n = places_.size(), me = Rank();
+  if (pieces.size() != n) throw std::invalid_argument("Team::alltoall: not one value per member");
+  service->ThrowIfAnyDead(ids);
+  for (size_t k = 1; k < n; ++k) {
+    size_t to = (me + k) % n;
+    service->TreeSend(ids[to], id_, operation, kAll, uint32_t(me), std::move(pieces[to]));
+  }
+  std::vector<std::vector<uint8_t>> out(n);
+  out[me] = std::move(pieces[me]);
+  for (size_t k = 1; k < n; ++k) {
+    size_t from = (me + n - k) % n;
+    out[from] = service->TreeReceive(id_, operation, kAll, uint32_t(from), ids);
+  }
+  return out;
+}
+
+}  // namespace fox::apgas
