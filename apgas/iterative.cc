@@ -2,6 +2,7 @@
 // the global executor, fox.kill_at, Young's interval.
 #include "fox/apgas/iterative.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -120,6 +121,20 @@ PlaceManager::Change Rebuild(PlaceManager& manager, IterativeStats* stats) {
   return change;
 }
 
+void TopUp(PlaceManager& manager, size_t used, const IterativeOptions& options, IterativeStats* stats) {
+  static std::atomic<bool> said{false};
+  if (!options.top_up_spares || used == 0) return;
+  uint64_t start = clock::NowNs();
+  try {
+    auto added = manager.addPlaces(used, options.top_up_timeout_ms);
+    stats->topped_up += long(added.size());
+    if (added.size() < used) std::printf("apgas: %zu of %zu new spares came\n", added.size(), used);
+  } catch (const std::runtime_error& e) {
+    if (!said.exchange(true)) std::printf("apgas: spares not topped up: %s\n", e.what());
+  }
+  stats->top_up_ns += clock::NowNs() - start;
+}
+
 }  // namespace detail
 
 void GlobalExecutor::run(IterativeApp& app) {
@@ -132,6 +147,7 @@ void GlobalExecutor::run(IterativeApp& app) {
     uint64_t start = clock::NowNs();
     PlaceManager::Change change;
     if (recover) change = detail::Rebuild(manager_, &stats_);  // its DeadPlaceException ends run
+    size_t used = change.added.size();
     PlaceGroup group = manager_.activePlaces();
     std::vector<Place> members(group.begin(), group.end());
     try {
@@ -154,6 +170,7 @@ void GlobalExecutor::run(IterativeApp& app) {
           step = last->step();
           since = 0;
         }
+        detail::TopUp(manager_, used, options_, &stats_);
         continue;
       }
       if (app.isFinished()) return;

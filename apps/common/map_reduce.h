@@ -201,11 +201,11 @@ void RunIterative(const typename M::Config& c, const RunOptions& o) {
   M::Print(c, result);
   std::printf(
       "%s: %.3f s; %ld steps (%.3f s), %ld checkpoints (%.3f s; the last interval %ld steps), %ld "
-      "failures, %ld restores (rebuild %.3f s, remake %.3f s, restore %.3f s, lost %.3f s); active places "
-      "at the end:",
+      "failures, %ld restores (rebuild %.3f s, remake %.3f s, restore %.3f s, lost %.3f s), %ld new spares "
+      "(%.3f s); active places at the end:",
       M::kName, total_s, stats.steps, double(stats.step_ns) / 1e9, stats.checkpoints, double(stats.checkpoint_ns) / 1e9,
       stats.interval, stats.failures, stats.restores, double(stats.rebuild_ns) / 1e9, double(stats.remake_ns) / 1e9,
-      double(stats.restore_ns) / 1e9, double(stats.lost_ns) / 1e9);
+      double(stats.restore_ns) / 1e9, double(stats.lost_ns) / 1e9, stats.topped_up, double(stats.top_up_ns) / 1e9);
   for (apgas::Place p : manager.activePlaces()) std::printf(" %u", p.id);
   std::printf("\n");
   if (o.check) {

@@ -15,6 +15,7 @@ Exit statuses: 0 done, 1 failed (the message says why), 2 bad arguments;
 `fox run` returns the job's status (124 timed out, 130 interrupted).
 """
 import argparse
+import re
 import os
 import sys
 import time
@@ -146,6 +147,9 @@ def parser(command=None):
         run.add_argument("--timeout", type=seconds, help="stop the job after T seconds (status 124)")
         run.add_argument("--spares", type=positive(200),
                          help="APGAS apps: the last S of the job's places are spares (PlaceManager; fox.spares)")
+        run.add_argument("--kill-at", metavar="PLACE:PHASE:N[,...]",
+                         help="APGAS iterative apps, fault injection: the place exits in that phase "
+                              "(step|checkpoint|restore) of the executor (fox.kill_at)")
         run.add_argument("--finish", choices=("none", "place0", "optimistic"),
                          help="APGAS apps: the finish mode of every place (fox.finish; default none)")
         run.add_argument("--reboot", action="store_true",
@@ -396,6 +400,12 @@ def status(args):
 def run(args):
     app_args = args.job_args
     kargs = ["fox.finish=%s" % args.finish] if args.finish else []
+    if args.kill_at:
+        if not re.fullmatch(r"[0-9]+:(step|checkpoint|restore):[0-9]+(,[0-9]+:(step|checkpoint|restore):[0-9]+)*",
+                            args.kill_at):
+            raise argparse.ArgumentTypeError("--kill-at %r: expected PLACE:step|checkpoint|restore:N[,...]"
+                                             % args.kill_at)
+        kargs.append("fox.kill_at=%s" % args.kill_at)
     if args.spares:
         if args.places and args.spares >= args.places:
             raise argparse.ArgumentTypeError("--spares %d of --places %d would leave none active (place 0 is never a "

@@ -27,15 +27,15 @@ namespace {
 using fox::apgas::Place;
 using fox::apgas::Team;
 
-#define CHECK(cond, ...)                                                                    \
-  do {                                                                                      \
-    if (!(cond)) {                                                                          \
+#define CHECK(cond, ...)                                                                   \
+  do {                                                                                     \
+    if (!(cond)) {                                                                         \
       std::printf("team_ops: place %u: check failed: %s: ", fox::apgas::here().id, #cond); \
-      std::printf(__VA_ARGS__);                                                             \
-      std::printf("\n");                                                                    \
-      std::fflush(stdout);                                                                  \
-      std::exit(1);                                                                         \
-    }                                                                                       \
+      std::printf(__VA_ARGS__);                                                            \
+      std::printf("\n");                                                                   \
+      std::fflush(stdout);                                                                 \
+      std::exit(1);                                                                        \
+    }                                                                                      \
   } while (0)
 
 std::mutex g_lock;

@@ -875,6 +875,18 @@ def hosted(e):
                 r"index 2 and restored its slice from the store: 4 of 4 slices right, 4 of 4 places know it: PASS$",
            "apgas")
     e.expect_nothing_left("after the hosted APGAS job that grew")
+    # An iterative app keeps its spares topped up (issue 39): place 2 dies in step 5 (--kill-at: fox.kill_at),
+    # the spare takes its index, and the executor asks fox run for a new spare.
+    _, out = e.fox_cmd("run", "kmeans", "--hosted", "--places", "4", "--spares", "1", "--kill-at", "2:step:5",
+                       "--timeout", "120", "--", "points=20000", "every=4", check=9)
+    expect(out, r"^place2\| apgas: place 2 dies in step 5 \(fox.kill_at\)$", "kmeans")
+    expect(out, r"^fox run: place 0 asked for 1 more places: started 4:\d+$", "run")
+    expect(out, r"^place0\| kmeans: .* 1 failures, 1 restores .*, 1 new spares \([0-9.]+ s\); active places at the "
+                r"end: 0 1 3$", "kmeans")
+    expect(out, r"^place0\| kmeans: the same as the run at one place$", "kmeans")
+    _, out = e.fox_cmd("run", "kmeans", "--hosted", "--kill-at", "2:stop:5", check=2)
+    expect(out, r"--kill-at '2:stop:5': expected PLACE:step\|checkpoint\|restore:N", "bad arguments")
+    e.expect_nothing_left("after the hosted iterative job")
 
 
 def run32(e):

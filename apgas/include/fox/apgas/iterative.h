@@ -150,9 +150,15 @@ struct IterativeOptions {
   long checkpoint_every = 10;  // steps between checkpoints; 0: Young's formula with mtbf_s
   double mtbf_s = 60;          // mean time between failures, for Young's formula
   std::string store = "iterative";
+  // After a recovery that used spares, ask the frontend for as many new
+  // places (PlaceManager::addPlaces), so that the next failure finds a
+  // spare too. Without a frontend to ask (a job not started by fox run)
+  // this is said once and the run goes on.
+  bool top_up_spares = true;
+  uint64_t top_up_timeout_ms = 60'000;
   template <class A>
   void serialize(A& ar) {
-    ar(checkpoint_every, mtbf_s, store);
+    ar(checkpoint_every, mtbf_s, store, top_up_spares, top_up_timeout_ms);
   }
 };
 
@@ -168,6 +174,8 @@ struct IterativeStats {
   uint64_t rebuild_ns = 0;     // PlaceManager::rebuildActivePlaces
   uint64_t remake_ns = 0;      // the app's remake
   uint64_t restore_ns = 0;     // the app's restore
+  long topped_up = 0;          // new spares the frontend gave
+  uint64_t top_up_ns = 0;      // waiting for them
   long interval = 0;           // steps between checkpoints, the last chosen
 };
 
@@ -224,6 +232,9 @@ long YoungInterval(double checkpoint_s, double mtbf_s, double step_s);
 // The group rebuilt after a failure (DeadPlaceException if it cannot be),
 // timed into stats.
 PlaceManager::Change Rebuild(PlaceManager& manager, IterativeStats* stats);
+// options.top_up_spares: `used` new spares from the frontend, timed into
+// stats; a failure to get them is printed (once), not thrown.
+void TopUp(PlaceManager& manager, size_t used, const IterativeOptions& options, IterativeStats* stats);
 }  // namespace detail
 
 // An SPMD app: an App at every place of the group, made by the executor:
@@ -341,8 +352,9 @@ void SpmdExecutor<App>::run(const Config& config, Done&& done) {
   bool restored = false;
   for (;;) {
     uint64_t start = clock::NowNs();
+    size_t used = 0;
     if (recover) {
-      detail::Rebuild(manager_, &stats_);  // its DeadPlaceException ends run
+      used = detail::Rebuild(manager_, &stats_).added.size();  // its DeadPlaceException ends run
       group = manager_.activePlaces();
       members.assign(group.begin(), group.end());
     }
@@ -375,6 +387,7 @@ void SpmdExecutor<App>::run(const Config& config, Done&& done) {
           step = last->step();
           restored = true;
         }
+        detail::TopUp(manager_, used, options_, &stats_);
       }
       uint64_t first = checkpoints_.next_version();
       progress.begun = first - 1;
