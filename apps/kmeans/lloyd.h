@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../common/blocks.h"
+#include "../common/random.h"
 
 namespace kmeans {
 
@@ -39,24 +40,13 @@ struct Config {
   Block Make(uint64_t first, uint64_t end) const;
 };
 
-inline uint64_t SplitMix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-constexpr double kQuantum = 1.0 / (1 << 20);
-
-// A multiple of 2^-20 in [lo, hi) from one draw.
-inline double Draw(uint64_t* state, double lo, double hi) {
-  uint64_t steps = uint64_t((hi - lo) / kQuantum);
-  return lo + double(SplitMix64(state) % steps) * kQuantum;
-}
+using fox::apps::Draw;
+using fox::apps::kQuantum;
+using fox::apps::SplitMix64;
 
 // Point i's coordinates into out[0..dim).
 inline void GeneratePoint(const Config& c, uint64_t i, double* out) {
-  uint64_t state = c.seed * 0x9E3779B97F4A7C15ull ^ (i + 1) * 0xD1B54A32D192ED03ull;
+  uint64_t state = fox::apps::RowSeed(c.seed, i);
   uint64_t centre = SplitMix64(&state) % c.k;
   uint64_t cstate = c.seed * 0x2545F4914F6CDD1Dull + centre;
   for (uint64_t d = 0; d < c.dim; ++d) {

@@ -26,21 +26,13 @@
 
 #include "../common/args.h"
 #include "../common/map_reduce.h"
+#include "../common/random.h"
 #include "fox/apgas/apgas.h"
 
 namespace {
 
-uint64_t SplitMix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-// A multiple of 2^-20 in [lo, hi).
-double Draw(uint64_t* state, double lo, double hi) {
-  constexpr double kQuantum = 1.0 / (1 << 20);
-  return lo + double(SplitMix64(state) % uint64_t((hi - lo) / kQuantum)) * kQuantum;
-}
+using fox::apps::Draw;
+
 // v in units of 1/scale, rounded, saturated at +-2^31 units.
 int64_t Fixed(double v, double scale) {
   double u = std::round(v * scale);
@@ -74,7 +66,7 @@ struct Config {
     return Draw(&state, -1, 1);
   }
   void Row(uint64_t i, double* out) const {
-    uint64_t state = seed * 0x9E3779B97F4A7C15ull ^ (i + 1) * 0xD1B54A32D192ED03ull;
+    uint64_t state = fox::apps::RowSeed(seed, i);
     double y = 0;
     for (uint64_t j = 0; j < features; ++j) {
       out[j] = Draw(&state, -1, 1);
@@ -84,20 +76,9 @@ struct Config {
   }
 };
 
-struct Partial {
-  std::vector<int64_t> gradient;  // per feature, in 2^-24
-  int64_t error = 0;              // sum of r^2, in 2^-16
-  template <class A>
-  void serialize(A& ar) {
-    ar(gradient, error);
-  }
-  Partial& operator+=(const Partial& o) {
-    if (gradient.empty()) return *this = o;
-    for (size_t j = 0; j < gradient.size() && j < o.gradient.size(); ++j) gradient[j] += o.gradient[j];
-    error += o.error;
-    return *this;
-  }
-};
+// The gradient per feature (each, in 2^-24) and the sum of r^2 (extra, in
+// 2^-16).
+using Partial = fox::apps::Sums;
 
 struct LinReg {
   using Config = ::Config;
@@ -117,22 +98,22 @@ struct LinReg {
   static State Initial(const Config& c) { return State{std::vector<double>(c.features, 0.0), 0, 0}; }
   static uint64_t Steps(const Config& c) { return c.iterations; }
   static void Map(const Config& c, const State& s, const fox::apps::Part<Config>& part, size_t k, Partial* p) {
-    if (p->gradient.empty()) p->gradient.assign(c.features, 0);
+    if (p->each.empty()) p->each.assign(c.features, 0);
     const fox::apps::Dense& block = part.block(k);
     for (uint64_t i = 0; i < block.count(); ++i) {
       const double* x = block.row(i);
       double r = -x[c.features];
       for (uint64_t j = 0; j < c.features; ++j) r += x[j] * s.w[j];
-      for (uint64_t j = 0; j < c.features; ++j) p->gradient[j] += Fixed(r * x[j], kGradScale);
-      p->error += Fixed(r * r, kErrScale);
+      for (uint64_t j = 0; j < c.features; ++j) p->each[j] += Fixed(r * x[j], kGradScale);
+      p->extra += Fixed(r * r, kErrScale);
     }
   }
   static void Update(const Config& c, const Partial& total, State* s) {
-    for (uint64_t j = 0; j < c.features && j < total.gradient.size(); ++j) {
-      double g = double(total.gradient[j]) / kGradScale / double(c.samples);
+    for (uint64_t j = 0; j < c.features && j < total.each.size(); ++j) {
+      double g = double(total.each[j]) / kGradScale / double(c.samples);
       s->w[j] -= c.rate * (g + c.lambda * s->w[j]);
     }
-    s->error = total.error;
+    s->error = total.extra;
     ++s->step;
   }
   static void Print(const Config& c, const State& s) {

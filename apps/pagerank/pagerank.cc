@@ -29,20 +29,16 @@
 
 #include "../common/args.h"
 #include "../common/map_reduce.h"
+#include "../common/random.h"
 #include "fox/apgas/apgas.h"
 
 namespace {
 
 constexpr int64_t kMass = int64_t(1) << 50;
 
-uint64_t SplitMix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-// Uniform in [0, 1), 2^-53 steps.
-double Unit(uint64_t* state) { return double(SplitMix64(state) >> 11) * (1.0 / 9007199254740992.0); }
+using fox::apps::SplitMix64;
+using fox::apps::Unit;
+
 // exp(x) by + * / only (the same bits on every libm): x = k ln2 + r,
 // |r| <= ln2 / 2, Taylor to 20 terms, times 2^k.
 double Exp(double x) {
@@ -84,7 +80,7 @@ struct Config {
     Edges e;
     for (uint64_t v = first; v < end; ++v) {
       e.offsets.push_back(e.targets.size());
-      uint64_t state = seed * 0x9E3779B97F4A7C15ull ^ (v + 1) * 0xD1B54A32D192ED03ull;
+      uint64_t state = fox::apps::RowSeed(seed, v);
       double z = -6;  // Irwin-Hall: the sum of 12 uniforms, less 6
       for (int i = 0; i < 12; ++i) z += Unit(&state);
       double d = Exp(mu + sigma * z);
@@ -96,20 +92,9 @@ struct Config {
   }
 };
 
-struct Partial {
-  std::vector<int64_t> in;  // rank arriving at each vertex
-  int64_t spread = 0;       // rank given to all (no out-edges, remainders)
-  template <class A>
-  void serialize(A& ar) {
-    ar(in, spread);
-  }
-  Partial& operator+=(const Partial& o) {
-    if (in.empty()) return *this = o;
-    for (size_t i = 0; i < in.size() && i < o.in.size(); ++i) in[i] += o.in[i];
-    spread += o.spread;
-    return *this;
-  }
-};
+// The rank arriving at each vertex (each) and the rank given to all
+// (extra: vertices without out-edges, the divisions' remainders).
+using Partial = fox::apps::Sums;
 
 struct PageRank {
   using Config = ::Config;
@@ -132,25 +117,25 @@ struct PageRank {
   }
   static uint64_t Steps(const Config& c) { return c.iterations; }
   static void Map(const Config& c, const State& s, const fox::apps::Part<Config>& part, size_t k, Partial* p) {
-    if (p->in.empty()) p->in.assign(c.vertices, 0);
+    if (p->each.empty()) p->each.assign(c.vertices, 0);
     const Edges& e = part.block(k);
     uint64_t first = part.first(k);
     for (size_t v = 0; v + 1 < e.offsets.size(); ++v) {
       int64_t rank = s.ranks[first + v];
       uint64_t degree = e.offsets[v + 1] - e.offsets[v];
       if (degree == 0) {
-        p->spread += rank;
+        p->extra += rank;
         continue;
       }
       int64_t share = rank / int64_t(degree);
-      p->spread += rank - share * int64_t(degree);
-      for (uint64_t j = e.offsets[v]; j < e.offsets[v + 1]; ++j) p->in[e.targets[j]] += share;
+      p->extra += rank - share * int64_t(degree);
+      for (uint64_t j = e.offsets[v]; j < e.offsets[v + 1]; ++j) p->each[e.targets[j]] += share;
     }
   }
   static void Update(const Config& c, const Partial& total, State* s) {
     int64_t given = 0;
     for (uint64_t i = 0; i < c.vertices; ++i) {
-      s->ranks[i] = total.in.empty() ? 0 : total.in[i] / 100 * 85 + total.in[i] % 100 * 85 / 100;
+      s->ranks[i] = total.each.empty() ? 0 : total.each[i] / 100 * 85 + total.each[i] % 100 * 85 / 100;
       given += s->ranks[i];
     }
     int64_t rest = kMass - given, each = rest / int64_t(c.vertices), extra = rest % int64_t(c.vertices);

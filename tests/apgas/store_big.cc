@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "fox/apgas/apgas.h"
 #include "fox/apgas/store.h"
 #include "fox/clock.h"
@@ -24,16 +25,7 @@
 namespace {
 using fox::apgas::Place;
 
-#define CHECK(cond, ...)                                                                    \
-  do {                                                                                      \
-    if (!(cond)) {                                                                          \
-      std::printf("store_big: place %u: check failed: %s: ", fox::apgas::here().id, #cond); \
-      std::printf(__VA_ARGS__);                                                             \
-      std::printf("\n");                                                                    \
-      std::fflush(stdout);                                                                  \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
+#define CHECK(...) FOX_APGAS_CHECK("store_big", __VA_ARGS__)
 
 std::vector<uint8_t> Pattern(uint64_t bytes, uint64_t salt) {
   std::vector<uint8_t> v(bytes);

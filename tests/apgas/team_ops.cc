@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "fox/apgas/apgas.h"
 #include "fox/apgas/team.h"
 #include "fox/clock.h"
@@ -27,16 +28,7 @@ namespace {
 using fox::apgas::Place;
 using fox::apgas::Team;
 
-#define CHECK(cond, ...)                                                                   \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      std::printf("team_ops: place %u: check failed: %s: ", fox::apgas::here().id, #cond); \
-      std::printf(__VA_ARGS__);                                                            \
-      std::printf("\n");                                                                   \
-      std::fflush(stdout);                                                                 \
-      std::exit(1);                                                                        \
-    }                                                                                      \
-  } while (0)
+#define CHECK(...) FOX_APGAS_CHECK("team_ops", __VA_ARGS__)
 
 std::mutex g_lock;
 std::vector<std::string> g_lines;  // at place 0: one per place and part
