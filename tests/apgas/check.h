@@ -11,13 +11,13 @@
 
 #include "fox/apgas/apgas.h"
 
-#define FOX_APGAS_CHECK(program, cond, ...)                                                 \
-  do {                                                                                      \
-    if (!(cond)) {                                                                          \
+#define FOX_APGAS_CHECK(program, cond, ...)                                                   \
+  do {                                                                                        \
+    if (!(cond)) {                                                                            \
       std::printf("%s: place %u: check failed: %s: ", program, fox::apgas::here().id, #cond); \
-      std::printf(__VA_ARGS__);                                                             \
-      std::printf("\n");                                                                    \
-      std::fflush(stdout);                                                                  \
-      std::exit(1);                                                                         \
-    }                                                                                       \
+      std::printf(__VA_ARGS__);                                                               \
+      std::printf("\n");                                                                      \
+      std::fflush(stdout);                                                                    \
+      std::exit(1);                                                                           \
+    }                                                                                         \
   } while (0)

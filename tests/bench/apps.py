@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Iterative apps against their peers (make bench B=apps; issue 39).
 
-For each app (kmeans so far) on the same data and the same cores (P
+For each app (kmeans, linreg, pagerank) on the same data and the same cores (P
 processes on this machine's cores), alternating the sides over ROUNDS
 rounds, prints the median and spread (min..max) of the timed steps (the
 input generated before them and reported apart):
@@ -33,6 +33,11 @@ APPS = {
     # app: (fox arguments, MPI arguments, fox's answer regex, MPI's answer regex)
     "kmeans": (["points=2000000", "dim=4", "k=8", "iterations=20", "seed=1"], ["2000000", "4", "8", "20", "1"],
                r"kmeans: (cost [0-9.]+ after \d+ steps)", r"kmeans_mpi: (cost [0-9.]+ after \d+ steps)"),
+    "linreg": (["samples=1000000", "features=16", "iterations=20", "seed=1"], ["1000000", "16", "20", "1"],
+               r"linreg: (mean squared error [0-9.]+ after \d+ steps)",
+               r"linreg_mpi: (mean squared error [0-9.]+ after \d+ steps)"),
+    "pagerank": (["vertices=200000", "iterations=20", "seed=1"], ["200000", "20", "1"],
+                 r"pagerank: (rank checksum \w+ after \d+ steps)", r"pagerank: (rank checksum \w+ after \d+ steps)"),
 }
 STATS = re.compile(r": ([0-9.]+) s; (\d+) steps \(([0-9.]+) s\), (\d+) checkpoints \(([0-9.]+) s")
 
