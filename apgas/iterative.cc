@@ -1,5 +1,7 @@
 // The iterative executors' parts that are not templates (iterative.h):
-// the global executor, fox.kill_at, Young's interval.
+// fox.kill_at, Young's interval, rebuilding the group, topping up spares.
+// No closure here (it would be a static initialiser in every image): the
+// executors and KillDuring are templates in the header.
 #include "fox/apgas/iterative.h"
 
 #include <atomic>
@@ -68,31 +70,23 @@ const char* PhaseName(Phase phase) {
   return "?";
 }
 
+}  // namespace
+
 [[noreturn]] void Die(Phase phase, long n) {
   std::printf("apgas: place %u dies in %s %ld (fox.kill_at)\n", here().id, PhaseName(phase), n);
   std::fflush(stdout);
   std::_Exit(9);
 }
 
-bool Named(uint32_t place, Phase phase, long n) {
+bool KillNamed(uint32_t place, Phase phase, long n) {
   for (const KillAt& k : Kills()) {
     if (k.place == place && k.phase == phase && k.n == n) return true;
   }
   return false;
 }
 
-}  // namespace
-
 void MaybeDie(Phase phase, long n) {
-  if (Named(here().id, phase, n)) Die(phase, n);
-}
-
-void KillDuring(const std::vector<Place>& group, Phase phase, long n) {
-  for (Place p : group) {
-    if (p == here() || !Named(p.id, phase, n)) continue;  // place 0 never dies
-    asyncAt(
-        p, [](Phase phase, long n) { Die(phase, n); }, phase, n);
-  }
+  if (KillNamed(here().id, phase, n)) Die(phase, n);
 }
 
 bool OnlyDeaths(std::exception_ptr e) {
@@ -136,77 +130,5 @@ void TopUp(PlaceManager& manager, size_t used, const IterativeOptions& options, 
 }
 
 }  // namespace detail
-
-void GlobalExecutor::run(IterativeApp& app) {
-  using detail::Phase;
-  long step = 0, restores = 0;
-  long interval = options_.checkpoint_every > 0 ? options_.checkpoint_every : 1;
-  long since = interval;  // a checkpoint before the first step
-  bool recover = false;
-  for (;;) {
-    uint64_t start = clock::NowNs();
-    PlaceManager::Change change;
-    if (recover) change = detail::Rebuild(manager_, &stats_);  // its DeadPlaceException ends run
-    size_t used = change.added.size();
-    PlaceGroup group = manager_.activePlaces();
-    std::vector<Place> members(group.begin(), group.end());
-    try {
-      if (recover) {
-        uint64_t t = clock::NowNs();
-        app.remake(group, change);
-        stats_.remake_ns += clock::NowNs() - t;
-        recover = false;
-        step = 0;
-        since = interval;
-        if (const auto& last = checkpoints_.last()) {
-          ++restores;
-          ++stats_.restores;
-          t = clock::NowNs();
-          finish([&] {
-            detail::KillDuring(members, Phase::kRestore, restores);
-            app.restore(*last);
-          });
-          stats_.restore_ns += clock::NowNs() - t;
-          step = last->step();
-          since = 0;
-        }
-        detail::TopUp(manager_, used, options_, &stats_);
-        continue;
-      }
-      if (app.isFinished()) return;
-      if (since >= interval) {
-        Snapshot s = checkpoints_.Begin(step, members);
-        finish([&] {
-          detail::KillDuring(members, Phase::kCheckpoint, step);
-          app.checkpoint(s);
-        });
-        checkpoints_.Commit(s);
-        uint64_t took = clock::NowNs() - start;
-        ++stats_.checkpoints;
-        stats_.checkpoint_ns += took;
-        if (options_.checkpoint_every == 0) {
-          double step_s = stats_.steps ? double(stats_.step_ns) / 1e9 / double(stats_.steps) : 0;
-          interval = detail::YoungInterval(double(took) / 1e9, options_.mtbf_s, step_s);
-        }
-        stats_.interval = interval;
-        since = 0;
-        start = clock::NowNs();
-      }
-      finish([&] {
-        detail::KillDuring(members, Phase::kStep, step);
-        app.step();
-      });
-      ++stats_.steps;
-      stats_.step_ns += clock::NowNs() - start;
-      ++step;
-      ++since;
-    } catch (...) {
-      if (!detail::OnlyDeaths(std::current_exception())) throw;
-      ++stats_.failures;
-      stats_.lost_ns += clock::NowNs() - start;
-      recover = true;
-    }
-  }
-}
 
 }  // namespace fox::apgas

@@ -178,7 +178,7 @@ fox_vm_test(escape_event_core0 IMAGE vmtest SMP 2 ARGS "-- escape_event 0" EXIT 
          "#0 +0x[0-9a-f]+ vmtest::ThrowFromEvent\\(int\\)\\+0x"
   REJECT ${ESCAPE_REJECT})
 fox_vm_test(bad_boot_arg IMAGE hello ARGS "fox.bogus=1" EXIT ${USAGE}
-  EXPECT "E boot: unknown boot argument 'fox.bogus' \\(known: fox.aggregate, fox.amport, fox.app, fox.dht_cores, fox.finish, fox.gw, fox.idle, fox.ip, fox.job, fox.join_ms, fox.joining, fox.kcores, fox.key, fox.log, fox.node, fox.peers, fox.probe_ms, fox.profile, fox.smp_deaf, fox.spares, fox.stack, fox.suspect_ms\\)"
+  EXPECT "E boot: unknown boot argument 'fox.bogus' \\(known: fox.aggregate, fox.amport, fox.app, fox.dht_cores, fox.finish, fox.gw, fox.idle, fox.ip, fox.job, fox.join_ms, fox.joining, fox.kcores, fox.key, fox.kill_at, fox.log, fox.node, fox.peers, fox.probe_ms, fox.profile, fox.smp_deaf, fox.spares, fox.stack, fox.suspect_ms\\)"
   REJECT "Hello from fox")
 fox_vm_test(bad_boot_value IMAGE hello ARGS "fox.log=loud -- x" EXIT ${USAGE}
   EXPECT "bad boot argument 'fox.log=loud': expected one of debug\\|info\\|warn\\|error"

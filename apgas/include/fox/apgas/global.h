@@ -46,6 +46,21 @@ uint64_t NewPlaceLocalId();
 void SetPlaceLocal(uint64_t id, std::shared_ptr<void> object);
 std::shared_ptr<void> GetPlaceLocal(uint64_t id);
 void DropPlaceLocal(uint64_t id);
+// DropPlaceLocal(id) at every place of `group`. Not in PlaceLocal<T>: a
+// lambda in a template whose arguments do not name its parameters is
+// spelled alike for every instantiation, and two closures of one name are
+// refused (serialization.h). A template of its own all the same, so that
+// only the programs that use it register its closure (a closure in the
+// platform's sources would be a static initialiser in every image).
+template <class = void>
+void DropPlaceLocalAt(const std::vector<Place>& group, uint64_t id) {
+  finish([&] {
+    for (Place p : group) {
+      asyncAt(
+          p, [](uint64_t id) { DropPlaceLocal(id); }, id);
+    }
+  });
+}
 }  // namespace detail
 
 // One T per place of a group, named by one handle valid at all of them.
@@ -92,13 +107,7 @@ class PlaceLocal {
     return handle;
   }
   // Frees the objects at every place of `group`.
-  void Destroy(const std::vector<Place>& group) const {
-    finish([&] {
-      for (Place p : group)
-        asyncAt(
-            p, [](uint64_t id) { detail::DropPlaceLocal(id); }, id_);
-    });
-  }
+  void Destroy(const std::vector<Place>& group) const { detail::DropPlaceLocalAt(group, id_); }
   uint64_t id() const { return id_; }
 
  private:

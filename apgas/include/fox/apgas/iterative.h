@@ -202,9 +202,11 @@ class GlobalExecutor {
  public:
   GlobalExecutor(PlaceManager& manager, IterativeOptions options)
       : manager_(manager), options_(std::move(options)), checkpoints_(options_.store) {}
-  // Runs `app` to its end, through failures (see the top). The app's data
-  // must be over manager.activePlaces() when run begins.
-  void run(IterativeApp& app);
+  // Runs `app` (an IterativeApp, or any type with its methods) to its
+  // end, through failures (see the top). The app's data must be over
+  // manager.activePlaces() when run begins.
+  template <class App>
+  void run(App& app);
   const IterativeStats& stats() const { return stats_; }
 
  private:
@@ -220,9 +222,21 @@ enum class Phase { kStep, kCheckpoint, kRestore };
 // Exits this place (std::_Exit, after a line on stdout) if fox.kill_at
 // names it for `phase` number `n`.
 void MaybeDie(Phase phase, long n);
+// Whether fox.kill_at names `place` for `phase` number `n`; Die exits
+// this place saying so.
+bool KillNamed(uint32_t place, Phase phase, long n);
+[[noreturn]] void Die(Phase phase, long n);
 // Spawns, under the current finish, an activity at each place of `group`
-// that fox.kill_at names for (phase, n), which exits there at once.
-void KillDuring(const std::vector<Place>& group, Phase phase, long n);
+// that fox.kill_at names for (phase, n), which exits there at once. A
+// template so that only programs that use it register its closure.
+template <class = void>
+void KillDuring(const std::vector<Place>& group, Phase phase, long n) {
+  for (Place p : group) {
+    if (p == here() || !KillNamed(p.id, phase, n)) continue;  // place 0 never dies
+    asyncAt(
+        p, [](Phase phase, long n) { Die(phase, n); }, phase, n);
+  }
+}
 // True if `e` is a failure the executors recover from: DeadPlaceExceptions
 // only (or MultipleExceptions of them).
 bool OnlyDeaths(std::exception_ptr e);
@@ -275,6 +289,81 @@ class SpmdExecutor {
   Checkpoints checkpoints_;
   IterativeStats stats_;
 };
+
+// ---- GlobalExecutor::run ----
+
+template <class App>
+void GlobalExecutor::run(App& app) {
+  using detail::Phase;
+  long step = 0, restores = 0;
+  long interval = options_.checkpoint_every > 0 ? options_.checkpoint_every : 1;
+  long since = interval;  // a checkpoint before the first step
+  bool recover = false;
+  for (;;) {
+    uint64_t start = clock::NowNs();
+    PlaceManager::Change change;
+    if (recover) change = detail::Rebuild(manager_, &stats_);  // its DeadPlaceException ends run
+    size_t used = change.added.size();
+    PlaceGroup group = manager_.activePlaces();
+    std::vector<Place> members(group.begin(), group.end());
+    try {
+      if (recover) {
+        uint64_t t = clock::NowNs();
+        app.remake(group, change);
+        stats_.remake_ns += clock::NowNs() - t;
+        recover = false;
+        step = 0;
+        since = interval;
+        if (const auto& last = checkpoints_.last()) {
+          ++restores;
+          ++stats_.restores;
+          t = clock::NowNs();
+          finish([&] {
+            detail::KillDuring(members, Phase::kRestore, restores);
+            app.restore(*last);
+          });
+          stats_.restore_ns += clock::NowNs() - t;
+          step = last->step();
+          since = 0;
+        }
+        detail::TopUp(manager_, used, options_, &stats_);
+        continue;
+      }
+      if (app.isFinished()) return;
+      if (since >= interval) {
+        Snapshot s = checkpoints_.Begin(step, members);
+        finish([&] {
+          detail::KillDuring(members, Phase::kCheckpoint, step);
+          app.checkpoint(s);
+        });
+        checkpoints_.Commit(s);
+        uint64_t took = clock::NowNs() - start;
+        ++stats_.checkpoints;
+        stats_.checkpoint_ns += took;
+        if (options_.checkpoint_every == 0) {
+          double step_s = stats_.steps ? double(stats_.step_ns) / 1e9 / double(stats_.steps) : 0;
+          interval = detail::YoungInterval(double(took) / 1e9, options_.mtbf_s, step_s);
+        }
+        stats_.interval = interval;
+        since = 0;
+        start = clock::NowNs();
+      }
+      finish([&] {
+        detail::KillDuring(members, Phase::kStep, step);
+        app.step();
+      });
+      ++stats_.steps;
+      stats_.step_ns += clock::NowNs() - start;
+      ++step;
+      ++since;
+    } catch (...) {
+      if (!detail::OnlyDeaths(std::current_exception())) throw;
+      ++stats_.failures;
+      stats_.lost_ns += clock::NowNs() - start;
+      recover = true;
+    }
+  }
+}
 
 // ---- SpmdExecutor's templates ----
 

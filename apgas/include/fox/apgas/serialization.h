@@ -19,7 +19,13 @@
 // hash of its name as the compiler spells it in a template instantiation —
 // for a lambda, its source file, line and column — so the hosted place 0
 // and the node images built from the same sources agree on it. Closures
-// register themselves before main (one static per instantiation). A place
+// register themselves before main (one static per instantiation).
+// A lambda inside a template is spelled by where it is, without the
+// template's arguments: two instantiations of it with the same argument
+// types would share an id, which registration refuses (the program aborts
+// at start, naming it). Such a closure's arguments must name the template
+// parameters, or the closure must live outside the template (every app of
+// the pool image is linked together: apps/CMakeLists.txt). A place
 // joins with ClosureIds(): place 0 refuses it unless it has every closure
 // place 0 has (the pool image holds every bundled app's, more than place 0's
 // program), so places built from other sources are refused at the start.
