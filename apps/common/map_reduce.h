@@ -67,7 +67,16 @@ class GlobalMapReduce : public apgas::IterativeApp {
   void step() override {
     std::vector<Partial> got(group_.size());
     apgas::finish([&] {
+      // The other places' requests first: this place's own part (an `at`
+      // here runs at once) would hold its core before they go out.
+      std::vector<size_t> order;
       for (size_t i = 0; i < group_.size(); ++i) {
+        if (group_[i] != apgas::here()) order.push_back(i);
+      }
+      for (size_t i = 0; i < group_.size(); ++i) {
+        if (group_[i] == apgas::here()) order.push_back(i);
+      }
+      for (size_t i : order) {
         apgas::async([&, i] {
           got[i] = apgas::at(
               group_[i],

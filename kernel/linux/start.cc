@@ -56,11 +56,16 @@ void SetUpCore(int core) {
   }
 }
 
+// Core i runs on the i-th CPU of the affinity the process started with
+// (not CPU i), so that places started with disjoint affinities (taskset,
+// or a launcher's sched_setaffinity) run on disjoint CPUs.
+int g_cpus[core::kMaxCores];
+
 void Pin(int core) {
   if (!g_pin) return;
   cpu_set_t set;
   CPU_ZERO(&set);
-  CPU_SET(core, &set);
+  CPU_SET(g_cpus[core], &set);
   pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 
@@ -86,6 +91,9 @@ int CoresFromEnvironment() {
     std::exit(2);
   }
   g_pin = *n <= uint64_t(cpus);
+  for (int cpu = 0, i = 0; g_pin && cpu < CPU_SETSIZE && i < int(*n); ++cpu) {
+    if (CPU_ISSET(cpu, &set)) g_cpus[i++] = cpu;
+  }
   return int(*n);
 }
 

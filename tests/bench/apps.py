@@ -13,7 +13,8 @@ input generated before them and reported apart):
                                 -march=native, mpirun -np P): MPI_Allreduce per step
   apps.APP_vs_mpi_ratio x       fox's throughput / MPI's (median step times)
   apps.APP_resilience_overhead_ratio x  resilient / not (median times)
-and checks that every side printed the same answer. OpenMPI comes from
+and checks that every side printed the same answer. Place i runs on CPU i
+(its process's affinity; mpirun binds rank i to core i likewise). OpenMPI comes from
 Debian (installed on the first run if missing).
 """
 import os
@@ -67,8 +68,9 @@ def run_fox(app, args, n):
     procs = []
     for i in range(n):
         env = dict(os.environ, FOX_CORES="1", FOX_ARGS="fox.node=%d fox.amport=%d %s" % (i, base + i, peers))
+        cpu = i % os.cpu_count()  # place i on CPU i, as mpirun binds rank i (a place pins to its affinity's CPUs)
         procs.append(subprocess.Popen([program] + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True))
+                                      text=True, preexec_fn=lambda cpu=cpu: os.sched_setaffinity(0, {cpu})))
     out = procs[0].communicate(timeout=900)[0]
     for p in procs[1:]:
         p.communicate(timeout=60)
