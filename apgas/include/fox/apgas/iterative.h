@@ -11,9 +11,10 @@
 //                   work over the places with finish/asyncAt);
 //   SpmdExecutor    every place runs its own loop over its part, with Team
 //                   collectives; a checkpoint counts once every member has
-//                   saved (Team::agreeAll), else the previous one is kept.
+//                   saved (a Team barrier after the saves, which throws if a
+//                   member died first), else the previous one is kept.
 //
-//   struct Kmeans : IterativeApp { ... };             // see apps/kmeans
+//   struct MyApp : IterativeApp { ... };              // apps/common/map_reduce.h has one
 //   PlaceManager pm;                                  // the job's spares (fox run --spares S)
 //   GlobalExecutor exec(pm, {.checkpoint_every = 10});
 //   exec.run(app);                                    // returns when app.isFinished()
@@ -36,9 +37,10 @@
 // DeadPlaceExceptions (also inside MultipleExceptions) is a failure: the
 // executor rebuilds the group, remakes, restores the last checkpoint and
 // goes on from its step. Anything else the app throws ends run() with that
-// exception. When the group cannot be rebuilt (no spare and no shrinking,
-// or no place but place 0 left when the app needs more) run() throws the
-// DeadPlaceException. Place 0 never dies (its death ends the job).
+// exception. When the group cannot be rebuilt (no spare left and no
+// shrinking) run() throws the DeadPlaceException. A recovery that used
+// spares asks the frontend for as many new ones (top_up_spares). Place 0
+// never dies (its death ends the job).
 //
 // Fault injection (tests and the fault campaign), as Resilient X10's
 // executors' kill steps: the boot argument fox.kill_at=PLACE:PHASE:N[,...]
