@@ -101,6 +101,12 @@ bool OnlyDeaths(std::exception_ptr e) {
   }
 }
 
+void CountFailure(IterativeStats* stats, uint64_t start) {
+  if (!OnlyDeaths(std::current_exception())) throw;
+  ++stats->failures;
+  stats->lost_ns += clock::NowNs() - start;
+}
+
 long YoungInterval(double checkpoint_s, double mtbf_s, double step_s) {
   if (!(step_s > 0) || !(checkpoint_s >= 0) || !(mtbf_s > 0)) return 1;
   double steps = std::sqrt(2 * checkpoint_s * mtbf_s) / step_s;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 
@@ -107,6 +108,26 @@ std::optional<Head> HeadOf(const std::optional<std::string>& value) {
   in(h);
   return h;
 }
+// The chunked values this place wrote, by Dht key, so that the key's next
+// write or delete removes their chunks without reading the head back (a
+// place writes only its own keys with Set; Set2's values are inline).
+std::mutex g_chunked_lock;
+std::map<std::string, Head> g_chunked;  // guarded by g_chunked_lock
+
+std::optional<Head> ForgetChunked(const std::string& key) {
+  std::lock_guard<std::mutex> g(g_chunked_lock);
+  auto it = g_chunked.find(key);
+  if (it == g_chunked.end()) return std::nullopt;
+  Head h = it->second;
+  g_chunked.erase(it);
+  return h;
+}
+
+void RememberChunked(const std::string& key, const Head& h) {
+  std::lock_guard<std::mutex> g(g_chunked_lock);
+  g_chunked[key] = h;
+}
+
 void RemoveChunks(const std::string& store, const std::optional<Head>& h) {
   if (!h) return;
   for (uint64_t i = 0; i < h->chunks; ++i) Remove(store, ChunkKey(store, *h, i));
@@ -166,7 +187,7 @@ ResilientStore ResilientStore::Make(const std::string& name) {
 
 void ResilientStore::SetBytes(Place place, const std::string& key, std::vector<uint8_t> bytes) {
   std::string dht_key = KeyOf(name_, place.id, key);
-  std::optional<Head> old = HeadOf(Fetch(name_, dht_key));
+  std::optional<Head> old = ForgetChunked(dht_key);
   if (bytes.size() <= kInline) {
     Put(name_, dht_key, Inline(bytes));
   } else {
@@ -183,6 +204,7 @@ void ResilientStore::SetBytes(Place place, const std::string& key, std::vector<u
     std::string value(1, 'C');
     value.append(head.begin(), head.end());
     Put(name_, dht_key, value);
+    RememberChunked(dht_key, h);
   }
   RemoveChunks(name_, old);
 }
@@ -214,7 +236,7 @@ std::optional<std::vector<uint8_t>> ResilientStore::GetBytes(Place place, const 
 
 void ResilientStore::Delete(const std::string& key) {
   std::string dht_key = KeyOf(name_, here().id, key);
-  std::optional<Head> old = HeadOf(Fetch(name_, dht_key));
+  std::optional<Head> old = ForgetChunked(dht_key);
   Remove(name_, dht_key);
   RemoveChunks(name_, old);
 }

@@ -9,34 +9,26 @@
 // sums and counts (k * dim doubles, k counts, the cost), then every rank
 // moves the centroids. Rank 0 prints the cost (which must be fox's: the
 // sums are exact) and the times.
-#include <mpi.h>
-
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
 #include "kmeans/lloyd.h"
+#include "ranks.h"
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (argc != 6) {
-    if (rank == 0) std::fprintf(stderr, "usage: kmeans_mpi POINTS DIM K ITERATIONS SEED\n");
-    MPI_Finalize();
-    return 2;
-  }
+  auto r = mpi_peer::Start(&argc, &argv, 5, "kmeans_mpi POINTS DIM K ITERATIONS SEED");
+  if (!r) return 2;
+  int rank = r->rank, size = r->size;
   kmeans::Config c;
-  c.points = std::strtoull(argv[1], nullptr, 10);
-  c.dim = std::strtoull(argv[2], nullptr, 10);
-  c.k = std::strtoull(argv[3], nullptr, 10);
-  c.iterations = std::strtoull(argv[4], nullptr, 10);
-  c.seed = std::strtoull(argv[5], nullptr, 10);
+  c.points = r->args[0];
+  c.dim = r->args[1];
+  c.k = r->args[2];
+  c.iterations = r->args[3];
+  c.seed = r->args[4];
   double t0 = MPI_Wtime();
-  uint64_t first = c.points * uint64_t(rank) / uint64_t(size), end = c.points * uint64_t(rank + 1) / uint64_t(size);
-  fox::apps::Dense mine = c.Make(first, end);
+  fox::apps::Dense mine = c.Make(r->Begin(c.points), r->End(c.points));
   std::vector<double> centroids = kmeans::InitialCentroids(c);
   MPI_Barrier(MPI_COMM_WORLD);
   double t1 = MPI_Wtime();

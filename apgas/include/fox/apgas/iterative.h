@@ -248,6 +248,27 @@ long YoungInterval(double checkpoint_s, double mtbf_s, double step_s);
 // The group rebuilt after a failure (DeadPlaceException if it cannot be),
 // timed into stats.
 PlaceManager::Change Rebuild(PlaceManager& manager, IterativeStats* stats);
+// In a catch block of an executor: rethrows the exception unless it is a
+// failure (OnlyDeaths), else counts it and the time lost since `start`.
+void CountFailure(IterativeStats* stats, uint64_t start);
+// Both executors' recovery once the group is rebuilt: remake(), then, if
+// there is a last snapshot, restore(snapshot, n) (n: this restore's
+// number, from 1), each timed into stats. Returns the step to go on from,
+// or nullopt when nothing was checkpointed (start again from step 0).
+template <class Remake, class Restore>
+std::optional<long> RemakeAndRestore(const std::optional<Snapshot>& last, long* restores, IterativeStats* stats,
+                                     Remake remake, Restore restore) {
+  uint64_t t = clock::NowNs();
+  remake();
+  stats->remake_ns += clock::NowNs() - t;
+  if (!last) return std::nullopt;
+  ++*restores;
+  ++stats->restores;
+  t = clock::NowNs();
+  restore(*last, *restores);
+  stats->restore_ns += clock::NowNs() - t;
+  return last->step();
+}
 // options.top_up_spares: `used` new spares from the frontend, timed into
 // stats; a failure to get them is printed (once), not thrown.
 void TopUp(PlaceManager& manager, size_t used, const IterativeOptions& options, IterativeStats* stats);
@@ -310,24 +331,17 @@ void GlobalExecutor::run(App& app) {
     std::vector<Place> members(group.begin(), group.end());
     try {
       if (recover) {
-        uint64_t t = clock::NowNs();
-        app.remake(group, change);
-        stats_.remake_ns += clock::NowNs() - t;
         recover = false;
-        step = 0;
-        since = interval;
-        if (const auto& last = checkpoints_.last()) {
-          ++restores;
-          ++stats_.restores;
-          t = clock::NowNs();
-          finish([&] {
-            detail::KillDuring(members, Phase::kRestore, restores);
-            app.restore(*last);
-          });
-          stats_.restore_ns += clock::NowNs() - t;
-          step = last->step();
-          since = 0;
-        }
+        auto from = detail::RemakeAndRestore(
+            checkpoints_.last(), &restores, &stats_, [&] { app.remake(group, change); },
+            [&](const Snapshot& s, long n) {
+              finish([&] {
+                detail::KillDuring(members, Phase::kRestore, n);
+                app.restore(s);
+              });
+            });
+        step = from.value_or(0);
+        since = from ? 0 : interval;
         detail::TopUp(manager_, used, options_, &stats_);
         continue;
       }
@@ -359,9 +373,7 @@ void GlobalExecutor::run(App& app) {
       ++step;
       ++since;
     } catch (...) {
-      if (!detail::OnlyDeaths(std::current_exception())) throw;
-      ++stats_.failures;
-      stats_.lost_ns += clock::NowNs() - start;
+      detail::CountFailure(&stats_, start);
       recover = true;
     }
   }
@@ -451,33 +463,29 @@ void SpmdExecutor<App>::run(const Config& config, Done&& done) {
     }
     try {
       if (recover) {
-        uint64_t t = clock::NowNs();
-        finish([&] {
-          for (Place p : members) asyncAt(p, make, apps, members, config);
-        });
-        stats_.remake_ns += clock::NowNs() - t;
         recover = false;
-        step = 0;
-        restored = false;
-        if (const auto& last = checkpoints_.last()) {
-          ++restores;
-          ++stats_.restores;
-          t = clock::NowNs();
-          finish([&] {
-            for (Place p : members) {
-              asyncAt(
-                  p,
-                  [](PlaceLocal<App> apps, const Snapshot& s, long n) {
-                    detail::MaybeDie(detail::Phase::kRestore, n);
-                    apps()->restore(s);
-                  },
-                  apps, *last, restores);
-            }
-          });
-          stats_.restore_ns += clock::NowNs() - t;
-          step = last->step();
-          restored = true;
-        }
+        auto from = detail::RemakeAndRestore(
+            checkpoints_.last(), &restores, &stats_,
+            [&] {
+              finish([&] {
+                for (Place p : members) asyncAt(p, make, apps, members, config);
+              });
+            },
+            [&](const Snapshot& s, long n) {
+              finish([&] {
+                for (Place p : members) {
+                  asyncAt(
+                      p,
+                      [](PlaceLocal<App> apps, const Snapshot& s, long n) {
+                        detail::MaybeDie(detail::Phase::kRestore, n);
+                        apps()->restore(s);
+                      },
+                      apps, s, n);
+                }
+              });
+            });
+        step = from.value_or(0);
+        restored = from.has_value();
         detail::TopUp(manager_, used, options_, &stats_);
       }
       uint64_t first = checkpoints_.next_version();
@@ -495,9 +503,7 @@ void SpmdExecutor<App>::run(const Config& config, Done&& done) {
       checkpoints_.Skip(progress.begun);
       break;
     } catch (...) {
-      if (!detail::OnlyDeaths(std::current_exception())) throw;
-      ++stats_.failures;
-      stats_.lost_ns += clock::NowNs() - start;
+      detail::CountFailure(&stats_, start);
       // The others may have begun one snapshot more than place 0.
       checkpoints_.Skip(progress.begun + 1);
       recover = true;
