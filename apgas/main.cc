@@ -9,6 +9,7 @@
 
 #include "fox/boot_args.h"
 #include "fox/ebb/dht.h"
+#include "fox/ebb/file_system.h"
 #include "fox/ebb/messenger.h"
 #include "fox/ebb/rpc.h"
 #include "fox/net/am.h"
@@ -59,6 +60,7 @@ int Main(int, char**, Function<void()> body) {
   runtime->SetPlaces(all);
   runtime->SetMode(mode);
   (void)detail::TeamService::Get()->waiting();  // Team's receiver, before the transport
+  (void)ebb::FileSystem::Get()->server();       // place 0 serves the job's input files
   ebb::Dht* dht = &*ebb::Dht::Get();            // the resilient store's (store.h), every place a member
   if (auto r = am::Start(*config); !r.ok()) {
     std::printf("apgas: place %u: cannot start the transport: %s\n", config->self, ErrorName(r.error()));

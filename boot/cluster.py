@@ -435,6 +435,16 @@ def on_terminate(signum, frame):
     raise SystemExit(128 + signum)  # unwinds through the cleanups below
 
 
+def exit_status(specs, i):
+    """Node i's expected exit status from --expect-exit's S and I:S entries (the last that applies)."""
+    status = 0
+    for spec in specs:
+        node, _, value = spec.rpartition(":")
+        if node == "" or int(node) == i:
+            status = int(value)
+    return status
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=2)
@@ -453,7 +463,8 @@ def main():
     ap.add_argument("--impair", help="use boot/hub.py with these impairments (see above)")
     ap.add_argument("--require-impairment", action="store_true")
     ap.add_argument("--timeout", type=float, default=120)
-    ap.add_argument("--expect-exit", type=int, default=0)
+    ap.add_argument("--expect-exit", action="append", default=[],
+                    help="S: every node's exit status (default 0); I:S: node I's (repeatable)")
     ap.add_argument("--expect-node", action="append", default=[], help="I:REGEX on node I's console")
     ap.add_argument("--reject-node", action="append", default=[], help="I:REGEX that must not be on node I's console")
     ap.add_argument("--host-cmd", "--host-command", action="append", default=[], dest="host_cmd",
@@ -552,7 +563,7 @@ def main():
             continue  # stopped on purpose once the host commands were done
         if n.i in args.killed:
             continue  # a host command killed it (failure-detection tests)
-        if r is None or r["reason"] or r["status"] != args.expect_exit:
+        if r is None or r["reason"] or r["status"] != exit_status(args.expect_exit, n.i):
             failures.append("node %d: status %s%s" % (n.i, r and r["status"],
                                                        r and r["reason"] and ", " + r["reason"] or ""))
     for i, regex in expects:

@@ -7,6 +7,8 @@
 //     using Block = ...;                                  // one block's data
 //     uint64_t Rows() const; uint64_t Blocks() const;
 //     Block Make(uint64_t first, uint64_t end) const;     // rows [first, end), the same at any place
+//     Block MakeBlock(uint64_t b) const;                  // optional: block b, when its rows are not
+//                                                         // known by index (a file's split, input.h)
 //     template <class A> void serialize(A& ar);           // sent to the places
 //   };
 //
@@ -29,6 +31,16 @@ namespace fox::apps {
 template <class Config>
 inline uint64_t First(const Config& c, uint64_t b) {
   return c.Rows() * b / c.Blocks();
+}
+
+// Block b of c's input.
+template <class Config>
+typename Config::Block MakeBlock(const Config& c, uint64_t b) {
+  if constexpr (requires { c.MakeBlock(b); }) {
+    return c.MakeBlock(b);
+  } else {
+    return c.Make(First(c, b), First(c, b + 1));
+  }
 }
 
 // Rows of `width` doubles.
@@ -55,7 +67,7 @@ class Part {
     for (uint64_t b = index; b < c.Blocks(); b += n) {
       ids_.push_back(b);
       firsts_.push_back(First(c, b));
-      blocks_.push_back(c.Make(First(c, b), First(c, b + 1)));
+      blocks_.push_back(MakeBlock(c, b));
     }
   }
   // Whether this part is the one of index `index` of `n`.

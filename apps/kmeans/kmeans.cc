@@ -5,10 +5,13 @@
 //
 //   fox run kmeans [--places N] [--spares S] -- [points=N] [dim=D] [k=K]
 //       [iterations=I] [seed=S] [blocks=B] [executor=global|spmd]
-//       [every=N] [mtbf=SECONDS] [shrink=1|0] [check=1|0]
+//       [every=N] [mtbf=SECONDS] [shrink=1|0] [check=1|0] [input=FILE]
 //
 // The points (lloyd.h) are generated where they are used, in blocks dealt
-// to the active places by index (apps/common/blocks.h); the initial
+// to the active places by index (apps/common/blocks.h), or read there from
+// the file `input` on place 0's machine (a point per line: its coordinates
+// separated by commas or spaces; points= and dim= then come from the file;
+// each place reads its blocks' splits through the FileSystem Ebb); the initial
 // centroids are the first point of each k-th of them. A step assigns every
 // point to its nearest centroid at the place holding it (its blocks spread
 // over the place's activity cores) and moves each centroid to its points'
@@ -82,14 +85,16 @@ int main(int argc, char** argv) {
       .UInt("k", &c.k, 1, 1024)
       .UInt("iterations", &c.iterations, 0, 1'000'000)
       .UInt("seed", &c.seed, 0, UINT64_MAX)
-      .UInt("blocks", &c.blocks, 1, 1 << 16);
+      .UInt("blocks", &c.blocks, 1, 1 << 16)
+      .Text("input", &c.input);
   o.AddTo(args);
   if (!args.Parse(argc, argv)) return 2;
-  if (c.k > c.points) {
+  if (c.input.empty() && c.k > c.points) {
     std::printf("kmeans: k=%" PRIu64 " is more than points=%" PRIu64 "\n", c.k, c.points);
     return 2;
   }
-  return fox::apgas::Main(argc, argv, [c, o] {
+  return fox::apgas::Main(argc, argv, [c, o]() mutable {
+    if (!c.input.empty()) kmeans::Load(&c);
     std::printf("kmeans: %" PRIu64 " points of %" PRIu64 " dimensions, k=%" PRIu64 "\n", c.points, c.dim, c.k);
     fox::apps::RunIterative<Kmeans>(c, o);
   });

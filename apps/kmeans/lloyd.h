@@ -3,21 +3,31 @@
 //
 // Points: `points` points of `dim` coordinates in [0, 100), around `k`
 // centres, generated from `seed` point by point (point i from its own
-// generator: any place generates any point alike). Coordinates are
-// multiples of 2^-20, so that the sums of a cluster's coordinates are
-// exact in a double while they stay below 2^33 (points <= 2^26): a step
-// adds them in any order (any number of places, any partition, after any
-// failure) and gets the same bits. Costs are integers (squared distance in
-// units of 2^-16). So a run with failures prints what one without prints.
+// generator: any place generates any point alike); or the lines of the
+// file `input` (a point per line, its coordinates separated by commas or
+// spaces; apps/common/input.h), read where they are used. Coordinates are
+// multiples of 2^-20 (a file's rounded to the nearest), and a step sums a
+// cluster's coordinates as integers in units of 2^-20 (exact while the
+// magnitudes of a cluster's coordinates sum below 2^43: 2^20 points of
+// coordinates below 8 million) and costs as integers (squared distances
+// in units of 2^-16), so that it adds them in any order (any number of
+// places, any partition, after any failure) and gets the same bits. So a
+// run with failures prints what one without prints.
 //
-// The points are the app's input in blocks (apps/common/blocks.h).
+// The points are the app's input in blocks (apps/common/blocks.h); a file's
+// blocks are its splits (input.h).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "../common/blocks.h"
+#include "../common/input.h"
 #include "../common/random.h"
 
 namespace kmeans {
@@ -29,15 +39,19 @@ struct Config {
   uint64_t iterations = 20;
   uint64_t seed = 1;
   uint64_t blocks = 64;
+  std::string input;            // a file of points, or "" to generate them
+  uint64_t input_size = 0;      // its bytes (Load)
+  std::vector<double> initial;  // a file's initial centroids (Load)
   template <class A>
   void serialize(A& ar) {
-    ar(points, dim, k, iterations, seed, blocks);
+    ar(points, dim, k, iterations, seed, blocks, input, input_size, initial);
   }
   // The input's shape and rows (apps/common/blocks.h).
   using Block = fox::apps::Dense;
   uint64_t Rows() const { return points; }
   uint64_t Blocks() const { return blocks; }
   Block Make(uint64_t first, uint64_t end) const;
+  Block MakeBlock(uint64_t b) const;
 };
 
 using fox::apps::Draw;
@@ -59,7 +73,7 @@ inline void GeneratePoint(const Config& c, uint64_t i, double* out) {
 // What one step gathers: per centroid the sums of its points' coordinates
 // and their count, and the total cost. Added in any order, the same.
 struct Partial {
-  std::vector<double> sums;      // k * dim
+  std::vector<int64_t> sums;     // k * dim, in units of 2^-20
   std::vector<uint64_t> counts;  // k
   uint64_t cost = 0;             // sum of squared distances, in 2^-16
   template <class A>
@@ -75,8 +89,10 @@ struct Partial {
   }
 };
 
-// The first k points, the initial centroids (as Spark's KMeans given them).
+// The initial centroids (as Spark's KMeans given them): the first point
+// of each k-th of the points.
 inline std::vector<double> InitialCentroids(const Config& c) {
+  if (!c.input.empty()) return c.initial;
   std::vector<double> centroids(c.k * c.dim);
   for (uint64_t j = 0; j < c.k; ++j) GeneratePoint(c, j * (c.points / c.k), &centroids[j * c.dim]);
   return centroids;
@@ -102,7 +118,7 @@ inline void Assign(const Config& c, const std::vector<double>& centroids, const 
         nearest = j;
       }
     }
-    for (uint64_t d = 0; d < c.dim; ++d) p->sums[nearest * c.dim + d] += x[d];
+    for (uint64_t d = 0; d < c.dim; ++d) p->sums[nearest * c.dim + d] += int64_t(x[d] * (1 << 20));
     p->counts[nearest]++;
     p->cost += uint64_t(best * 65536.0 + 0.5);
   }
@@ -113,13 +129,78 @@ inline std::vector<double> Update(const Config& c, const std::vector<double>& ol
   std::vector<double> next = old;
   for (uint64_t j = 0; j < c.k; ++j) {
     if (total.counts.size() <= j || total.counts[j] == 0) continue;
-    for (uint64_t d = 0; d < c.dim; ++d) next[j * c.dim + d] = total.sums[j * c.dim + d] / double(total.counts[j]);
+    for (uint64_t d = 0; d < c.dim; ++d)
+      next[j * c.dim + d] = double(total.sums[j * c.dim + d]) * kQuantum / double(total.counts[j]);
   }
   return next;
 }
 
 inline Config::Block Config::Make(uint64_t first, uint64_t end) const {
   return fox::apps::MakeDense(first, end, dim, [this](uint64_t i, double* out) { GeneratePoint(*this, i, out); });
+}
+
+// The points of a file's line (at `offset`) into out: `dim` coordinates
+// rounded to multiples of 2^-20, each of magnitude below 2^32.
+inline void ParsePoint(const Config& c, uint64_t offset, const std::vector<std::string_view>& fields, double* out) {
+  if (fields.size() != c.dim) {
+    fox::apps::InputError(
+        c.input, offset,
+        std::to_string(fields.size()) + " coordinates where the first point has " + std::to_string(c.dim));
+  }
+  for (uint64_t d = 0; d < c.dim; ++d) {
+    double v = fox::apps::ParseReal(c.input, offset, fields[d]);
+    if (v <= -4294967296.0 || v >= 4294967296.0) fox::apps::InputError(c.input, offset, "a coordinate beyond 2^32");
+    out[d] = std::nearbyint(v * (1 << 20)) * kQuantum;
+  }
+}
+
+// Block b: generated, or split b of the file's `blocks` (input.h).
+inline Config::Block Config::MakeBlock(uint64_t b) const {
+  if (input.empty()) return Make(fox::apps::First(*this, b), fox::apps::First(*this, b + 1));
+  fox::apps::Split split = fox::apps::ReadSplit(input, input_size, b, blocks);
+  Block block{dim, {}};
+  std::vector<double> x(dim);
+  fox::apps::ForEachLine(split.text, split.offset, [&](uint64_t offset, const std::vector<std::string_view>& fields) {
+    ParsePoint(*this, offset, fields, x.data());
+    block.data.insert(block.data.end(), x.begin(), x.end());
+  });
+  return block;
+}
+
+// Reads the file `c->input` before the steps (place 0): its size, the
+// points' count and dimensions (the first point's), every line checked,
+// and the initial centroids (the first point of each k-th). Throws
+// std::runtime_error naming the file and the offset of a bad line.
+inline void Load(Config* c) {
+  c->input_size = fox::apps::FileSize(c->input);
+  uint64_t pieces = c->input_size / (uint64_t(1) << 20) + 1;
+  c->points = 0;
+  c->dim = 0;
+  std::vector<double> x;
+  for (int pass = 0; pass < 2; ++pass) {
+    uint64_t index = 0, next = 0;  // pass 1: the next initial centroid's point
+    for (uint64_t i = 0; i < pieces && (pass == 0 || c->initial.size() < c->k * c->dim); ++i) {
+      fox::apps::Split split = fox::apps::ReadSplit(c->input, c->input_size, i, pieces);
+      fox::apps::ForEachLine(split.text, split.offset,
+                             [&](uint64_t offset, const std::vector<std::string_view>& fields) {
+                               if (c->dim == 0) c->dim = fields.size();
+                               x.resize(c->dim);
+                               if (pass == 0) {
+                                 ParsePoint(*c, offset, fields, x.data());
+                                 ++c->points;
+                               } else if (index++ == next * (c->points / c->k) && next < c->k) {
+                                 ParsePoint(*c, offset, fields, x.data());
+                                 c->initial.insert(c->initial.end(), x.begin(), x.end());
+                                 ++next;
+                               }
+                             });
+    }
+    if (pass == 0 && c->points < c->k) {
+      throw std::runtime_error(c->input + ": " + std::to_string(c->points) +
+                               " points, fewer than k=" + std::to_string(c->k));
+    }
+    if (pass == 0 && c->dim > 64) throw std::runtime_error(c->input + ": more than 64 coordinates per point");
+  }
 }
 
 }  // namespace kmeans

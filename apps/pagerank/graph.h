@@ -6,9 +6,11 @@
 #include <cinttypes>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../common/blocks.h"
+#include "../common/input.h"
 #include "../common/random.h"
 
 namespace pagerank {
@@ -39,6 +41,7 @@ inline double Exp(double x) {
 struct Edges {
   std::vector<uint64_t> offsets;  // per vertex of the block, then the end
   std::vector<uint32_t> targets;
+  std::vector<uint32_t> sources;  // a file's: the vertex of each offset (else the block's first + its index)
 };
 
 struct Config {
@@ -48,13 +51,16 @@ struct Config {
   uint64_t iterations = 20;
   uint64_t seed = 1;
   uint64_t blocks = 64;
+  std::string input;             // an edge list, or "" to generate the graph
+  std::vector<uint64_t> starts;  // its blocks' first bytes, then its size (Load)
   template <class A>
   void serialize(A& ar) {
-    ar(vertices, mu, sigma, iterations, seed, blocks);
+    ar(vertices, mu, sigma, iterations, seed, blocks, input, starts);
   }
   using Block = Edges;
   uint64_t Rows() const { return vertices; }
   uint64_t Blocks() const { return blocks; }
+  Block MakeBlock(uint64_t b) const;
   Block Make(uint64_t first, uint64_t end) const {
     Edges e;
     for (uint64_t v = first; v < end; ++v) {
@@ -71,6 +77,71 @@ struct Config {
   }
 };
 
+// A line of an edge list: its source and target vertex.
+inline std::pair<uint32_t, uint32_t> ParseEdge(const std::string& path, uint64_t offset,
+                                               const std::vector<std::string_view>& fields) {
+  if (fields.size() != 2) fox::apps::InputError(path, offset, "an edge is two vertices: SOURCE TARGET");
+  constexpr uint64_t kLimit = uint64_t(1) << 26;
+  return {uint32_t(fox::apps::ParseIndex(path, offset, fields[0], kLimit)),
+          uint32_t(fox::apps::ParseIndex(path, offset, fields[1], kLimit))};
+}
+
+// Block b of a file: the edges of the sources whose first edge lies in
+// bytes [starts[b], starts[b + 1]) (Load puts a source's edges in one block).
+inline Edges Config::MakeBlock(uint64_t b) const {
+  if (input.empty()) return Make(fox::apps::First(*this, b), fox::apps::First(*this, b + 1));
+  Edges e;
+  std::string text = fox::apps::ReadBytes(input, starts[b], starts[b + 1] - starts[b]);
+  fox::apps::ForEachLine(text, starts[b], [&](uint64_t offset, const std::vector<std::string_view>& fields) {
+    auto [source, target] = ParseEdge(input, offset, fields);
+    if (target >= vertices) fox::apps::InputError(input, offset, "the file changed since it was read");
+    if (e.sources.empty() || e.sources.back() != source) {
+      e.offsets.push_back(e.targets.size());
+      e.sources.push_back(source);
+    }
+    e.targets.push_back(target);
+  });
+  e.offsets.push_back(e.targets.size());
+  return e;
+}
+
+// Reads the edge list `c->input` before the steps (place 0): a line
+// "SOURCE TARGET" per edge (vertex ids below 2^26; '#' lines are comments),
+// each source's edges on consecutive lines (as SNAP's files are; `sort -n
+// -k1,1` makes it so). Sets the vertex count (the largest id + 1) and the
+// blocks' byte ranges: block b from the first source whose edges start at
+// or after size * b / blocks. Throws std::runtime_error naming the file and
+// the offset of a bad line.
+inline void Load(Config* c) {
+  uint64_t size = fox::apps::FileSize(c->input), pieces = size / (uint64_t(1) << 20) + 1;
+  std::vector<bool> seen;
+  uint64_t largest = 0, edges = 0;
+  int64_t last = -1;
+  c->starts.assign(1, 0);
+  for (uint64_t i = 0; i < pieces; ++i) {
+    fox::apps::Split split = fox::apps::ReadSplit(c->input, size, i, pieces);
+    fox::apps::ForEachLine(split.text, split.offset, [&](uint64_t offset, const std::vector<std::string_view>& fields) {
+      auto [source, target] = ParseEdge(c->input, offset, fields);
+      largest = std::max<uint64_t>(largest, std::max(source, target));
+      ++edges;
+      if (int64_t(source) == last) return;
+      if (seen.size() <= source) seen.resize(size_t(source) + 1);
+      if (seen[source]) {
+        fox::apps::InputError(c->input, offset,
+                              "the edges of vertex " + std::to_string(source) +
+                                  " are not on consecutive lines: sort the file by source (sort -n -k1,1)");
+      }
+      seen[source] = true;
+      last = source;
+      // A source's first edge: it starts the next blocks whose share of the bytes it reached.
+      while (c->starts.size() < c->blocks && offset >= size * c->starts.size() / c->blocks) c->starts.push_back(offset);
+    });
+  }
+  if (edges == 0) throw std::runtime_error(c->input + ": no edges");
+  while (c->starts.size() <= c->blocks) c->starts.push_back(size);
+  c->vertices = std::max<uint64_t>(largest + 1, 2);
+}
+
 // The rank arriving at each vertex (each) and the rank given to all
 // (extra: vertices without out-edges, the divisions' remainders).
 using Partial = fox::apps::Sums;
@@ -80,7 +151,7 @@ using Partial = fox::apps::Sums;
 inline void Contribute(const Config& c, const std::vector<int64_t>& ranks, const Edges& e, uint64_t first, Partial* p) {
   if (p->each.empty()) p->each.assign(c.vertices, 0);
   for (size_t v = 0; v + 1 < e.offsets.size(); ++v) {
-    int64_t rank = ranks[first + v];
+    int64_t rank = ranks[e.sources.empty() ? first + v : e.sources[v]];
     uint64_t degree = e.offsets[v + 1] - e.offsets[v];
     if (degree == 0) {
       p->extra += rank;

@@ -5,7 +5,7 @@
 //
 //   fox run pagerank [--places N] [--spares S] -- [vertices=N] [mu=M]
 //       [sigma=S] [iterations=I] [seed=S] [blocks=B] [executor=global|spmd]
-//       [every=N] [mtbf=SECONDS] [shrink=1|0] [check=1|0]
+//       [every=N] [mtbf=SECONDS] [shrink=1|0] [check=1|0] [input=FILE]
 //
 // Vertex i has floor(exp(mu + sigma Z)) out-edges (Z standard normal, at
 // most N - 1) to uniformly drawn vertices, all from seed and i alone
@@ -16,7 +16,10 @@
 // each vertex sends rank / degree to each target, a vertex without edges
 // (and the division's remainder) gives its rank to all; then
 // rank' = 0.85 * in + the rest of 2^50 spread evenly (the remainder to the
-// first vertices). A run through failures gives the one-place bits
+// first vertices). input=FILE: the graph is instead the edge list FILE on
+// place 0's machine ("SOURCE TARGET" lines, each source's edges together;
+// graph.h's Load), each place reading its blocks' bytes through the
+// FileSystem Ebb. A run through failures gives the one-place bits
 // (check=1). The checkpoint is the rank vector (8 bytes a vertex).
 //
 // Prints the ranks' checksum and the top 5 vertices. Exit status 0; 1 on a
@@ -41,12 +44,18 @@ int main(int argc, char** argv) {
       .Real("sigma", &c.sigma, 0, 10)
       .UInt("iterations", &c.iterations, 0, 1'000'000)
       .UInt("seed", &c.seed, 0, UINT64_MAX)
-      .UInt("blocks", &c.blocks, 1, 1 << 16);
+      .UInt("blocks", &c.blocks, 1, 1 << 16)
+      .Text("input", &c.input);
   o.AddTo(args);
   if (!args.Parse(argc, argv)) return 2;
-  return fox::apgas::Main(argc, argv, [c, o] {
-    std::printf("pagerank: %" PRIu64 " vertices, out-degrees log-normal (mu %g, sigma %g)\n", c.vertices, c.mu,
-                c.sigma);
+  return fox::apgas::Main(argc, argv, [c, o]() mutable {
+    if (c.input.empty()) {
+      std::printf("pagerank: %" PRIu64 " vertices, out-degrees log-normal (mu %g, sigma %g)\n", c.vertices, c.mu,
+                  c.sigma);
+    } else {
+      pagerank::Load(&c);
+      std::printf("pagerank: %" PRIu64 " vertices, the edges of %s\n", c.vertices, c.input.c_str());
+    }
     fox::apps::RunIterative<pagerank::PageRank>(c, o);
   });
 }

@@ -89,3 +89,41 @@ fox_cluster_test(kmeans NODES 3 IMAGE kmeans LOCAL PEERS ARGS "-- points=100000 
 fox_cluster_test(kmeans_kill NODES 4 IMAGE kmeans LOCAL PEERS KILLED 2 TIMEOUT 180
   ARGS "fox.spares=1 fox.kill_at=2:step:5 -- points=100000 every=4"
   EXPECT ${KMEANS_ANSWER} ${KMEANS_SAME} "0:kmeans: .* 21 steps .* 1 failures, 1 restores .* active places at the end: 0 1 3")
+
+# Input files (input=FILE, apps/common/input.h): the generated inputs
+# written as files (tests/apps/points.py, edges.py, the generators' own
+# arithmetic), so that reading them must give the generated answers; place
+# 0 serves the files (the FileSystem Ebb), the others read their blocks'
+# splits from it. Odd block counts put split boundaries inside lines.
+set(APP_INPUTS ${CMAKE_CURRENT_BINARY_DIR}/app_inputs)
+add_test(NAME apps.input_files COMMAND sh -c "mkdir -p ${APP_INPUTS} && \
+${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/points.py ${APP_INPUTS}/points.csv 100000 && \
+${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/edges.py ${APP_INPUTS}/edges.txt 20000")
+set_tests_properties(apps.input_files PROPERTIES FIXTURES_SETUP app_inputs LABELS hosted)
+add_test(NAME hosted.kmeans_input COMMAND ${FOX_HOSTED_NODES} --nodes 4 --cores 2 --timeout 120
+  --args fox.spares=1 --args fox.kill_at=2:step:5 --killed 2
+  --expect "0:kmeans: 100000 points of 4 dimensions" --expect ${KMEANS_ANSWER} --expect ${KMEANS_SAME}
+  --expect "0:kmeans: .* 21 steps .* 1 failures, 1 restores .* active places at the end: 0 1 3$"
+  $<TARGET_FILE:kmeans> input=points.csv blocks=97 every=4 executor=spmd)
+add_test(NAME hosted.pagerank_input COMMAND ${FOX_HOSTED_NODES} --nodes 3 --cores 2 --timeout 120
+  --args fox.kill_at=1:step:5 --killed 1
+  --expect "0:pagerank: 20000 vertices, the edges of .*edges.txt"
+  --expect "0:pagerank: rank checksum 351002f57548cf9e after 20 steps" --expect "0:pagerank: the same as"
+  --expect "0:pagerank: .* 1 failures, 1 restores .* active places at the end: 0 2$"
+  $<TARGET_FILE:pagerank> input=${APP_INPUTS}/edges.txt blocks=1001 every=4)
+# Bad files: a clear error at place 0, exit status 1, no hang.
+add_test(NAME hosted.kmeans_input_missing COMMAND ${FOX_HOSTED_NODES} --nodes 2 --timeout 60 --expect-exit 0:1
+  --expect "0:apgas: the program failed: .*cannot read no-such-points.csv: no such file"
+  $<TARGET_FILE:kmeans> input=no-such-points.csv)
+add_test(NAME hosted.pagerank_input_unsorted COMMAND sh -c "printf '0 1\\n1 0\\n0 2\\n' > unsorted.txt && exec \
+${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/cluster/hosted_nodes.py --nodes 2 --timeout 60 --expect-exit 0:1 \
+--expect '0:apgas: the program failed: .*unsorted.txt: byte 8: the edges of vertex 0 are not on consecutive lines' \
+$<TARGET_FILE:pagerank> input=unsorted.txt")
+set_tests_properties(hosted.kmeans_input hosted.pagerank_input hosted.kmeans_input_missing
+  hosted.pagerank_input_unsorted PROPERTIES LABELS hosted TIMEOUT 180 FIXTURES_REQUIRED app_inputs
+  WORKING_DIRECTORY ${APP_INPUTS})
+# On QEMU nodes (fox run, place 0 a Linux process): cluster.frontend.app_input.
+# A node as place 0 has no files to serve: a clear error.
+fox_cluster_test(kmeans_input_node0 NODES 2 IMAGE kmeans LOCAL PEERS TIMEOUT 150 EXIT 0:1
+  ARGS "-- input=points.csv"
+  EXPECT "0:apgas: the program failed: .*cannot read points.csv: the file server has no files")

@@ -13,7 +13,7 @@
 #                  [KILLED node...]                 killed by a host command: status not checked
 #                  [LOCAL]                          boot/hub.py on 127.0.0.1, no namespace: runs without root
 #                  [PEERS]                          every node gets fox.peers naming them all
-#                  [EXIT status]                    every (not killed) node's exit status (0)
+#                  [EXIT status|I:status]          every (not killed) node's exit status (0), or node I's
 #                  [EXPECT "node:regex"...] [REJECT "node:regex"...])
 function(fox_cluster_test name)
   cmake_parse_arguments(T "UNTIL_HOST;DHCP;LOCAL;PEERS" "NODES;IMAGE;ARGS;NETEM;IMPAIR;TIMEOUT;HOST_AFTER;NIC;EXIT;SMP" "EXPECT;REJECT;HOST_CMD;KILLED" ${ARGN})

@@ -80,10 +80,11 @@ class Env:
         self.names.add(n)
         return n
 
-    def fox_cmd(self, *args, timeout=300, check=None):
-        """Runs fox; returns (status, output). check: the status required."""
+    def fox_cmd(self, *args, timeout=300, check=None, cwd=None):
+        """Runs fox (in `cwd`, default ours); returns (status, output). check: the status required."""
         started = time.monotonic()
-        p = subprocess.run([self.fox] + list(args), env=self.env, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run([self.fox] + list(args), env=self.env, capture_output=True, text=True, timeout=timeout,
+                           cwd=cwd)
         out = p.stdout + p.stderr
         print("$ fox %s  -> %d (%.1f s)" % (" ".join(args), p.returncode, time.monotonic() - started))
         print("".join("  | " + line + "\n" for line in out.splitlines()), end="")
@@ -889,6 +890,35 @@ def hosted(e):
     e.expect_nothing_left("after the hosted iterative job")
 
 
+def app_input(e):
+    """Input files on QEMU nodes (issue 39): the nodes have none, so they read place 0's through the
+    FileSystem Ebb (fox run's working directory for relative paths). The files hold the generated
+    inputs (tests/apps/points.py, edges.py), so the answers must be the generated ones."""
+    apps = os.path.join(ROOT, "tests", "apps")
+    subprocess.run([sys.executable, os.path.join(apps, "points.py"), os.path.join(e.dir, "points.csv"), "100000"],
+                   check=True)
+    subprocess.run([sys.executable, os.path.join(apps, "edges.py"), os.path.join(e.dir, "edges.txt"), "20000"],
+                   check=True)
+    _, out = e.fox_cmd("run", "kmeans", "--nodes", "3", "--name", e.name("kin"), "--timeout", "300", "--",
+                       "input=points.csv", "blocks=13", "executor=spmd", check=0, cwd=e.dir)
+    expect(out, r"^place0\| kmeans: 100000 points of 4 dimensions, k=8$", "kmeans")
+    expect(out, r"^place0\| kmeans: cost 33990390\.346802 after 20 steps$", "kmeans")
+    expect(out, r"^place0\| kmeans: the same as the run at one place$", "kmeans")
+    e.expect_nothing_left("after the kmeans job")
+    # A node killed in step 5 (its blocks' splits read again by the survivors).
+    _, out = e.fox_cmd("run", "pagerank", "--nodes", "3", "--name", e.name("pin"), "--kill-at", "2:step:5",
+                       "--timeout", "300", "--", "input=" + os.path.join(e.dir, "edges.txt"), "blocks=31", "every=4",
+                       check=9)
+    expect(out, r"^place0\| pagerank: rank checksum 351002f57548cf9e after 20 steps$", "pagerank")
+    expect(out, r"^place0\| pagerank: .* 1 failures, 1 restores .* active places at the end: 0 1 3$", "pagerank")
+    expect(out, r"^place0\| pagerank: the same as the run at one place$", "pagerank")
+    e.expect_nothing_left("after the pagerank job")
+    _, out = e.fox_cmd("run", "kmeans", "--nodes", "2", "--name", e.name("kno"), "--timeout", "300", "--",
+                       "input=no-such-points.csv", check=1, cwd=e.dir)
+    expect(out, r"^place0\| apgas: the program failed: .*cannot read no-such-points.csv: no such file", "kmeans")
+    e.expect_nothing_left("after the job without its file")
+
+
 def run32(e):
     """Issue 14: `make run NODES=32` (fox run ring --nodes 32 -- laps=100) failed with false deaths."""
     name = e.name("run32")
@@ -1215,7 +1245,7 @@ def pxe_serve(e):
 SCENARIOS = {f.__name__: f for f in (lifecycle, kill_during_job, supervisor_killed, run_interrupted, two_clusters, consecutive_jobs,
                                      run_temporary, wrong_key, build_id, iso, bad_arguments, control_backpressure,
                                      memcached_job, memcached_gateway, run32, scale64, hosted, add_places, memcached_grow,
-                                     bridge, pxe, pxe_serve)}
+                                     app_input, bridge, pxe, pxe_serve)}
 ROOT_SCENARIOS = ("bridge", "pxe", "pxe_serve")
 
 

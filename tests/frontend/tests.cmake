@@ -11,7 +11,7 @@ function(fox_frontend_test scenario timeout)  # ARGN: more test properties
                        ENVIRONMENT "FOX_ACCEL=tcg;FOX_BUILD=${CMAKE_SOURCE_DIR}/build" ${ARGN})
 endfunction()
 foreach(scenario lifecycle kill_during_job supervisor_killed run_interrupted two_clusters consecutive_jobs run_temporary wrong_key build_id iso
-                memcached_job memcached_gateway add_places memcached_grow)
+                memcached_job memcached_gateway add_places memcached_grow app_input)
   fox_frontend_test(${scenario} 600 RESOURCE_LOCK qemu_tcg)
 endforeach()
 # Root: a namespace with a bridge, taps and dnsmasq (--bridge, --pxe), and

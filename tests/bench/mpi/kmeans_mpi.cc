@@ -6,7 +6,7 @@
 // The same points (apps/kmeans/lloyd.h: the same generator, the same
 // assignment loop) in contiguous shares, one per rank, generated before the
 // timed steps; each step assigns the rank's points and MPI_Allreduces the
-// sums and counts (k * dim doubles, k counts, the cost), then every rank
+// sums and counts (k * dim integers, k counts, the cost), then every rank
 // moves the centroids. Rank 0 prints the cost (which must be fox's: the
 // sums are exact) and the times.
 #include <cinttypes>
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   for (uint64_t step = 0; step < c.iterations; ++step) {
     kmeans::Partial p;
     kmeans::Assign(c, centroids, mine.data.data(), mine.count(), &p);
-    MPI_Allreduce(MPI_IN_PLACE, p.sums.data(), int(p.sums.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, p.sums.data(), int(p.sums.size()), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, p.counts.data(), int(p.counts.size()), MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &p.cost, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     centroids = kmeans::Update(c, centroids, p);
