@@ -171,6 +171,21 @@ struct RunOptions {
   }
 };
 
+// The figures of an executor's run (its stats, `total_s` in all) and the
+// places active at its end, in one line: "NAME: T s; N steps (...), ...".
+inline void PrintRun(const char* name, double total_s, const apgas::IterativeStats& stats,
+                     apgas::PlaceManager& manager) {
+  std::printf(
+      "%s: %.3f s; %ld steps (%.3f s), %ld checkpoints (%.3f s; the last interval %ld steps), %ld "
+      "failures, %ld restores (rebuild %.3f s, remake %.3f s, restore %.3f s, lost %.3f s), %ld new spares "
+      "(%.3f s); active places at the end:",
+      name, total_s, stats.steps, double(stats.step_ns) / 1e9, stats.checkpoints, double(stats.checkpoint_ns) / 1e9,
+      stats.interval, stats.failures, stats.restores, double(stats.rebuild_ns) / 1e9, double(stats.remake_ns) / 1e9,
+      double(stats.restore_ns) / 1e9, double(stats.lost_ns) / 1e9, stats.topped_up, double(stats.top_up_ns) / 1e9);
+  for (apgas::Place p : manager.activePlaces()) std::printf(" %u", p.id);
+  std::printf("\n");
+}
+
 // Runs model M at place 0 (inside apgas::Main): prints the answer, the
 // run's figures, and (check) whether it is the one-place answer; throws
 // when it is not, or when a death could not be recovered from.
@@ -208,15 +223,7 @@ void RunIterative(const typename M::Config& c, const RunOptions& o) {
   }
   double total_s = double(clock::NowNs() - start) / 1e9;
   M::Print(c, result);
-  std::printf(
-      "%s: %.3f s; %ld steps (%.3f s), %ld checkpoints (%.3f s; the last interval %ld steps), %ld "
-      "failures, %ld restores (rebuild %.3f s, remake %.3f s, restore %.3f s, lost %.3f s), %ld new spares "
-      "(%.3f s); active places at the end:",
-      M::kName, total_s, stats.steps, double(stats.step_ns) / 1e9, stats.checkpoints, double(stats.checkpoint_ns) / 1e9,
-      stats.interval, stats.failures, stats.restores, double(stats.rebuild_ns) / 1e9, double(stats.remake_ns) / 1e9,
-      double(stats.restore_ns) / 1e9, double(stats.lost_ns) / 1e9, stats.topped_up, double(stats.top_up_ns) / 1e9);
-  for (apgas::Place p : manager.activePlaces()) std::printf(" %u", p.id);
-  std::printf("\n");
+  PrintRun(M::kName, total_s, stats, manager);
   if (o.check) {
     typename M::State ref = Reference<M>(c);
     bool same = ref == result;

@@ -15,39 +15,45 @@
 # (the group shrinks to places 0 and 1, which restore again); no spare: the
 # group shrinks and the survivors take place 2's blocks; no spare and
 # shrink=0: a clear error, no hang. ARGS: the app's arguments (20 steps).
+# SPMD_ONLY: the app has the SPMD executor alone (executor=spmd is passed).
 function(iterative_app_tests app answer)
+  cmake_parse_arguments(A "SPMD_ONLY" "" "" ${ARGN})
   set(same "0:${app}: the same as the run at one place")
-  foreach(ex global spmd)
+  set(executors global spmd)
+  if(A_SPMD_ONLY)
+    set(executors spmd)
+  endif()
+  foreach(ex ${executors})
     set(t hosted.${app}_${ex})
     add_test(NAME ${t} COMMAND ${FOX_HOSTED_NODES} --nodes 3 --cores 2 --timeout 120
       --expect ${answer} --expect ${same}
       --expect "0:${app}: .* 20 steps .* 2 checkpoints .* 0 failures, 0 restores .* active places at the end: 0 1 2$"
-      $<TARGET_FILE:${app}> ${ARGN} executor=${ex})
+      $<TARGET_FILE:${app}> ${A_UNPARSED_ARGUMENTS} executor=${ex})
     add_test(NAME ${t}_kill_step COMMAND ${FOX_HOSTED_NODES} --nodes 4 --cores 2 --timeout 120
       --args fox.spares=1 --args fox.kill_at=2:step:5 --killed 2
       --expect ${answer} --expect ${same} --expect "2:apgas: place 2 dies in step 5"
       --expect "0:${app}: .* 21 steps .* 1 failures, 1 restores .* active places at the end: 0 1 3$"
-      $<TARGET_FILE:${app}> ${ARGN} every=4 executor=${ex})
+      $<TARGET_FILE:${app}> ${A_UNPARSED_ARGUMENTS} every=4 executor=${ex})
     add_test(NAME ${t}_kill_checkpoint COMMAND ${FOX_HOSTED_NODES} --nodes 4 --cores 2 --timeout 120
       --args fox.spares=1 --args fox.kill_at=2:checkpoint:4 --killed 2
       --expect ${answer} --expect ${same} --expect "2:apgas: place 2 dies in checkpoint 4"
       --expect "0:${app}: .* 24 steps .* 1 failures, 1 restores .* active places at the end: 0 1 3$"
-      $<TARGET_FILE:${app}> ${ARGN} every=4 executor=${ex})
+      $<TARGET_FILE:${app}> ${A_UNPARSED_ARGUMENTS} every=4 executor=${ex})
     add_test(NAME ${t}_kill_restore COMMAND ${FOX_HOSTED_NODES} --nodes 4 --cores 2 --timeout 120
       --args fox.spares=1 --args fox.kill_at=2:step:5,3:restore:1 --killed 2 --killed 3
       --expect ${answer} --expect ${same} --expect "3:apgas: place 3 dies in restore 1"
       --expect "0:${app}: .* 21 steps .* 2 failures, 2 restores .* active places at the end: 0 1$"
-      $<TARGET_FILE:${app}> ${ARGN} every=4 executor=${ex})
+      $<TARGET_FILE:${app}> ${A_UNPARSED_ARGUMENTS} every=4 executor=${ex})
     add_test(NAME ${t}_shrink COMMAND ${FOX_HOSTED_NODES} --nodes 4 --cores 2 --timeout 120
       --args fox.kill_at=2:step:7 --killed 2
       --expect ${answer} --expect ${same}
       --expect "0:${app}: .* 23 steps .* 1 failures, 1 restores .* active places at the end: 0 1 3$"
-      $<TARGET_FILE:${app}> ${ARGN} every=4 executor=${ex})
+      $<TARGET_FILE:${app}> ${A_UNPARSED_ARGUMENTS} every=4 executor=${ex})
     add_test(NAME ${t}_no_spare COMMAND ${FOX_HOSTED_NODES} --nodes 3 --cores 2 --timeout 120
       --args fox.kill_at=2:step:5 --killed 2 --expect-exit 0:1
       --expect "0:${app}: place 2 died and cannot be replaced \\(no spare left, shrink=0\\)"
       --expect "0:apgas: the program failed: .*place 2 is dead"
-      $<TARGET_FILE:${app}> ${ARGN} every=4 shrink=0 executor=${ex})
+      $<TARGET_FILE:${app}> ${A_UNPARSED_ARGUMENTS} every=4 shrink=0 executor=${ex})
     set_tests_properties(${t} ${t}_kill_step ${t}_kill_checkpoint ${t}_kill_restore ${t}_shrink ${t}_no_spare
       PROPERTIES LABELS hosted TIMEOUT 180)
   endforeach()
@@ -127,3 +133,41 @@ set_tests_properties(hosted.kmeans_input hosted.pagerank_input hosted.kmeans_inp
 fox_cluster_test(kmeans_input_node0 NODES 2 IMAGE kmeans LOCAL PEERS TIMEOUT 150 EXIT 0:1
   ARGS "-- input=points.csv"
   EXPECT "0:apgas: the program failed: .*cannot read points.csv: the file server has no files")
+
+# apps/lulesh: LULESH 2.0's Sedov problem (SPMD executor), 8 subdomains
+# of 5^3 (LULESH -s 10's mesh) capped at 20 iterations through the suite,
+# then whole (231 iterations), and 27 subdomains of 10^3 over 3 places:
+# LULESH's published figures for -s 30 (932 iterations, origin energy
+# 2.025075e+05). Subdomains per place: 8 over 3 places (3, 3, 2), 27 over
+# 4, and 1 over 3 (two places hold none).
+set(LULESH_20 "0:lulesh: iteration count 20, final origin energy 1\\.622358e\\+05 ")
+iterative_app_tests(lulesh ${LULESH_20} SPMD_ONLY size=5 domains=2 iterations=20)
+add_test(NAME hosted.lulesh_whole COMMAND ${FOX_HOSTED_NODES} --nodes 4 --cores 2 --timeout 120
+  --args fox.spares=1 --args fox.kill_at=1:checkpoint:100 --killed 1
+  --expect "0:lulesh: iteration count 231, final origin energy 2\\.720531e\\+04 "
+  --expect "0:lulesh: the same as the run at one place" --expect "0:lulesh: .* 1 failures, 1 restores .* 0 3 2$"
+  $<TARGET_FILE:lulesh> size=5 domains=2 every=50)
+add_test(NAME hosted.lulesh_s30 COMMAND ${FOX_HOSTED_NODES} --nodes 3 --cores 1 --timeout 300
+  --expect "0:lulesh: 27 subdomains of 10\\^3 elements \\(a mesh of 30\\^3\\)"
+  --expect "0:lulesh: iteration count 932, final origin energy 2\\.025075e\\+05 "
+  $<TARGET_FILE:lulesh> size=10 domains=3 every=200 check=0)
+add_test(NAME hosted.lulesh_uneven COMMAND ${FOX_HOSTED_NODES} --nodes 4 --cores 2 --timeout 120
+  --args fox.kill_at=3:step:7 --killed 3 --expect "0:lulesh: the same as the run at one place"
+  --expect "0:lulesh: iteration count 30, " --expect "0:lulesh: .* 1 failures, 1 restores .* 0 1 2$"
+  $<TARGET_FILE:lulesh> size=3 domains=3 iterations=30 every=5)
+add_test(NAME hosted.lulesh_idle_places COMMAND ${FOX_HOSTED_NODES} --nodes 3 --cores 2 --timeout 120
+  --expect "0:lulesh: iteration count 72, final origin energy " --expect "0:lulesh: the same as the run at one place"
+  $<TARGET_FILE:lulesh> size=5 domains=1)
+add_test(NAME hosted.lulesh_bad_argument COMMAND ${FOX_HOSTED_NODES} --nodes 2 --timeout 60 --expect-exit 0:2
+  --expect-exit 1:2 --expect "0:lulesh: bad argument 'domains=0': expected size=N \\(1\\.\\.200\\), domains=N \\(1\\.\\.16\\)"
+  $<TARGET_FILE:lulesh> domains=0)
+set_tests_properties(hosted.lulesh_whole hosted.lulesh_s30 hosted.lulesh_uneven hosted.lulesh_idle_places
+  hosted.lulesh_bad_argument PROPERTIES LABELS hosted TIMEOUT 300)
+# On QEMU nodes: the answer of hosted places, and through a kill.
+fox_cluster_test(lulesh NODES 3 IMAGE lulesh LOCAL PEERS ARGS "-- size=5 domains=2" TIMEOUT 200
+  EXPECT "0:lulesh: iteration count 231, final origin energy 2\\.720531e\\+04 \\(0x1\\.a9153f2a46606p\\+14\\)"
+         "0:lulesh: the same as the run at one place")
+fox_cluster_test(lulesh_kill NODES 4 IMAGE lulesh LOCAL PEERS KILLED 2 TIMEOUT 200
+  ARGS "fox.spares=1 fox.kill_at=2:step:5 -- size=5 domains=2 iterations=20 every=4"
+  EXPECT ${LULESH_20} "0:lulesh: the same as the run at one place"
+         "0:lulesh: .* 21 steps .* 1 failures, 1 restores .* active places at the end: 0 1 3")
