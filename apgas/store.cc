@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -80,6 +81,9 @@ std::optional<std::string> Fetch(const std::string& store, const std::string& ke
 // never read).
 constexpr size_t kInline = ebb::kDhtMaxValue - 1;
 constexpr size_t kChunk = ebb::kDhtMaxValue;
+// Set's values over this size are chunked even when one Dht value would
+// hold them, and their writer keeps a local copy (store.h).
+constexpr size_t kLocalMin = 4096;
 struct Head {
   uint32_t writer = 0;
   uint64_t serial = 0;  // the writer's, one per chunked write
@@ -108,24 +112,38 @@ std::optional<Head> HeadOf(const std::optional<std::string>& value) {
   in(h);
   return h;
 }
-// The chunked values this place wrote, by Dht key, so that the key's next
-// write or delete removes their chunks without reading the head back (a
-// place writes only its own keys with Set; Set2's values are inline).
+// The chunked values this place wrote, by Dht key, with their bytes (the
+// local copy): the key's next write or delete removes their chunks without
+// reading the head back (a place writes only its own keys with Set; Set2's
+// values are inline), and a read whose head is this one is answered here.
+struct Written {
+  Head head;
+  std::shared_ptr<const std::vector<uint8_t>> bytes;
+};
 std::mutex g_chunked_lock;
-std::map<std::string, Head> g_chunked;  // guarded by g_chunked_lock
+std::map<std::string, Written> g_chunked;  // guarded by g_chunked_lock
+std::atomic<uint64_t> g_local_reads{0}, g_local_bytes{0}, g_remote_reads{0}, g_remote_bytes{0};
 
 std::optional<Head> ForgetChunked(const std::string& key) {
   std::lock_guard<std::mutex> g(g_chunked_lock);
   auto it = g_chunked.find(key);
   if (it == g_chunked.end()) return std::nullopt;
-  Head h = it->second;
+  Head h = it->second.head;
   g_chunked.erase(it);
   return h;
 }
 
-void RememberChunked(const std::string& key, const Head& h) {
+void RememberChunked(const std::string& key, const Head& h, std::shared_ptr<const std::vector<uint8_t>> bytes) {
   std::lock_guard<std::mutex> g(g_chunked_lock);
-  g_chunked[key] = h;
+  g_chunked[key] = Written{h, std::move(bytes)};
+}
+
+// The local copy of the value whose head is h, if this place wrote it.
+std::shared_ptr<const std::vector<uint8_t>> LocalCopy(const std::string& key, const Head& h) {
+  std::lock_guard<std::mutex> g(g_chunked_lock);
+  auto it = g_chunked.find(key);
+  if (it == g_chunked.end() || it->second.head.writer != h.writer || it->second.head.serial != h.serial) return nullptr;
+  return it->second.bytes;
 }
 
 void RemoveChunks(const std::string& store, const std::optional<Head>& h) {
@@ -188,7 +206,7 @@ ResilientStore ResilientStore::Make(const std::string& name) {
 void ResilientStore::SetBytes(Place place, const std::string& key, std::vector<uint8_t> bytes) {
   std::string dht_key = KeyOf(name_, place.id, key);
   std::optional<Head> old = ForgetChunked(dht_key);
-  if (bytes.size() <= kInline) {
+  if (bytes.size() <= kLocalMin) {
     Put(name_, dht_key, Inline(bytes));
   } else {
     Head h{here().id, g_serial.fetch_add(1) + 1, bytes.size(), (bytes.size() + kChunk - 1) / kChunk};
@@ -204,7 +222,7 @@ void ResilientStore::SetBytes(Place place, const std::string& key, std::vector<u
     std::string value(1, 'C');
     value.append(head.begin(), head.end());
     Put(name_, dht_key, value);
-    RememberChunked(dht_key, h);
+    RememberChunked(dht_key, h, std::make_shared<const std::vector<uint8_t>>(std::move(bytes)));
   }
   RemoveChunks(name_, old);
 }
@@ -219,6 +237,13 @@ std::optional<std::vector<uint8_t>> ResilientStore::GetBytes(Place place, const 
     }
     if ((*value)[0] == 'V') return std::vector<uint8_t>(value->begin() + 1, value->end());
     Head h = *HeadOf(value);
+    if (h.writer == here().id) {
+      if (auto local = LocalCopy(dht_key, h)) {
+        g_local_reads.fetch_add(1, std::memory_order_relaxed);
+        g_local_bytes.fetch_add(local->size(), std::memory_order_relaxed);
+        return *local;
+      }
+    }
     std::vector<uint8_t> bytes;
     bytes.reserve(h.size);
     bool whole = true;
@@ -227,11 +252,19 @@ std::optional<std::vector<uint8_t>> ResilientStore::GetBytes(Place place, const 
       if (!chunk) whole = false;  // a later write replaced the value: read its head
       if (chunk) bytes.insert(bytes.end(), chunk->begin(), chunk->end());
     }
-    if (whole && bytes.size() == h.size) return bytes;
+    if (whole && bytes.size() == h.size) {
+      g_remote_reads.fetch_add(1, std::memory_order_relaxed);
+      g_remote_bytes.fetch_add(bytes.size(), std::memory_order_relaxed);
+      return bytes;
+    }
     if (whole)
       throw std::runtime_error("apgas: resilient store " + name_ + ": " + dht_key + " has chunks of the wrong size");
   }
   throw std::runtime_error("apgas: resilient store " + name_ + ": " + dht_key + " changed under 8 reads in a row");
+}
+
+ResilientStore::Reads ResilientStore::ChunkedReads() {
+  return Reads{g_local_reads.load(), g_local_bytes.load(), g_remote_reads.load(), g_remote_bytes.load()};
 }
 
 void ResilientStore::Delete(const std::string& key) {

@@ -187,6 +187,15 @@ add_test(NAME hosted.apgas_store_big COMMAND ${FOX_HOSTED_NODES} --nodes 3 --cor
   --expect "0:store_big: dead place 1's 64 MiB value read back whole: PASS"
   $<TARGET_FILE:store_big> 64)
 set_tests_properties(hosted.apgas_store_big PROPERTIES LABELS hosted TIMEOUT 180)
+# Local copies (tests/apgas/store_local.cc): a place reads its own chunked
+# values from memory, never stale after another place's Set2, also after
+# a death; a dead place's from the Dht.
+add_test(NAME hosted.apgas_store_local COMMAND ${FOX_HOSTED_NODES} --nodes 3 --cores 2 --timeout 120 --killed 2
+  --expect "0:store_local: place 1 read its v from its copy, place 2 read it from the Dht"
+  --expect "0:store_local: after another place's Set2 place 1 read the new v"
+  --expect "0:store_local: after place 2 died place 1 read its v from its copy, place 0 place 2's from the Dht: PASS"
+  $<TARGET_FILE:store_local>)
+set_tests_properties(hosted.apgas_store_local PROPERTIES LABELS hosted TIMEOUT 180)
 
 # Team's collectives on 5 places (tests/apgas/team_ops.cc): broadcast,
 # reduce, gather, scatter, alltoall, split, an allreduce of 2^20 doubles
