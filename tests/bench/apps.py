@@ -30,7 +30,11 @@ print fox's answer (apps.APP_spark_input).
 Sizes (the same for every side): kmeans 2M points of 4 dimensions, k=8;
 linreg 1M samples of 16 features; pagerank 50k vertices (PySpark's PageRank
 takes ~1 s a step at 50k on 2 cores and ~8 s at 200k, where its 5 rounds
-alone would take ~15 minutes); 20 steps each. The whole bench: ~7 minutes.
+alone would take ~15 minutes); 20 steps each; lulesh the mesh of LULESH
+-s 30 as 8 subdomains of 15^3, its first 300 iterations (fox and MPI only:
+the MPI peer exchanges halos with MPI_Irecv/MPI_Isend/MPI_Waitall and
+allreduces the time constraints, LULESH's MPI pattern). The whole bench:
+~8 minutes; `apps.py APP...` runs some of the apps.
 
 Place i runs on CPU i (its process's affinity; mpirun binds rank i to core i
 likewise; Spark's JVM and Python workers inherit CPUs 0..P-1). OpenMPI comes
@@ -62,7 +66,12 @@ APPS = {
                r"linreg_mpi: (mean squared error [0-9.]+ after \d+ steps)"),
     "pagerank": (["vertices=50000", "iterations=20", "seed=1"], ["50000", "20", "1"],
                  r"pagerank: (rank checksum \w+ after \d+ steps)", r"pagerank: (rank checksum \w+ after \d+ steps)"),
+    # LULESH -s 30's mesh as 8 subdomains of 15^3, its first 300 iterations (no Spark peer).
+    "lulesh": (["size=15", "domains=2", "iterations=300"], ["15", "2", "300"],
+               r"lulesh: (iteration count \d+, final origin energy \S+ \(\S+\))",
+               r"lulesh_mpi: (iteration count \d+, final origin energy \S+ \(\S+\))"),
 }
+NO_SPARK = ("lulesh",)  # Spark's users do not run it
 STATS = re.compile(r": ([0-9.]+) s; (\d+) steps \(([0-9.]+) s\), (\d+) checkpoints \(([0-9.]+) s")
 SPARK_DIR = os.path.join(ROOT, "tests", "bench", "spark")
 SPARK_VENV = os.path.join(ROOT, "build", "bench", "spark-venv")
@@ -185,12 +194,15 @@ def check_spark_input(app, args):
 
 
 def build_mpi(app):
+    """The app's MPI peer, with the app's own sources it needs (lulesh's physics)."""
     out = os.path.join(ROOT, "build", "bench", "%s_mpi" % app)
+    sources = [os.path.join(ROOT, "apps", "lulesh", f) for f in ("hydro.cc", "hydro_step.cc", "cube_root.cc")
+               ] if app == "lulesh" else []
     os.makedirs(os.path.dirname(out), exist_ok=True)
     incs = ["-I" + os.path.join(ROOT, d) for d in ("apps", "apgas/include", "ebb/include", "net/include",
                                                    "kernel/include")]
     subprocess.run(["mpicxx", "-std=c++20", "-O3", "-march=native", "-ffp-contract=off"] + incs +
-                   [os.path.join(ROOT, "tests", "bench", "mpi", "%s_mpi.cc" % app), "-o", out], check=True)
+                   [os.path.join(ROOT, "tests", "bench", "mpi", "%s_mpi.cc" % app)] + sources + ["-o", out], check=True)
     return out
 
 
@@ -313,8 +325,12 @@ def main():
         spark = False
     print("bench apps: %d places / ranks / Spark task threads, %d rounds, sides alternated" % (PLACES, ROUNDS),
           flush=True)
-    for app in APPS:
-        bench(app, spark)
+    chosen = sys.argv[1:] or list(APPS)  # apps.py [APP...]: some of them
+    unknown = [a for a in chosen if a not in APPS]
+    if unknown:
+        sys.exit("bench apps: no app %s (%s)" % (", ".join(unknown), ", ".join(APPS)))
+    for app in chosen:
+        bench(app, spark and app not in NO_SPARK)
 
 
 if __name__ == "__main__":
