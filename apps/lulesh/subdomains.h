@@ -76,7 +76,7 @@ class Subdomains {
   Config config_;
   size_t index_ = 0, n_ = 1;
   std::vector<std::unique_ptr<Domain>> domains_;  // by increasing index
-  bool ready_ = false;                             // setup done (masses exchanged)
+  bool ready_ = false;                            // setup done (masses exchanged)
   bool finished_ = false;
   TimeConstraints global_;
 };
