@@ -41,8 +41,7 @@ int ReadV(uint32_t owner, uint64_t salt) {
   ResilientStore::Reads before = ResilientStore::ChunkedReads();
   auto got = ResilientStore::Make("local").GetRemote<std::vector<uint8_t>>(Place{owner}, "v");
   ResilientStore::Reads after = ResilientStore::ChunkedReads();
-  CHECK(got && *got == Pattern(salt), "place %u's v read at place %u is not its value", owner,
-        fox::apgas::here().id);
+  CHECK(got && *got == Pattern(salt), "place %u's v read at place %u is not its value", owner, fox::apgas::here().id);
   int local = int(after.local - before.local), remote = int(after.remote - before.remote);
   CHECK(local + remote == 1, "%d local and %d remote reads for one value", local, remote);
   return local ? 1 : 2;
@@ -52,7 +51,8 @@ void Run() {
   auto store = ResilientStore::Make("local");
   fox::apgas::finish([] {
     for (uint32_t p : {1u, 2u}) {
-      fox::apgas::asyncAt(Place{p}, [](uint32_t p) { ResilientStore::Make("local").Set("v", Pattern(p)); }, p);
+      fox::apgas::asyncAt(
+          Place{p}, [](uint32_t p) { ResilientStore::Make("local").Set("v", Pattern(p)); }, p);
     }
   });
   int how = fox::apgas::at(Place{1}, [] {
@@ -99,10 +99,13 @@ void Run() {
   how = fox::apgas::at(Place{1}, [] { return ReadV(1, 11); });
   CHECK(how == 1, "survivor place 1 read its own v from the Dht");
   CHECK(ReadV(2, 2) == 2, "place 0 read dead place 2's v from a local copy");
-  std::printf("store_local: after place 2 died place 1 read its v from its copy, place 0 place 2's from the Dht: "
-              "PASS\n");
+  std::printf(
+      "store_local: after place 2 died place 1 read its v from its copy, place 0 place 2's from the Dht: "
+      "PASS\n");
 }
 
 }  // namespace
 
-int main(int argc, char** argv) { return fox::apgas::Main(argc, argv, [] { Run(); }); }
+int main(int argc, char** argv) {
+  return fox::apgas::Main(argc, argv, [] { Run(); });
+}

@@ -128,7 +128,8 @@ int main(int argc, char** argv) {
   double t2 = MPI_Wtime();
   if (r->rank == 0) {
     const Domain& d = *me.held[0];
-    std::printf("lulesh_mpi: iteration count %" PRIu64 ", final origin energy %12.6e (%a) on %d ranks; load %.3f s, "
+    std::printf("lulesh_mpi: iteration count %" PRIu64
+                ", final origin energy %12.6e (%a) on %d ranks; load %.3f s, "
                 "steps %.3f s\n",
                 d.cycle(), d.OriginEnergy(), d.OriginEnergy(), r->size, t1 - t0, t2 - t1);
   }
