@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include "fox/boot_args.h"
 #include "fox/log.h"
@@ -72,8 +73,21 @@ const char* PhaseName(Phase phase) {
 
 }  // namespace
 
+uint64_t UnixNs() {
+#ifndef FOX_NATIVE
+  struct timespec t;
+  if (clock_gettime(CLOCK_REALTIME, &t) == 0) return uint64_t(t.tv_sec) * 1'000'000'000 + uint64_t(t.tv_nsec);
+#endif
+  return 0;
+}
+
 [[noreturn]] void Die(Phase phase, long n) {
-  std::printf("apgas: place %u dies in %s %ld (fox.kill_at)\n", here().id, PhaseName(phase), n);
+  if (uint64_t unix_ns = UnixNs()) {
+    std::printf("apgas: place %u dies in %s %ld (fox.kill_at) at unix %.6f\n", here().id, PhaseName(phase), n,
+                double(unix_ns) / 1e9);
+  } else {
+    std::printf("apgas: place %u dies in %s %ld (fox.kill_at)\n", here().id, PhaseName(phase), n);
+  }
   std::fflush(stdout);
   std::_Exit(9);
 }
@@ -105,6 +119,7 @@ void CountFailure(IterativeStats* stats, uint64_t start) {
   if (!OnlyDeaths(std::current_exception())) throw;
   ++stats->failures;
   stats->lost_ns += clock::NowNs() - start;
+  stats->caught_unix_ns = UnixNs();
 }
 
 long YoungInterval(double checkpoint_s, double mtbf_s, double step_s) {

@@ -184,6 +184,9 @@ inline void PrintRun(const char* name, double total_s, const apgas::IterativeSta
       double(stats.restore_ns) / 1e9, double(stats.lost_ns) / 1e9, stats.topped_up, double(stats.top_up_ns) / 1e9);
   for (apgas::Place p : manager.activePlaces()) std::printf(" %u", p.id);
   std::printf("\n");
+  if (stats.failures > 0 && stats.caught_unix_ns != 0) {  // for downtime measurements (tests/bench/apps.py)
+    std::printf("%s: the last failure caught at unix %.6f\n", name, double(stats.caught_unix_ns) / 1e9);
+  }
 }
 
 // Runs model M at place 0 (inside apgas::Main): prints the answer, the

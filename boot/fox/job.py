@@ -393,7 +393,8 @@ def run_hosted(app, places, app_args, timeout, out=sys.stdout, kargs=()):
     program at the path APP, e.g. an APGAS program built elsewhere) on this machine,
     joined on 127.0.0.1 (no QEMU, no cluster, no root): for development, tests and comparisons
     with peers that run as processes. Place 0 is told of the others' deaths as in a cluster job
-    (a place killed by a signal, or ending in a panic, counts as dead); the job's status is
+    (a place that exits with a status other than 0 while place 0 runs counts as dead: killed by
+    a signal, a panic, fox.kill_at's exit, an error); the job's status is
     place 0's, else the first failing place's; 124 after --timeout, 130 on Ctrl-C."""
     import secrets
     import qemu_run  # boot/: the membership timers for nodes sharing this host's cores
@@ -481,7 +482,7 @@ def run_hosted(app, places, app_args, timeout, out=sys.stdout, kargs=()):
                 ended[i] = p.returncode
                 if i == 0:
                     place0_done_at = time.monotonic()
-                elif place0_done_at is None and (p.returncode < 0 or p.returncode >= 125):
+                elif place0_done_at is None and p.returncode != 0:
                     tell_dead(notice_w, i, "place %d died (%s)" % (i, describe(p.returncode)))
             if interrupted["now"]:
                 print("fox run: interrupted: stopping the places", file=sys.stderr)

@@ -19,6 +19,9 @@ of the timed steps, the input generated before them and reported apart:
   apps.APP_vs_mpi_ratio x       fox's throughput / MPI's (median step times)
   apps.APP_vs_spark_ratio x     fox's throughput / Spark's (median times per step)
   apps.APP_resilience_overhead_ratio x  resilient / not (median times)
+  apps.APP_downtime_s           one place killed (fox run --hosted, a spare taking its
+                                place): its exit to the executor's catch (detection),
+                                rebuild, remake, restore; the median of 3 runs
 and checks that fox and MPI printed the same answer. Spark's is printed
 beside fox's (apps.APP_spark_answer): kmeans' cost must be fox's to ~10
 digits (MLlib adds doubles where fox adds integers); linreg's and pagerank's
@@ -232,6 +235,34 @@ def run_mpi(binary, args, n):
     return r.stdout
 
 
+DIED = re.compile(r"^place(\d+)\| apgas: place \d+ dies in step \d+ \(fox.kill_at\) at unix ([0-9.]+)$", re.M)
+CAUGHT = re.compile(r"^place0\| \w+: the last failure caught at unix ([0-9.]+)$", re.M)
+RECOVERY = re.compile(r"1 failures, 1 restores \(rebuild ([0-9.]+) s, remake ([0-9.]+) s, restore ([0-9.]+) s")
+
+
+def downtime(app, fox_args):
+    """The downtime of one killed place, as a user runs the app (fox run --hosted: 2 active places
+    and a spare; place 1 exits in step 7, a checkpoint every 5 steps), in parts: detection (its
+    exit to the executor's catch, on the realtime clock the places share), the group's rebuild,
+    the app's remake (the spare makes its input) and the restore of the last checkpoint. Median
+    of 3 runs; None (printed) if a run fails."""
+    fox = os.path.join(ROOT, "build", "bin", "fox")
+    runs = []
+    for _ in range(3):
+        r = subprocess.run([fox, "run", app, "--hosted", "--places", "3", "--spares", "1", "--kill-at", "1:step:7",
+                            "--timeout", "600", "--"] + fox_args + ["every=5", "check=0"],
+                           capture_output=True, text=True, timeout=900)
+        out = r.stdout + r.stderr
+        died, caught, parts = DIED.search(out), CAUGHT.search(out), RECOVERY.search(out)
+        if not (died and caught and parts):
+            print("bench apps: %s: the downtime run failed (exit %d):\n%s" % (app, r.returncode, out[-2000:]))
+            return None
+        detection = float(caught.group(1)) - float(died.group(2))
+        runs.append([detection] + [float(x) for x in parts.groups()])
+    runs.sort(key=sum)
+    return runs[len(runs) // 2]
+
+
 def spread(values):
     return "%.4f s (%.4f..%.4f)" % (statistics.median(values), min(values), max(values))
 
@@ -300,6 +331,10 @@ def bench(app, spark):
     print("apps.%s_resilience_overhead_ratio %.3f x" % (app, statistics.median(resilient) / statistics.median(plain)))
     answer = answers.pop()
     print("apps.%s_answer %s (fox and MPI alike)" % (app, answer))
+    parts = downtime(app, fox_args)
+    if parts:
+        print("apps.%s_downtime_s %.3f s (detection %.3f s, rebuild %.3f s, remake %.3f s, restore %.3f s; fox run "
+              "--hosted, a spare)" % (app, sum(parts), *parts), flush=True)
     if not spark_steps or not spark:
         return
     print("apps.%s_spark_steps_s %s" % (app, spread(spark_steps)))

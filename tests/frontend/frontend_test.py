@@ -880,7 +880,8 @@ def hosted(e):
     # the spare takes its index, and the executor asks fox run for a new spare.
     _, out = e.fox_cmd("run", "kmeans", "--hosted", "--places", "4", "--spares", "1", "--kill-at", "2:step:5",
                        "--timeout", "120", "--", "points=20000", "every=4", check=9)
-    expect(out, r"^place2\| apgas: place 2 dies in step 5 \(fox.kill_at\)$", "kmeans")
+    expect(out, r"^place2\| apgas: place 2 dies in step 5 \(fox.kill_at\) at unix [0-9.]+$", "kmeans")
+    expect(out, r"^fox run: place 2 died \(status 9\): telling the job$", "run")
     expect(out, r"^fox run: place 0 asked for 1 more places: started 4:\d+$", "run")
     expect(out, r"^place0\| kmeans: .* 1 failures, 1 restores .*, 1 new spares \([0-9.]+ s\); active places at the "
                 r"end: 0 1 3$", "kmeans")

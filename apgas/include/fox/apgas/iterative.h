@@ -166,19 +166,20 @@ struct IterativeOptions {
 
 // What an executor did, and the time it took (ns).
 struct IterativeStats {
-  long steps = 0;              // steps that completed, those redone after a failure included
-  long checkpoints = 0;        // committed
-  long failures = 0;           // phases that failed for a death
-  long restores = 0;           // restores begun
-  uint64_t step_ns = 0;        // in steps that completed
-  uint64_t checkpoint_ns = 0;  // in checkpoints that committed
-  uint64_t lost_ns = 0;        // in phases that failed (the detection of the death included)
-  uint64_t rebuild_ns = 0;     // PlaceManager::rebuildActivePlaces
-  uint64_t remake_ns = 0;      // the app's remake
-  uint64_t restore_ns = 0;     // the app's restore
-  long topped_up = 0;          // new spares the frontend gave
-  uint64_t top_up_ns = 0;      // waiting for them
-  long interval = 0;           // steps between checkpoints, the last chosen
+  long steps = 0;               // steps that completed, those redone after a failure included
+  long checkpoints = 0;         // committed
+  long failures = 0;            // phases that failed for a death
+  long restores = 0;            // restores begun
+  uint64_t step_ns = 0;         // in steps that completed
+  uint64_t checkpoint_ns = 0;   // in checkpoints that committed
+  uint64_t lost_ns = 0;         // in phases that failed (the detection of the death included)
+  uint64_t rebuild_ns = 0;      // PlaceManager::rebuildActivePlaces
+  uint64_t remake_ns = 0;       // the app's remake
+  uint64_t restore_ns = 0;      // the app's restore
+  long topped_up = 0;           // new spares the frontend gave
+  uint64_t top_up_ns = 0;       // waiting for them
+  long interval = 0;            // steps between checkpoints, the last chosen
+  uint64_t caught_unix_ns = 0;  // when the last failure was caught (the realtime clock; hosted builds, else 0)
 };
 
 // A global app: every method is called at place 0 by the executor.
@@ -242,6 +243,10 @@ void KillDuring(const std::vector<Place>& group, Phase phase, long n) {
 // True if `e` is a failure the executors recover from: DeadPlaceExceptions
 // only (or MultipleExceptions of them).
 bool OnlyDeaths(std::exception_ptr e);
+// The realtime clock (ns since 1970) in hosted builds, which places on one
+// machine share (downtime measurements: fox.kill_at's death, the catch);
+// 0 natively.
+uint64_t UnixNs();
 // Young's interval in steps: sqrt(2 C M) / step, at least 1 (1 while no
 // step was timed).
 long YoungInterval(double checkpoint_s, double mtbf_s, double step_s);
