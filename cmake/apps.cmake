@@ -81,6 +81,17 @@ function(fox_link_image name)
   add_custom_target(${name} ALL DEPENDS ${out})
 endfunction()
 
+#
+# An app's own sources are compiled as its users' experts compile such code
+# (the MPI peers of tests/bench/apps.py alike): -O3, and for the hosted
+# program the build machine's instruction set (FOX_HOSTED_APP_MARCH, default
+# native: hosted programs run where they are built; set it to x86-64 for
+# programs carried to other machines). Node images keep the x86-64 baseline
+# (the nodes' CPUs are not known at build time). Never fused multiply-adds
+# (-ffp-contract=off): an instruction set with FMA would otherwise change
+# the apps' bits between Linux places and nodes, which must agree.
+set(FOX_HOSTED_APP_MARCH native CACHE STRING "-march for the apps' hosted programs (native, x86-64, ...)")
+set(FOX_APP_FLAGS -O3 -ffp-contract=off)
 function(fox_add_app name)
   cmake_parse_arguments(A "NATIVE_ONLY" "" "" ${ARGN})
   if(NOT FOX_NATIVE)
@@ -88,15 +99,18 @@ function(fox_add_app name)
       add_executable(${name} ${A_UNPARSED_ARGUMENTS} ${FOX_BUILD_ID_CC})
       add_dependencies(${name} fox_build_id)
       target_link_libraries(${name} PRIVATE fox_hosted)
+      target_compile_options(${name} PRIVATE ${FOX_APP_FLAGS} -march=${FOX_HOSTED_APP_MARCH})
     endif()
     return()
   endif()
   add_library(${name}_objs OBJECT ${A_UNPARSED_ARGUMENTS})
   target_link_libraries(${name}_objs PRIVATE ${FOX_IMAGE_LIBS})
+  target_compile_options(${name}_objs PRIVATE ${FOX_APP_FLAGS})
   fox_link_image(${name} ${name}_objs)
   if(NOT A_NATIVE_ONLY)
     add_library(${name}_pool OBJECT ${A_UNPARSED_ARGUMENTS})
     target_link_libraries(${name}_pool PRIVATE ${FOX_IMAGE_LIBS})
+    target_compile_options(${name}_pool PRIVATE ${FOX_APP_FLAGS})
     target_compile_definitions(${name}_pool PRIVATE main=fox_app_main_${name})
     set_property(GLOBAL APPEND PROPERTY FOX_POOL_APPS ${name})
   endif()
