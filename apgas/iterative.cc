@@ -81,6 +81,10 @@ uint64_t UnixNs() {
   return 0;
 }
 
+void TraceStep(long steps) {
+  if (uint64_t unix_ns = UnixNs()) std::printf("iterative: step %ld done at unix %.6f\n", steps, double(unix_ns) / 1e9);
+}
+
 [[noreturn]] void Die(Phase phase, long n) {
   if (uint64_t unix_ns = UnixNs()) {
     std::printf("apgas: place %u dies in %s %ld (fox.kill_at) at unix %.6f\n", here().id, PhaseName(phase), n,

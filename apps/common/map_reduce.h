@@ -161,13 +161,15 @@ struct RunOptions {
   double mtbf = 60;                 // for Young's
   uint64_t shrink = 1;              // 0: a death without a spare ends the run
   uint64_t check = 1;               // 1: compare with Reference
+  uint64_t trace = 0;               // 1: place 0 prints when each step ends (IterativeOptions::trace)
   // Registers executor=, every=, mtbf=, shrink=, check= with `args`.
   void AddTo(Args& args) {
     args.Choice("executor", &executor, "global|spmd")
         .UInt("every", &every, 0, 1'000'000)
         .Real("mtbf", &mtbf, 0.001, 1e9)
         .UInt("shrink", &shrink, 0, 1)
-        .UInt("check", &check, 0, 1);
+        .UInt("check", &check, 0, 1)
+        .UInt("trace", &trace, 0, 1);
   }
 };
 
@@ -199,6 +201,7 @@ void RunIterative(const typename M::Config& c, const RunOptions& o) {
   options.checkpoint_every = long(o.every);
   options.mtbf_s = o.mtbf;
   options.store = M::kName;
+  options.trace = o.trace != 0;
   std::string interval =
       o.every ? "a checkpoint every " + std::to_string(o.every) + " steps" : "checkpoints at Young's interval";
   std::printf("%s: %" PRIu64 " steps over %zu places (%zu spares), %s executor, %s\n", M::kName, M::Steps(c),

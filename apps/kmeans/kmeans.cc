@@ -5,7 +5,7 @@
 //
 //   fox run kmeans [--places N] [--spares S] -- [points=N] [dim=D] [k=K]
 //       [iterations=I] [seed=S] [blocks=B] [executor=global|spmd]
-//       [every=N] [mtbf=SECONDS] [shrink=1|0] [check=1|0] [input=FILE]
+//       [every=N] [mtbf=SECONDS] [shrink=1|0] [check=1|0] [trace=1|0] [input=FILE]
 //
 // The points (lloyd.h) are generated where they are used, in blocks dealt
 // to the active places by index (apps/common/blocks.h), or read there from

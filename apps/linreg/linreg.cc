@@ -4,7 +4,7 @@
 //
 //   fox run linreg [--places N] [--spares S] -- [samples=N] [features=D]
 //       [iterations=I] [rate=A] [lambda=L] [seed=S] [blocks=B]
-//       [executor=global|spmd] [every=N] [mtbf=SECONDS] [shrink=1|0] [check=1|0]
+//       [executor=global|spmd] [every=N] [mtbf=SECONDS] [shrink=1|0] [check=1|0] [trace=1|0]
 //
 // Sample i: D features uniform in [-1, 1) and its target y = x . w* + noise
 // (w* uniform in [-1, 1), noise in [-0.1, 0.1)), all from seed and i alone,

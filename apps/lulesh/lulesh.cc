@@ -7,7 +7,7 @@
 // or dealt again over the survivors.
 //
 //   fox run lulesh [--places N] [--spares S] -- [size=S] [domains=D]
-//       [iterations=I] [every=N] [mtbf=SECONDS] [shrink=1|0] [check=1|0]
+//       [iterations=I] [every=N] [mtbf=SECONDS] [shrink=1|0] [check=1|0] [trace=1|0]
 //       [executor=spmd]
 //
 // size: elements per edge of a subdomain (LULESH's -s), domains: subdomains
@@ -58,6 +58,7 @@ void Run(const lulesh::Config& c, const fox::apps::RunOptions& o) {
   options.checkpoint_every = long(o.every);
   options.mtbf_s = o.mtbf;
   options.store = "lulesh";
+  options.trace = o.trace != 0;
   uint64_t count = c.domains * c.domains * c.domains;
   std::printf("lulesh: %" PRIu64 " subdomains of %" PRIu64 "^3 elements (a mesh of %" PRIu64
               "^3) over %zu places (%zu spares), %s\n",
@@ -105,6 +106,7 @@ int main(int argc, char** argv) {
       .Real("mtbf", &o.mtbf, 0.001, 1e9)
       .UInt("shrink", &o.shrink, 0, 1)
       .UInt("check", &o.check, 0, 1)
+      .UInt("trace", &o.trace, 0, 1)
       .Choice("executor", &o.executor, "spmd");  // a stencil's: every place its own loop
   o.executor = "spmd";
   if (!args.Parse(argc, argv)) return 2;

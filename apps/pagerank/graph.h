@@ -94,7 +94,8 @@ inline Edges Config::MakeBlock(uint64_t b) const {
   std::string text = fox::apps::ReadBytes(input, starts[b], starts[b + 1] - starts[b]);
   fox::apps::ForEachLine(text, starts[b], [&](uint64_t offset, const std::vector<std::string_view>& fields) {
     auto [source, target] = ParseEdge(input, offset, fields);
-    if (target >= vertices) fox::apps::InputError(input, offset, "the file changed since it was read");
+    if (source >= vertices || target >= vertices)
+      fox::apps::InputError(input, offset, "the file changed since it was read");
     if (e.sources.empty() || e.sources.back() != source) {
       e.offsets.push_back(e.targets.size());
       e.sources.push_back(source);

@@ -5,7 +5,7 @@
 //
 //   fox run pagerank [--places N] [--spares S] -- [vertices=N] [mu=M]
 //       [sigma=S] [iterations=I] [seed=S] [blocks=B] [executor=global|spmd]
-//       [every=N] [mtbf=SECONDS] [shrink=1|0] [check=1|0] [input=FILE]
+//       [every=N] [mtbf=SECONDS] [shrink=1|0] [check=1|0] [trace=1|0] [input=FILE]
 //
 // Vertex i has floor(exp(mu + sigma Z)) out-edges (Z standard normal, at
 // most N - 1) to uniformly drawn vertices, all from seed and i alone

@@ -10,7 +10,8 @@ of the timed steps, the input generated before them and reported apart:
   apps.APP_fox_resilient_steps_s  the same with a checkpoint every 10 steps (its
                                 executor's whole time: steps and checkpoints)
   apps.APP_mpi_steps_s          the MPI peer (tests/bench/mpi/APP_mpi.cc, mpicxx -O3
-                                -march=native, mpirun -np P): MPI_Allreduce per step
+                                -march=native with fox's compiler, clang, as fox's apps
+                                are built; mpirun -np P): MPI_Allreduce per step
   apps.APP_spark_steps_s        the Spark peer (tests/bench/spark/APP_spark.py, PySpark
                                 local[P]; see its README): MLlib's KMeans, MLlib's
                                 gradient descent (LinearRegressionWithSGD), Spark's
@@ -21,7 +22,10 @@ of the timed steps, the input generated before them and reported apart:
   apps.APP_resilience_overhead_ratio x  resilient / not (median times)
   apps.APP_downtime_s           one place killed (fox run --hosted, a spare taking its
                                 place): its exit to the executor's catch (detection),
-                                rebuild, remake, restore; the median of 3 runs
+                                rebuild, remake, restore, a new spare; the median of 3 runs
+and draws build/bench/apps_steps.png (ms per step, every side) and
+build/bench/apps_timeline_APP.png (the failure run: steps per second, the
+death, each recovery phase) with matplotlib (tests/bench/apps_charts.py).
 and checks that fox and MPI printed the same answer. Spark's is printed
 beside fox's (apps.APP_spark_answer): kmeans' cost must be fox's to ~10
 digits (MLlib adds doubles where fox adds integers); linreg's and pagerank's
@@ -37,7 +41,8 @@ alone would take ~15 minutes); 20 steps each; lulesh the mesh of LULESH
 -s 30 as 8 subdomains of 15^3, its first 300 iterations (fox and MPI only:
 the MPI peer exchanges halos with MPI_Irecv/MPI_Isend/MPI_Waitall and
 allreduces the time constraints, LULESH's MPI pattern). The whole bench:
-~8 minutes; `apps.py APP...` runs some of the apps.
+~10 minutes; `apps.py [--no-spark] [APP...]` runs some of the apps, with or
+without Spark.
 
 Place i runs on CPU i (its process's affinity; mpirun binds rank i to core i
 likewise; Spark's JVM and Python workers inherit CPUs 0..P-1). OpenMPI comes
@@ -46,6 +51,7 @@ from Debian (installed on the first run if missing); Spark from PyPI
 Spark needs Java 17 or later. A Spark peer that cannot run is skipped with a
 line that says why, the other sides' figures still printed.
 """
+import json
 import os
 import re
 import shutil
@@ -79,9 +85,13 @@ STATS = re.compile(r": ([0-9.]+) s; (\d+) steps \(([0-9.]+) s\), (\d+) checkpoin
 SPARK_DIR = os.path.join(ROOT, "tests", "bench", "spark")
 SPARK_VENV = os.path.join(ROOT, "build", "bench", "spark-venv")
 SPARK_PACKAGES = ["pyspark==4.3.0", "numpy"]
+CHART_PACKAGES = ["matplotlib"]  # apps_charts.py, in the same virtualenv
 SPARK_REPORT = re.compile(r"spark_\w+: (.*); load ([0-9.]+) s, steps ([0-9.]+) s \((\d+) steps\)")
 # What a Spark peer's answer is compared with, loosely: fox's answer for the app, or more of fox's output.
 FOX_TOP = re.compile(r"pagerank: top vertices: (.*)")
+
+
+CHARTS = {}  # per app: ms per step by side, and the failure run's timeline (apps_charts.py)
 
 
 class SparkUnavailable(Exception):
@@ -204,8 +214,11 @@ def build_mpi(app):
     os.makedirs(os.path.dirname(out), exist_ok=True)
     incs = ["-I" + os.path.join(ROOT, d) for d in ("apps", "apgas/include", "ebb/include", "net/include",
                                                    "kernel/include")]
+    # fox's compiler (clang), as fox's apps are built: the ratio is the runtimes', not the compilers'.
+    env = dict(os.environ, OMPI_CXX="clang++") if shutil.which("clang++") else None
     subprocess.run(["mpicxx", "-std=c++20", "-O3", "-march=native", "-ffp-contract=off"] + incs +
-                   [os.path.join(ROOT, "tests", "bench", "mpi", "%s_mpi.cc" % app)] + sources + ["-o", out], check=True)
+                   [os.path.join(ROOT, "tests", "bench", "mpi", "%s_mpi.cc" % app)] + sources + ["-o", out], check=True,
+                   env=env)
     return out
 
 
@@ -237,20 +250,23 @@ def run_mpi(binary, args, n):
 
 DIED = re.compile(r"^place(\d+)\| apgas: place \d+ dies in step \d+ \(fox.kill_at\) at unix ([0-9.]+)$", re.M)
 CAUGHT = re.compile(r"^place0\| \w+: the last failure caught at unix ([0-9.]+)$", re.M)
-RECOVERY = re.compile(r"1 failures, 1 restores \(rebuild ([0-9.]+) s, remake ([0-9.]+) s, restore ([0-9.]+) s")
+STEP_END = re.compile(r"^place0\| iterative: step \d+ done at unix ([0-9.]+)$", re.M)
+RECOVERY = re.compile(r"1 failures, 1 restores \(rebuild ([0-9.]+) s, remake ([0-9.]+) s, restore ([0-9.]+) s, "
+                      r"lost [0-9.]+ s\), \d+ new spares \(([0-9.]+) s\)")
 
 
 def downtime(app, fox_args):
     """The downtime of one killed place, as a user runs the app (fox run --hosted: 2 active places
     and a spare; place 1 exits in step 7, a checkpoint every 5 steps), in parts: detection (its
     exit to the executor's catch, on the realtime clock the places share), the group's rebuild,
-    the app's remake (the spare makes its input) and the restore of the last checkpoint. Median
-    of 3 runs; None (printed) if a run fails."""
+    the app's remake (the spare makes its input), the restore of the last checkpoint, and the
+    wait for a new spare from fox run (the executor tops its spares up before it goes on). Median
+    of 3 runs, and that run's timeline (its steps' ends: trace=1); None (printed) if a run fails."""
     fox = os.path.join(ROOT, "build", "bin", "fox")
     runs = []
     for _ in range(3):
         r = subprocess.run([fox, "run", app, "--hosted", "--places", "3", "--spares", "1", "--kill-at", "1:step:7",
-                            "--timeout", "600", "--"] + fox_args + ["every=5", "check=0"],
+                            "--timeout", "600", "--"] + fox_args + ["every=5", "check=0", "trace=1"],
                            capture_output=True, text=True, timeout=900)
         out = r.stdout + r.stderr
         died, caught, parts = DIED.search(out), CAUGHT.search(out), RECOVERY.search(out)
@@ -258,8 +274,11 @@ def downtime(app, fox_args):
             print("bench apps: %s: the downtime run failed (exit %d):\n%s" % (app, r.returncode, out[-2000:]))
             return None
         detection = float(caught.group(1)) - float(died.group(2))
-        runs.append([detection] + [float(x) for x in parts.groups()])
-    runs.sort(key=sum)
+        timeline = {"steps": [float(x) for x in STEP_END.findall(out)], "died": float(died.group(2)),
+                    "caught": float(caught.group(1))}
+        timeline.update(zip(("rebuild", "remake", "restore", "top-up"), (float(x) for x in parts.groups())))
+        runs.append(([detection] + [float(x) for x in parts.groups()], timeline))
+    runs.sort(key=lambda run: sum(run[0]))
     return runs[len(runs) // 2]
 
 
@@ -331,16 +350,22 @@ def bench(app, spark):
     print("apps.%s_resilience_overhead_ratio %.3f x" % (app, statistics.median(resilient) / statistics.median(plain)))
     answer = answers.pop()
     print("apps.%s_answer %s (fox and MPI alike)" % (app, answer))
-    parts = downtime(app, fox_args)
-    if parts:
-        print("apps.%s_downtime_s %.3f s (detection %.3f s, rebuild %.3f s, remake %.3f s, restore %.3f s; fox run "
-              "--hosted, a spare)" % (app, sum(parts), *parts), flush=True)
+    chart = {"ms": {"fox": 1e3 * statistics.median(plain) / fox_steps,
+                    "resilient": 1e3 * statistics.median(resilient) / fox_steps,
+                    "mpi": 1e3 * statistics.median(mpi) / fox_steps}}
+    CHARTS[app] = chart
+    median_run = downtime(app, fox_args)
+    if median_run:
+        parts, chart["timeline"] = median_run
+        print("apps.%s_downtime_s %.3f s (detection %.3f s, rebuild %.3f s, remake %.3f s, restore %.3f s, a new "
+              "spare %.3f s; fox run --hosted, a spare)" % (app, sum(parts), *parts), flush=True)
     if not spark_steps or not spark:
         return
     print("apps.%s_spark_steps_s %s" % (app, spread(spark_steps)))
     print("apps.%s_spark_load_s %s" % (app, spread(spark_load)))
     fox_per_step = statistics.median(plain) / fox_steps
     print("apps.%s_vs_spark_ratio %.3f x" % (app, statistics.median(spark_per_step) / fox_per_step))
+    chart["ms"]["spark"] = 1e3 * statistics.median(spark_per_step)
     for a in sorted(spark_answers):
         lines = a.split("\n")
         print("apps.%s_spark_answer %s (%s)" % (app, "; ".join(lines), spark_versus_fox(app, a, answer, fox_out)))
@@ -352,7 +377,11 @@ def bench(app, spark):
 
 def main():
     ensure_mpi()
+    args = sys.argv[1:]
     try:
+        if "--no-spark" in args:
+            args.remove("--no-spark")
+            raise SparkUnavailable("--no-spark")
         ensure_spark()
         spark = True
     except SparkUnavailable as e:
@@ -360,12 +389,38 @@ def main():
         spark = False
     print("bench apps: %d places / ranks / Spark task threads, %d rounds, sides alternated" % (PLACES, ROUNDS),
           flush=True)
-    chosen = sys.argv[1:] or list(APPS)  # apps.py [APP...]: some of them
+    chosen = args or list(APPS)  # apps.py [--no-spark] [APP...]: some of them
     unknown = [a for a in chosen if a not in APPS]
     if unknown:
         sys.exit("bench apps: no app %s (%s)" % (", ".join(unknown), ", ".join(APPS)))
     for app in chosen:
         bench(app, spark and app not in NO_SPARK)
+    charts()
+
+
+def charts():
+    """The PNG charts (tests/bench/apps_charts.py, with the virtualenv's matplotlib)."""
+    python = os.path.join(SPARK_VENV, "bin", "python")
+    outdir = os.path.join(ROOT, "build", "bench")
+    figures = os.path.join(outdir, "apps_figures.json")
+    with open(figures, "w") as f:
+        json.dump(CHARTS, f)
+    why = None
+    if not (os.path.exists(python) and subprocess.run([python, "-c", "import matplotlib"],
+                                                      capture_output=True).returncode == 0):
+        print("bench apps: installing matplotlib (pip) into %s" % os.path.relpath(SPARK_VENV, ROOT), flush=True)
+        for step in ([sys.executable, "-m", "venv", SPARK_VENV], [python, "-m", "pip", "install", "-q"] + CHART_PACKAGES):
+            if os.path.exists(python) and step[1] == "-m" and step[2] == "venv":
+                continue
+            r = subprocess.run(step, capture_output=True, text=True, timeout=1800)
+            if r.returncode != 0:
+                why = "`%s` failed: %s" % (" ".join(step[:4]), ((r.stderr or r.stdout).strip().splitlines() or ["?"])[-1])
+                break
+    if why is None:
+        r = subprocess.run([python, os.path.join(ROOT, "tests", "bench", "apps_charts.py"), figures, outdir],
+                           capture_output=True, text=True)
+        why = None if r.returncode == 0 else ((r.stderr.strip().splitlines() or ["?"])[-1])
+    print("bench apps: no charts: %s" % why if why else r.stdout.strip())
 
 
 if __name__ == "__main__":

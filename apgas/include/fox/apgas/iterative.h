@@ -157,10 +157,13 @@ struct IterativeOptions {
   // spare too. Without a frontend to ask (a job not started by fox run)
   // this is said once and the run goes on.
   bool top_up_spares = true;
+  // Place 0 prints "iterative: step N done at unix T" after each step
+  // (hosted builds: the realtime clock; the bench's timeline charts).
+  bool trace = false;
   uint64_t top_up_timeout_ms = 60'000;
   template <class A>
   void serialize(A& ar) {
-    ar(checkpoint_every, mtbf_s, store, top_up_spares, top_up_timeout_ms);
+    ar(checkpoint_every, mtbf_s, store, top_up_spares, top_up_timeout_ms, trace);
   }
 };
 
@@ -247,6 +250,8 @@ bool OnlyDeaths(std::exception_ptr e);
 // machine share (downtime measurements: fox.kill_at's death, the catch);
 // 0 natively.
 uint64_t UnixNs();
+// IterativeOptions::trace's line for the end of step `steps` (1, 2, ...).
+void TraceStep(long steps);
 // Young's interval in steps: sqrt(2 C M) / step, at least 1 (1 while no
 // step was timed).
 long YoungInterval(double checkpoint_s, double mtbf_s, double step_s);
@@ -377,6 +382,7 @@ void GlobalExecutor::run(App& app) {
       stats_.step_ns += clock::NowNs() - start;
       ++step;
       ++since;
+      if (options_.trace) detail::TraceStep(step);
     } catch (...) {
       detail::CountFailure(&stats_, start);
       recover = true;
@@ -431,6 +437,7 @@ void SpmdExecutor<App>::Loop(PlaceLocal<App> apps, const std::vector<Place>& gro
     if (zero) {
       progress()->stats->steps++;
       progress()->stats->step_ns += took;
+      if (options.trace) detail::TraceStep(step);
     }
   }
 }
