@@ -162,7 +162,7 @@ struct RunOptions {
   uint64_t shrink = 1;              // 0: a death without a spare ends the run
   uint64_t check = 1;               // 1: compare with Reference
   uint64_t trace = 0;               // 1: place 0 prints when each step ends (IterativeOptions::trace)
-  // Registers executor=, every=, mtbf=, shrink=, check= with `args`.
+  // Registers executor=, every=, mtbf=, shrink=, check=, trace= with `args`.
   void AddTo(Args& args) {
     args.Choice("executor", &executor, "global|spmd")
         .UInt("every", &every, 0, 1'000'000)
