@@ -110,6 +110,17 @@ void ForEachLine(std::string_view text, uint64_t offset, Fn fn) {
   }
 }
 
+// fn(offset, fields) for each data line of the whole file `path` (`size`
+// bytes), read here a MiB at a time while more() holds (asked before each).
+template <class Fn, class More>
+void ForEachFileLine(const std::string& path, uint64_t size, Fn fn, More more) {
+  uint64_t pieces = size / (uint64_t(1) << 20) + 1;
+  for (uint64_t i = 0; i < pieces && more(); ++i) {
+    Split split = ReadSplit(path, size, i, pieces);
+    ForEachLine(split.text, split.offset, fn);
+  }
+}
+
 // A field as a finite double, or as an unsigned integer below `limit`.
 inline double ParseReal(const std::string& path, uint64_t offset, std::string_view field) {
   std::string s(field);

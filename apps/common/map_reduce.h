@@ -171,6 +171,24 @@ struct RunOptions {
         .UInt("check", &check, 0, 1)
         .UInt("trace", &trace, 0, 1);
   }
+  // The executors' options for app `name` (its checkpoints' store too).
+  apgas::IterativeOptions Iterative(const char* name) const {
+    apgas::IterativeOptions options;
+    options.checkpoint_every = long(every);
+    options.mtbf_s = mtbf;
+    options.store = name;
+    options.trace = trace != 0;
+    return options;
+  }
+  // How often it checkpoints, in words.
+  std::string Interval() const {
+    return every ? "a checkpoint every " + std::to_string(every) + " steps" : "checkpoints at Young's interval";
+  }
+  // Says why app `name`'s run ends on a death it cannot recover from.
+  void SayUnrecovered(const char* name, const apgas::DeadPlaceException& e) const {
+    std::printf("%s: place %u died and cannot be replaced (no spare left, shrink=%" PRIu64 ")\n", name, e.place().id,
+                shrink);
+  }
 };
 
 // The figures of an executor's run (its stats, `total_s` in all) and the
@@ -197,15 +215,9 @@ inline void PrintRun(const char* name, double total_s, const apgas::IterativeSta
 template <class M>
 void RunIterative(const typename M::Config& c, const RunOptions& o) {
   apgas::PlaceManager manager(apgas::PlaceManager::JobSpares(), o.shrink != 0);
-  apgas::IterativeOptions options;
-  options.checkpoint_every = long(o.every);
-  options.mtbf_s = o.mtbf;
-  options.store = M::kName;
-  options.trace = o.trace != 0;
-  std::string interval =
-      o.every ? "a checkpoint every " + std::to_string(o.every) + " steps" : "checkpoints at Young's interval";
+  apgas::IterativeOptions options = o.Iterative(M::kName);
   std::printf("%s: %" PRIu64 " steps over %zu places (%zu spares), %s executor, %s\n", M::kName, M::Steps(c),
-              manager.activePlaces().size(), manager.spares().size(), o.executor.c_str(), interval.c_str());
+              manager.activePlaces().size(), manager.spares().size(), o.executor.c_str(), o.Interval().c_str());
   uint64_t start = clock::NowNs();
   typename M::State result;
   apgas::IterativeStats stats;
@@ -223,8 +235,7 @@ void RunIterative(const typename M::Config& c, const RunOptions& o) {
       stats = exec.stats();
     }
   } catch (const apgas::DeadPlaceException& e) {
-    std::printf("%s: place %u died and cannot be replaced (no spare left, shrink=%" PRIu64 ")\n", M::kName,
-                e.place().id, o.shrink);
+    o.SayUnrecovered(M::kName, e);
     throw;
   }
   double total_s = double(clock::NowNs() - start) / 1e9;

@@ -173,34 +173,33 @@ inline Config::Block Config::MakeBlock(uint64_t b) const {
 // std::runtime_error naming the file and the offset of a bad line.
 inline void Load(Config* c) {
   c->input_size = fox::apps::FileSize(c->input);
-  uint64_t pieces = c->input_size / (uint64_t(1) << 20) + 1;
   c->points = 0;
   c->dim = 0;
   std::vector<double> x;
-  for (int pass = 0; pass < 2; ++pass) {
-    uint64_t index = 0, next = 0;  // pass 1: the next initial centroid's point
-    for (uint64_t i = 0; i < pieces && (pass == 0 || c->initial.size() < c->k * c->dim); ++i) {
-      fox::apps::Split split = fox::apps::ReadSplit(c->input, c->input_size, i, pieces);
-      fox::apps::ForEachLine(split.text, split.offset,
-                             [&](uint64_t offset, const std::vector<std::string_view>& fields) {
-                               if (c->dim == 0) c->dim = fields.size();
-                               x.resize(c->dim);
-                               if (pass == 0) {
-                                 ParsePoint(*c, offset, fields, x.data());
-                                 ++c->points;
-                               } else if (index++ == next * (c->points / c->k) && next < c->k) {
-                                 ParsePoint(*c, offset, fields, x.data());
-                                 c->initial.insert(c->initial.end(), x.begin(), x.end());
-                                 ++next;
-                               }
-                             });
-    }
-    if (pass == 0 && c->points < c->k) {
-      throw std::runtime_error(c->input + ": " + std::to_string(c->points) +
-                               " points, fewer than k=" + std::to_string(c->k));
-    }
-    if (pass == 0 && c->dim > 64) throw std::runtime_error(c->input + ": more than 64 coordinates per point");
+  fox::apps::ForEachFileLine(
+      c->input, c->input_size,
+      [&](uint64_t offset, const std::vector<std::string_view>& fields) {
+        if (c->dim == 0) c->dim = fields.size();
+        x.resize(c->dim);
+        ParsePoint(*c, offset, fields, x.data());
+        ++c->points;
+      },
+      [] { return true; });
+  if (c->points < c->k) {
+    throw std::runtime_error(c->input + ": " + std::to_string(c->points) +
+                             " points, fewer than k=" + std::to_string(c->k));
   }
+  if (c->dim > 64) throw std::runtime_error(c->input + ": more than 64 coordinates per point");
+  uint64_t index = 0;  // again, up to the last initial centroid
+  fox::apps::ForEachFileLine(
+      c->input, c->input_size,
+      [&](uint64_t offset, const std::vector<std::string_view>& fields) {
+        if (c->initial.size() < c->k * c->dim && index++ == c->initial.size() / c->dim * (c->points / c->k)) {
+          ParsePoint(*c, offset, fields, x.data());
+          c->initial.insert(c->initial.end(), x.begin(), x.end());
+        }
+      },
+      [&] { return c->initial.size() < c->k * c->dim; });
 }
 
 }  // namespace kmeans

@@ -54,25 +54,18 @@ void Print(const Answer& a) {
 
 void Run(const lulesh::Config& c, const fox::apps::RunOptions& o) {
   fox::apgas::PlaceManager manager(fox::apgas::PlaceManager::JobSpares(), o.shrink != 0);
-  fox::apgas::IterativeOptions options;
-  options.checkpoint_every = long(o.every);
-  options.mtbf_s = o.mtbf;
-  options.store = "lulesh";
-  options.trace = o.trace != 0;
   uint64_t count = c.domains * c.domains * c.domains;
   std::printf("lulesh: %" PRIu64 " subdomains of %" PRIu64 "^3 elements (a mesh of %" PRIu64
               "^3) over %zu places (%zu spares), %s\n",
               count, c.size, c.size * c.domains, manager.activePlaces().size(), manager.spares().size(),
-              o.every ? ("a checkpoint every " + std::to_string(o.every) + " steps").c_str()
-                      : "checkpoints at Young's interval");
+              o.Interval().c_str());
   uint64_t start = fox::clock::NowNs();
   Answer answer;
-  fox::apgas::SpmdExecutor<lulesh::Subdomains> exec(manager, options);
+  fox::apgas::SpmdExecutor<lulesh::Subdomains> exec(manager, o.Iterative("lulesh"));
   try {
     exec.run(c, [&](lulesh::Subdomains& s) { answer = AnswerOf(s); });
   } catch (const fox::apgas::DeadPlaceException& e) {
-    std::printf("lulesh: place %u died and cannot be replaced (no spare left, shrink=%" PRIu64 ")\n", e.place().id,
-                o.shrink);
+    o.SayUnrecovered("lulesh", e);
     throw;
   }
   double total_s = double(fox::clock::NowNs() - start) / 1e9;

@@ -12,12 +12,17 @@ using fox::apgas::Team;
 void Subdomains::Deal(size_t index, size_t n) {
   index_ = index;
   n_ = n;
-  domains_.clear();
-  uint64_t count = config_.domains * config_.domains * config_.domains;
-  for (uint64_t b = index; b < count; b += n) domains_.push_back(std::make_unique<Domain>(config_, b));
+  domains_.clear();  // made by the next step at time 0, or by a restore
   ready_ = false;
   finished_ = false;
   global_ = TimeConstraints{};
+}
+
+std::vector<uint64_t> Subdomains::Ids() const {
+  std::vector<uint64_t> ids;
+  uint64_t count = config_.domains * config_.domains * config_.domains;
+  for (uint64_t b = index_; b < count; b += n_) ids.push_back(b);
+  return ids;
 }
 
 Domain& Subdomains::Held(uint64_t b) {
@@ -88,7 +93,10 @@ void Subdomains::Reduce(Team* team) {
 }
 
 void Subdomains::step(Team* team) {
-  if (!ready_) {  // made or restored: the nodal masses first
+  if (!ready_) {  // dealt or restored: the nodal masses first
+    if (domains_.empty()) {
+      for (uint64_t b : Ids()) domains_.push_back(std::make_unique<Domain>(config_, b));
+    }
     Exchange(lulesh::Exchange::kNodalMass, team);
     for (auto& d : domains_) d->CompleteSetup();
     Reduce(team);  // a restored subdomain's constraints give the next increment
@@ -103,16 +111,21 @@ void Subdomains::step(Team* team) {
 }
 
 void Subdomains::checkpoint(const fox::apgas::Snapshot& s) {
-  for (auto& d : domains_) s.save("d" + std::to_string(d->index()), ready_ ? d->Save() : std::vector<double>{});
+  if (!ready_) {  // before the first step: time 0, remade from the Config
+    for (uint64_t b : Ids()) s.save("d" + std::to_string(b), std::vector<double>{});
+    return;
+  }
+  for (auto& d : domains_) s.save("d" + std::to_string(d->index()), d->Save());
 }
 
 void Subdomains::restore(const fox::apgas::Snapshot& s) {
   size_t n_old = s.places().size();
-  for (auto& d : domains_) {
-    uint64_t b = d->index();
+  domains_.clear();
+  for (uint64_t b : Ids()) {
     auto saved = s.load<std::vector<double>>(size_t(b % n_old), "d" + std::to_string(b));
     if (!saved) throw std::runtime_error("lulesh: the checkpoint lacks subdomain " + std::to_string(b));
-    d = std::make_unique<Domain>(saved->empty() ? Domain(config_, b) : Domain::Restore(config_, b, *saved));
+    domains_.push_back(
+        std::make_unique<Domain>(saved->empty() ? Domain(config_, b) : Domain::Restore(config_, b, *saved)));
   }
   ready_ = false;
   finished_ = false;

@@ -13,7 +13,9 @@
 // member makes it throw DeadPlaceException, never hang). The time
 // constraints and whether the run is over are one allreduce (min) at the
 // end of the step. A subdomain made or restored from a checkpoint first
-// exchanges its nodal masses (setup), in the next step.
+// exchanges its nodal masses (setup), in the next step. Subdomains are
+// made where they are needed (the first step at time 0, or a restore),
+// not when a place is dealt them.
 //
 // Checkpoints: each subdomain's saved state under "d<index>", saved by its
 // holder; restore loads them from the snapshot group's holders (b % n_old),
@@ -66,7 +68,10 @@ class Subdomains {
       ar(heads, data);
     }
   };
+  // Takes the subdomains of index `index` of `n`; they are made (at time 0)
+  // by the next step, or by a restore, so a remake does not make them twice.
   void Deal(size_t index, size_t n);
+  std::vector<uint64_t> Ids() const;  // the subdomains held, increasing
   Domain& Held(uint64_t b);
   void Exchange(lulesh::Exchange kind, fox::apgas::Team* team);
   void Reduce(fox::apgas::Team* team);
@@ -75,7 +80,7 @@ class Subdomains {
 
   Config config_;
   size_t index_ = 0, n_ = 1;
-  std::vector<std::unique_ptr<Domain>> domains_;  // by increasing index
+  std::vector<std::unique_ptr<Domain>> domains_;  // by increasing index; empty until made
   bool ready_ = false;                            // setup done (masses exchanged)
   bool finished_ = false;
   TimeConstraints global_;

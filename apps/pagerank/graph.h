@@ -114,30 +114,31 @@ inline Edges Config::MakeBlock(uint64_t b) const {
 // or after size * b / blocks. Throws std::runtime_error naming the file and
 // the offset of a bad line.
 inline void Load(Config* c) {
-  uint64_t size = fox::apps::FileSize(c->input), pieces = size / (uint64_t(1) << 20) + 1;
+  uint64_t size = fox::apps::FileSize(c->input);
   std::vector<bool> seen;
   uint64_t largest = 0, edges = 0;
   int64_t last = -1;
   c->starts.assign(1, 0);
-  for (uint64_t i = 0; i < pieces; ++i) {
-    fox::apps::Split split = fox::apps::ReadSplit(c->input, size, i, pieces);
-    fox::apps::ForEachLine(split.text, split.offset, [&](uint64_t offset, const std::vector<std::string_view>& fields) {
-      auto [source, target] = ParseEdge(c->input, offset, fields);
-      largest = std::max<uint64_t>(largest, std::max(source, target));
-      ++edges;
-      if (int64_t(source) == last) return;
-      if (seen.size() <= source) seen.resize(size_t(source) + 1);
-      if (seen[source]) {
-        fox::apps::InputError(c->input, offset,
-                              "the edges of vertex " + std::to_string(source) +
-                                  " are not on consecutive lines: sort the file by source (sort -n -k1,1)");
-      }
-      seen[source] = true;
-      last = source;
-      // A source's first edge: it starts the next blocks whose share of the bytes it reached.
-      while (c->starts.size() < c->blocks && offset >= size * c->starts.size() / c->blocks) c->starts.push_back(offset);
-    });
-  }
+  fox::apps::ForEachFileLine(
+      c->input, size,
+      [&](uint64_t offset, const std::vector<std::string_view>& fields) {
+        auto [source, target] = ParseEdge(c->input, offset, fields);
+        largest = std::max<uint64_t>(largest, std::max(source, target));
+        ++edges;
+        if (int64_t(source) == last) return;
+        if (seen.size() <= source) seen.resize(size_t(source) + 1);
+        if (seen[source]) {
+          fox::apps::InputError(c->input, offset,
+                                "the edges of vertex " + std::to_string(source) +
+                                    " are not on consecutive lines: sort the file by source (sort -n -k1,1)");
+        }
+        seen[source] = true;
+        last = source;
+        // A source's first edge: it starts the next blocks whose share of the bytes it reached.
+        while (c->starts.size() < c->blocks && offset >= size * c->starts.size() / c->blocks)
+          c->starts.push_back(offset);
+      },
+      [] { return true; });
   if (edges == 0) throw std::runtime_error(c->input + ": no edges");
   while (c->starts.size() <= c->blocks) c->starts.push_back(size);
   c->vertices = std::max<uint64_t>(largest + 1, 2);
