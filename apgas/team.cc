@@ -102,8 +102,19 @@ TeamService::TeamService() : core_(core::Current()) {
   auto on_message = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
     OnMessage(from, handler, data, length);
   };
-  if (auto r = ebb::Messenger::Get()->ListenAny(ebb::kTeamId, on_message, core_); !r.ok()) {
+  // A large tree message's buffer becomes its bytes (OnTree); the rest as any message.
+  auto on_large = [this](NodeId from, uint16_t handler, std::vector<uint8_t> data) {
+    if (handler != kTree) return OnMessage(from, handler, data.data(), data.size());
+    try {
+      OnTree(std::move(data));
+    } catch (const std::exception& e) {
+      LOG_WARN("apgas: malformed Team message from place %u: %s", from, e.what());
+    }
+  };
+  if (auto r = ebb::Messenger::Get()->Listen(ebb::kTeamId, on_message, core_); !r.ok()) {
     LOG_ERROR("apgas: Team cannot receive messages: %s", ErrorName(r.error()));
+  } else if (auto large = ebb::Messenger::Get()->ListenLarge(ebb::kTeamId, on_large, core_); !large.ok()) {
+    LOG_ERROR("apgas: Team cannot receive large messages: %s", ErrorName(large.error()));
   }
   subscription_ = am::OnPeerState(
       [this](NodeId node, am::PeerState state) {
@@ -154,7 +165,7 @@ void TeamService::OnMessage(NodeId from, uint16_t handler, const uint8_t* data, 
       in(k);
       OnKnown(std::move(k));
     } else if (handler == kTree) {
-      OnTree(data, length);
+      OnTree(std::vector<uint8_t>(data, data + length));
     }
   } catch (const std::exception& e) {
     LOG_WARN("apgas: malformed Team message from place %u: %s", from, e.what());

@@ -68,7 +68,7 @@ class TeamService : public ebb::SharedEbb<TeamService> {
   struct Given;  // the last answer this member was given, per team
   struct TreeWait;
   using TreeKey = std::tuple<uint64_t, uint64_t, uint32_t, uint32_t>;  // team, op, tag, from
-  void OnTree(const uint8_t* data, size_t length);
+  void OnTree(std::vector<uint8_t> message);                           // throws std::invalid_argument if malformed
   void FailTreeWaitsLocked(uint32_t dead, std::vector<std::shared_ptr<TreeWait>>* failed) REQUIRES(lock_);
   static void FailTreeWaits(const std::vector<std::shared_ptr<TreeWait>>& failed, uint32_t dead);
   void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length);

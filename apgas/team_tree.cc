@@ -1,10 +1,11 @@
 // Team's tree collectives (team.h): reduce, broadcast, gather and scatter
 // along a binomial tree rooted at a member, alltoall member to member, and
-// the messages they travel in (kTree of the TeamService Ebb, team.cc):
-// team id, operation, a tag (the step of the algorithm), the sender's
-// member index, the bytes. A member receives only from the members the
-// algorithm names; the message may come before the receiver asks (kept
-// until it does).
+// the messages they travel in (kTree of the TeamService Ebb, team.cc): the
+// bytes, then a trailer of team id, operation, a tag (the step of the
+// algorithm), the sender's member index and the bytes' length (the bytes
+// first, so that a large message's buffer becomes the bytes without a
+// copy). A member receives only from the members the algorithm names; the
+// message may come before the receiver asks (kept until it does).
 //
 // Failures: a receive fails with DeadPlaceException once any member of the
 // team is dead (known here first, or learnt while waiting), so that no
@@ -18,22 +19,14 @@
 #include "fox/ebb/messenger.h"
 #include "fox/ebb/static_ids.h"
 #include "fox/log.h"
+#include "fox/net/wire.h"
 #include "team_service.h"
 
 namespace fox::apgas {
 namespace detail {
 namespace {
 constexpr uint16_t kTree = 4;
-
-struct TreeMessage {
-  uint64_t team = 0, op = 0;
-  uint32_t tag = 0, from = 0;
-  std::vector<uint8_t> bytes;
-  template <class A>
-  void serialize(A& ar) {
-    ar(team, op, tag, from, bytes);
-  }
-};
+constexpr size_t kTrailerBytes = 8 + 8 + 4 + 4 + 8;  // team, op, tag, from, length
 }  // namespace
 
 struct TeamService::TreeWait {
@@ -43,31 +36,36 @@ struct TeamService::TreeWait {
 
 void TeamService::TreeSend(uint32_t place, uint64_t team, uint64_t op, uint32_t tag, uint32_t from,
                            std::vector<uint8_t> bytes) {
-  std::vector<uint8_t> message;
-  {
-    OutArchive out(message);
-    out(TreeMessage{team, op, tag, from, std::move(bytes)});
-  }
-  (void)ebb::Messenger::Get()->SendAny(place, ebb::kTeamId, kTree, message.data(), message.size());
+  size_t length = bytes.size();
+  bytes.resize(length + kTrailerBytes);
+  uint8_t* t = bytes.data() + length;
+  net::wire::Store64(t, team);
+  net::wire::Store64(t + 8, op);
+  net::wire::Store32(t + 16, tag);
+  net::wire::Store32(t + 20, from);
+  net::wire::Store64(t + 24, length);
+  (void)ebb::Messenger::Get()->SendAny(place, ebb::kTeamId, kTree, std::move(bytes));
 }
 
-void TeamService::OnTree(const uint8_t* data, size_t length) {
-  TreeMessage m;
-  InArchive in(data, length);
-  in(m);
+void TeamService::OnTree(std::vector<uint8_t> message) {
+  if (message.size() < kTrailerBytes) throw std::invalid_argument("a tree message shorter than its trailer");
+  size_t length = message.size() - kTrailerBytes;
+  const uint8_t* t = message.data() + length;
+  if (net::wire::Load64(t + 24) != length) throw std::invalid_argument("a tree message of the wrong length");
+  TreeKey key{net::wire::Load64(t), net::wire::Load64(t + 8), net::wire::Load32(t + 16), net::wire::Load32(t + 20)};
+  message.resize(length);
   std::shared_ptr<TreeWait> w;
   {
     SpinGuard g(lock_);
-    TreeKey key{m.team, m.op, m.tag, m.from};
     auto it = tree_waiting_.find(key);
     if (it == tree_waiting_.end()) {
-      tree_arrived_[key] = std::move(m.bytes);
+      tree_arrived_[key] = std::move(message);
       return;
     }
     w = it->second;
     tree_waiting_.erase(it);
   }
-  w->promise.SetValue(std::move(m.bytes));
+  w->promise.SetValue(std::move(message));
 }
 
 void TeamService::ThrowIfAnyDead(const std::vector<uint32_t>& members) const {
@@ -151,25 +149,47 @@ size_t Team::RootIndex(Place root) const {
   return size_t(i);
 }
 
-std::optional<Team::Bytes> Team::ReduceBytes(size_t root, Bytes mine, Function<Bytes(const Bytes&, const Bytes&)> op,
-                                             uint64_t operation) {
+bool Team::ReduceInto(size_t root, Function<void(Bytes)> absorb, Function<Bytes()> take, uint64_t operation) {
   auto service = detail::TeamService::Get();
   std::vector<uint32_t> ids = Ids();
   size_t n = places_.size(), me = Rank(), vr = (me + n - root) % n;
   service->ThrowIfAnyDead(ids);
-  // acc covers relative ranks [vr, vr + mask): received ones come after it.
+  // This member's value covers relative ranks [vr, vr + mask): received ones come after it.
   for (size_t mask = 1; mask < n; mask <<= 1) {
     if (vr & mask) {
       size_t parent = (vr - mask + root) % n;
-      service->TreeSend(ids[parent], id_, operation, kUp, uint32_t(me), std::move(mine));
-      return std::nullopt;
+      service->TreeSend(ids[parent], id_, operation, kUp, uint32_t(me), take());
+      return false;
     }
     if (vr + mask < n) {
       size_t child = (vr + mask + root) % n;
-      auto theirs = service->TreeReceive(id_, operation, kUp, uint32_t(child), ids);
-      mine = op(mine, theirs);
+      absorb(service->TreeReceive(id_, operation, kUp, uint32_t(child), ids));
     }
   }
+  return true;
+}
+
+namespace {
+// AllreduceArray's tags: its own steps (1...), above the other algorithms'.
+constexpr uint32_t kArray = 16;
+}  // namespace
+
+void Team::SendTo(size_t member, uint64_t operation, uint32_t tag, Bytes bytes) {
+  detail::TeamService::Get()->TreeSend(places_[member].id, id_, operation, kArray + tag, uint32_t(Rank()),
+                                       std::move(bytes));
+}
+
+Team::Bytes Team::ReceiveFrom(size_t member, uint64_t operation, uint32_t tag) {
+  return detail::TeamService::Get()->TreeReceive(id_, operation, kArray + tag, uint32_t(member), Ids());
+}
+
+void Team::ThrowIfAnyDead() const { detail::TeamService::Get()->ThrowIfAnyDead(Ids()); }
+
+std::optional<Team::Bytes> Team::ReduceBytes(size_t root, Bytes mine, Function<Bytes(const Bytes&, const Bytes&)> op,
+                                             uint64_t operation) {
+  bool at_root = ReduceInto(
+      root, [&](Bytes theirs) { mine = op(mine, theirs); }, [&] { return std::move(mine); }, operation);
+  if (!at_root) return std::nullopt;
   return mine;
 }
 

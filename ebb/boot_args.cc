@@ -10,4 +10,10 @@ namespace fox::ebb {
 FOX_BOOT_ARG(dht_cores, "fox.dht_cores", BootArgKind::kUInt, nullptr, 1, 256,
              "the Dht's shards lie on the first N kernel cores (default: all of them; ebb/include/fox/ebb/dht.h)");
 
+#ifndef FOX_NATIVE  // nodes never read a peer's memory (fox/peer_memory.h)
+FOX_BOOT_ARG(direct, "fox.direct", BootArgKind::kEnum, "on|off", 0, 0,
+             "hosted places read each other's large messages out of memory when on one host (default on; "
+             "ebb/include/fox/ebb/messenger.h)");
+#endif
+
 }  // namespace fox::ebb

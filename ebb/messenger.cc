@@ -17,10 +17,6 @@
 
 namespace fox::ebb {
 namespace {
-// Handlers of the Ebb kMessengerId: fragments, and status requests (an Rpc
-// request with an empty body; the report is the reply).
-constexpr uint16_t kFragment = 1;
-constexpr uint16_t kStatusRequest = 2;
 constexpr size_t kChunk = net::kMaxMessageBytes - kFragmentHeaderBytes;
 }  // namespace
 
@@ -31,7 +27,8 @@ Messenger::Messenger()
           [this](uint32_t from, uint32_t ebb, uint16_t handler, std::vector<uint8_t> data) {
             Deliver(from, ebb, handler, std::move(data));
           },
-          [this](uint32_t from, const char* why) { Dropped(from, why); }) {
+          [this](uint32_t from, const char* why) { Dropped(from, why); }),
+      direct_enabled_(DirectEnabled()) {
   auto on_message = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
     OnMessage(from, handler, data, length);
   };
@@ -41,6 +38,7 @@ Messenger::Messenger()
   subscription_ = am::OnPeerState(
       [this](NodeId node, am::PeerState state) {
         if (state != am::PeerState::kDead) return;
+        ForgetDirect(node);
         size_t dropped = reassembler_.DropFrom(node);
         if (dropped == 0) return;
         LOG_WARN("Messenger: node %u died with %zu large messages unfinished", node, dropped);
@@ -58,6 +56,7 @@ Messenger::Messenger()
 }
 
 Messenger::~Messenger() {
+  for (auto& [node, peer] : direct_from_) peer_memory::Close(&peer);
   am::OnStatusRequest(nullptr);
   am::StopPeerState(subscription_);
   am::Unregister(kMessengerId);
@@ -91,8 +90,15 @@ void Messenger::ReportToFrontend() {
 }
 
 void Messenger::OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
-  if (handler == kFragment) reassembler_.OnFragment(from, data, length);
-  if (handler == kStatusRequest) AnswerStatus(from, data, length);
+  switch (handler) {
+    case kFragment: return reassembler_.OnFragment(from, data, length);
+    case kStatusRequest: return AnswerStatus(from, data, length);
+    case kDirectProbe: return OnProbe(from, data, length);
+    case kDirectAnswer: return OnProbeAnswer(from, data, length);
+    case kDirectMessage: return OnDirect(from, data, length);
+    case kDirectDone: return OnDirectDone(from, data, length);
+    default: return;
+  }
 }
 
 Result<void> Messenger::ListenLarge(EbbId id, LargeHandler handler, int core) {
@@ -135,6 +141,11 @@ Result<void> Messenger::SendAny(NodeId node, EbbId id, uint16_t handler, const v
   return {};
 }
 
+Result<void> Messenger::SendAny(NodeId node, EbbId id, uint16_t handler, std::vector<uint8_t> bytes) {
+  if (bytes.size() > net::kMaxMessageBytes) return SendLarge(node, id, handler, std::move(bytes));
+  return SendAny(node, id, handler, bytes.data(), bytes.size());
+}
+
 Messenger::LargeStats Messenger::large_stats() const {
   SpinGuard g(lock_);
   return stats_;
@@ -144,26 +155,44 @@ Result<void> Messenger::SendLarge(NodeId node, EbbId id, uint16_t handler, const
   if (id == kNullId) return Error::kInvalidArgument;
   if (length > kMaxLargeBytes) return Error::kOutOfRange;
   const auto* bytes = static_cast<const uint8_t*>(data);
+  if (node == am::Self()) return SendLarge(node, id, handler, std::vector<uint8_t>(bytes, bytes + length));
+  bool sent = false;
+  FOX_TRY(SendDirect(node, id, handler, bytes, length, nullptr, &sent));
+  if (!sent) FOX_TRY(SendFragments(node, id, handler, bytes, length));
+  SpinGuard g(lock_);
+  ++stats_.sent;
+  return {};
+}
+
+Result<void> Messenger::SendLarge(NodeId node, EbbId id, uint16_t handler, std::vector<uint8_t> bytes) {
+  if (id == kNullId) return Error::kInvalidArgument;
+  if (bytes.size() > kMaxLargeBytes) return Error::kOutOfRange;
   if (node == am::Self()) {
-    std::vector<uint8_t> copy(bytes, bytes + length);
-    event::SpawnRemote(core_, [this, node, id, handler, copy = std::move(copy)]() mutable {
-      Deliver(node, id, handler, std::move(copy));
+    event::SpawnRemote(core_, [this, node, id, handler, bytes = std::move(bytes)]() mutable {
+      Deliver(node, id, handler, std::move(bytes));
     });
   } else {
-    uint64_t message = next_message_.fetch_add(1, std::memory_order_relaxed);
-    uint8_t fragment[net::kMaxMessageBytes];
-    size_t offset = 0;
-    do {  // an empty message is one empty fragment
-      size_t chunk = length - offset < kChunk ? length - offset : kChunk;
-      EncodeFragmentHeader(fragment, message, id, handler, uint32_t(length), uint32_t(offset));
-      if (chunk != 0) std::memcpy(fragment + kFragmentHeaderBytes, bytes + offset, chunk);
-      FOX_TRY(am::SendWait(node, kMessengerId, kFragment, fragment, kFragmentHeaderBytes + chunk));
-      offset += chunk;
-    } while (offset < length);
-    am::Flush(node);
+    bool sent = false;
+    FOX_TRY(SendDirect(node, id, handler, bytes.data(), bytes.size(), &bytes, &sent));
+    if (!sent) FOX_TRY(SendFragments(node, id, handler, bytes.data(), bytes.size()));
   }
   SpinGuard g(lock_);
   ++stats_.sent;
+  return {};
+}
+
+Result<void> Messenger::SendFragments(NodeId node, EbbId id, uint16_t handler, const uint8_t* bytes, size_t length) {
+  uint64_t message = next_message_.fetch_add(1, std::memory_order_relaxed);
+  uint8_t fragment[net::kMaxMessageBytes];
+  size_t offset = 0;
+  do {  // an empty message is one empty fragment
+    size_t chunk = length - offset < kChunk ? length - offset : kChunk;
+    EncodeFragmentHeader(fragment, message, id, handler, uint32_t(length), uint32_t(offset));
+    if (chunk != 0) std::memcpy(fragment + kFragmentHeaderBytes, bytes + offset, chunk);
+    FOX_TRY(am::SendWait(node, kMessengerId, kFragment, fragment, kFragmentHeaderBytes + chunk));
+    offset += chunk;
+  } while (offset < length);
+  am::Flush(node);
   return {};
 }
 
@@ -239,6 +268,9 @@ std::string Messenger::LocalStatus() const {
   add("large.sent %llu", (unsigned long long)l.sent);
   add("large.received %llu", (unsigned long long)l.received);
   add("large.dropped %llu", (unsigned long long)l.dropped);
+  add("large.direct_sent %llu", (unsigned long long)l.direct_sent);
+  add("large.direct_received %llu", (unsigned long long)l.direct_received);
+  add("large.probes_refused %llu", (unsigned long long)l.probes_refused);
   if (const Dht* dht = Dht::IfConstructed()) {
     Dht::Stats d = dht->stats();
     add("dht.epoch %llu", (unsigned long long)dht->epoch());

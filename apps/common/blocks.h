@@ -100,6 +100,7 @@ P MapBlocks(const Part<Config>& part, Fn fn) {
       });
     }
   });
+  if (groups == 1) return std::move(per_group[0]);
   P total{};
   for (P& p : per_group) total += p;
   return total;

@@ -14,7 +14,8 @@
 //     static void Update(const Config& c, const Partial& total, State* s);  // the step's end (s->step++)
 //     static uint64_t Steps(const Config& c);                               // how many steps
 //     static void Print(const Config& c, const State& s);                   // the answer
-//   };
+//     static size_t Width(const Config& c);  // optional, when Partial is Sums: its `each`'s length
+//   };                                       // (the SPMD executor allreduces it as one array)
 // State has operator== (the check against one place: bit for bit).
 //
 // The state lives at place 0 (global executor) or at every place (SPMD:
@@ -124,7 +125,13 @@ class SpmdMapReduce {
     struct Add {
       Partial operator()(Partial a, const Partial& b) const { return a += b; }
     };
-    Partial total = team.allreduce(MapHere<M>(config_, state_, *part_), Add());
+    Partial mine = MapHere<M>(config_, state_, *part_);
+    Partial total;
+    if constexpr (requires { M::Width(config_); }) {  // Sums of that width: allreduced as an array
+      total = Partial::Unflat(team.allreduce(std::move(mine).Flat(M::Width(config_)), apgas::Team::Sum<int64_t>()));
+    } else {
+      total = team.allreduce(std::move(mine), Add());
+    }
     M::Update(config_, total, &state_);
   }
   void checkpoint(const apgas::Snapshot& s) {

@@ -40,6 +40,21 @@ struct Sums {
   void serialize(A& ar) {
     ar(each, extra);
   }
+  // As one array of width + 1 (each, zeros to `width` if empty, then
+  // extra), for Team's array allreduce; Unflat undoes it.
+  std::vector<int64_t> Flat(size_t width) && {
+    if (each.empty()) each.assign(width, 0);
+    each.push_back(extra);
+    return std::move(each);
+  }
+  static Sums Unflat(std::vector<int64_t> flat) {
+    Sums s;
+    if (flat.empty()) return s;
+    s.extra = flat.back();
+    flat.pop_back();
+    s.each = std::move(flat);
+    return s;
+  }
   Sums& operator+=(const Sums& o) {
     if (each.empty()) return *this = o;
     for (size_t i = 0; i < each.size() && i < o.each.size(); ++i) each[i] += o.each[i];

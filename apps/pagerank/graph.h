@@ -185,6 +185,7 @@ struct PageRank {
     return s;
   }
   static uint64_t Steps(const Config& c) { return c.iterations; }
+  static size_t Width(const Config& c) { return c.vertices; }
   static void Map(const Config& c, const State& s, const fox::apps::Part<Config>& part, size_t k, Partial* p) {
     Contribute(c, s.ranks, part.block(k), part.first(k), p);
   }

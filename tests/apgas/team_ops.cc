@@ -7,7 +7,7 @@
 // place 1, reduce to place 2, gather at place 3, scatter from place 1,
 // alltoall, split by the parity of the index (each half then allreduces
 // its own), allreduce of ELEMENTS doubles (each element the sum of the
-// members' values, exact in a double), barrier; then the last place dies
+// members' values, exact in a double; each half too), barrier; then the last place dies
 // inside an allreduce of ELEMENTS doubles: every survivor's allreduce
 // throws DeadPlaceException naming it (none hangs). Place 0 checks what
 // every place got. Run by hosted_nodes.py and cluster.py (tests.cmake); a
@@ -80,6 +80,13 @@ std::string Member(const std::vector<Place>& group, uint64_t elements) {
          "split: " + std::to_string(half.places().size()) + " members, sum " + std::to_string(half_sum));
   std::vector<double> big(elements);
   for (uint64_t i = 0; i < elements; ++i) big[i] = double(i % 1024) * double(me + 1);
+  // Each half allreduces the array too (5 places: teams of 3 and 2, odd sizes for the array algorithm).
+  auto half_big = half.allreduce(big, Team::Sum<double>());
+  double half_scale = 0;
+  for (size_t i = me % 2; i < n; i += 2) half_scale += double(i + 1);
+  bool half_summed = half_big.size() == elements;
+  for (uint64_t i = 0; half_summed && i < elements; ++i) half_summed = half_big[i] == double(i % 1024) * half_scale;
+  expect(half_summed, "the half's allreduce of " + std::to_string(elements) + " doubles");
   uint64_t start = fox::clock::NowNs();
   auto sum = team.allreduce(big, Team::Sum<double>());
   double took = double(fox::clock::NowNs() - start) / 1e9;

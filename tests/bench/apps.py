@@ -5,8 +5,8 @@ For each app on the same data and the same cores (P processes or threads on
 this machine's first P CPUs), alternating the sides over ROUNDS rounds (a
 different side first each round), prints the median and spread (min..max)
 of the timed steps, the input generated before them and reported apart:
-  apps.APP_fox_steps_s          fox, hosted places (fox.spares none), a checkpoint
-                                only before the first step (every=1000000)
+  apps.APP_fox_steps_s          fox, hosted places (fox.spares none, executor=spmd), a
+                                checkpoint only before the first step (every=1000000)
   apps.APP_fox_resilient_steps_s  the same with a checkpoint every 10 steps (its
                                 executor's whole time: steps and checkpoints)
   apps.APP_mpi_steps_s          the MPI peer (tests/bench/mpi/APP_mpi.cc, mpicxx -O3
@@ -81,6 +81,10 @@ APPS = {
                r"lulesh_mpi: (iteration count \d+, final origin energy \S+ \(\S+\))"),
 }
 NO_SPARK = ("lulesh",)  # Spark's users do not run it
+# fox's apps run on the SPMD executor, as an APGAS programmer runs a bulk-synchronous
+# program (every place its own loop, a Team allreduce a step: MPI's pattern); the
+# global executor's place 0 sends the state out and gathers every step.
+FOX_EXECUTOR = "executor=spmd"
 STATS = re.compile(r": ([0-9.]+) s; (\d+) steps \(([0-9.]+) s\), (\d+) checkpoints \(([0-9.]+) s")
 SPARK_DIR = os.path.join(ROOT, "tests", "bench", "spark")
 SPARK_VENV = os.path.join(ROOT, "build", "bench", "spark-venv")
@@ -308,6 +312,7 @@ def spark_versus_fox(app, spark_answer, fox_answer, fox_out):
 def bench(app, spark):
     """One app's rounds; `spark` is False when the Spark peer is unavailable."""
     fox_args, mpi_args, fox_answer, mpi_answer = APPS[app]
+    fox_args = fox_args + [FOX_EXECUTOR]
     binary = build_mpi(app)
     plain, resilient, mpi, answers = [], [], [], set()
     spark_steps, spark_per_step, spark_load, spark_answers, fox_out, fox_steps = [], [], [], set(), "", 0

@@ -857,6 +857,13 @@ int main(int argc, char** argv) {
     CHECK(WaitUntil([] { return g_quit.load(); }, 600'000));
   }
   fox::am::LogStats();
+  auto large = Messenger()->large_stats();
+  std::printf(
+      "am: large messages: %llu sent (%llu direct), %llu received (%llu direct), %llu dropped, %llu probes "
+      "refused\n",
+      (unsigned long long)large.sent, (unsigned long long)large.direct_sent, (unsigned long long)large.received,
+      (unsigned long long)large.direct_received, (unsigned long long)large.dropped,
+      (unsigned long long)large.probes_refused);
   uint64_t errors = g_reply_failures.load();
   for (int i = 0; i < kMaxNodes; ++i) {
     PerNode& n = g_nodes[i];

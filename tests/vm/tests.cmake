@@ -464,6 +464,8 @@ add_test(NAME hosted.am_nodes COMMAND ${FOX_HOSTED_NODES}
   --expect "0:am: 300 puts of 1000 bytes into node 1's SAS segment at 0x[0-9a-f]+: 0 bad bytes"
   --expect "1:am: stream from node 0: 20000 messages in order, 0 errors"
   --expect "0:am: 10 large messages of 300000 bytes to node 2: 10 received whole, 0 bad"
+  --expect "0:am: large messages: 11 sent \\([1-9] direct\\), 0 received \\(0 direct\\), 0 dropped, 0 probes refused"
+  --expect "2:am: large messages: 0 sent \\(0 direct\\), 11 received \\([1-9] direct\\), 0 dropped"
   --expect "0:am: 2000 local messages, the first handler blocked: others ran meanwhile: yes, 0 not run exactly once"
   --expect "1:am: 2000 local messages, the first handler blocked: others ran meanwhile: yes, 0 not run exactly once"
   --expect "0:am: 20 messages to each of 500 Ebbs on node 1: 500 Ebbs complete, 0 errors"
@@ -473,6 +475,16 @@ add_test(NAME hosted.am_nodes COMMAND ${FOX_HOSTED_NODES}
   $<TARGET_FILE:am_node_hosted> 0:rpc_timeout,2 0:blockers,2000 1:blockers,2000 0:stream,1,20000 0:echo,2,200,1000 0:put,2,500,1400
   0:put,1,300,1000 0:large,2,10,300000 0:many,1,500,20 2:many,1,500,20 1:many,0,500,20 0:quit,1,2)
 set_tests_properties(hosted.am_nodes PROPERTIES LABELS hosted TIMEOUT 180)
+# Large messages to a place that does not read its peers' memory
+# (fox.direct=off): the sender's probe is refused and every message goes
+# as fragments, whole and in order (the other hosted tests read directly).
+add_test(NAME hosted.am_large_fragments COMMAND ${FOX_HOSTED_NODES}
+  --nodes 2 --timeout 60 --node-args "1:fox.direct=off"
+  --expect "0:am: 5 large messages of 300000 bytes to node 1: 5 received whole, 0 bad"
+  --expect "0:am: large messages: 6 sent \\(0 direct\\), 0 received \\(0 direct\\), 0 dropped, 1 probes refused"
+  --expect "1:am: large messages: 0 sent \\(0 direct\\), 6 received \\(0 direct\\), 0 dropped"
+  $<TARGET_FILE:am_node_hosted> 0:large,1,5,300000 0:quit,1)
+set_tests_properties(hosted.am_large_fragments PROPERTIES LABELS hosted TIMEOUT 90)
 # A node started with another job key: each side drops the other's frames
 # and says why, naming the sender (rate-limited), instead of failing silently.
 add_test(NAME hosted.am_wrong_key COMMAND ${FOX_HOSTED_NODES}

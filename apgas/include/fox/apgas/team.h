@@ -12,9 +12,10 @@
 //
 // Algorithms (team_tree.cc): reduce and gather up a binomial tree rooted
 // at the root, broadcast and scatter down one; allreduce and barrier are a
-// reduce to the first member and a broadcast from it; alltoall sends
-// member to member. A member sends at most log2(n) + 1 messages per
-// operation (alltoall: n - 1) and receives as many, so a member's cost
+// reduce to the first member and a broadcast from it, but for arrays from
+// 64 KiB (a reduce-scatter and an allgather: AllreduceArray); alltoall
+// sends member to member. A member sends at most log2(n) + 1 messages per
+// operation (AllreduceArray: 2 log2(n) + 1; alltoall: n - 1) and receives as many, so a member's cost
 // grows with log n, not n. Reductions combine in member order (grouped
 // as the tree is), the same at every member.
 //
@@ -32,10 +33,13 @@
 // the others the same.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fox/apgas/apgas.h"
@@ -72,32 +76,34 @@ class Team {
     T operator()(const T& a, const T& b) const { return b < a ? b : a; }
   };
 
-  // The members' values combined by op, at root (nullopt elsewhere).
+  // The members' values combined by op, at root (nullopt elsewhere). op(a,
+  // b) may take a by value: the running value is moved into it.
   template <class T, class Op>
   std::optional<T> reduce(Place root, const T& value, Op op) {
-    auto r = ReduceBytes(RootIndex(root), Encode(value), Combiner<T>(op), next_op_++);
-    if (!r) return std::nullopt;
-    return Decode<T>(*r);
+    return ReduceValue<T>(RootIndex(root), value, op, next_op_++);
   }
   // Element-wise over arrays of equal length.
   template <class T, class Op>
   std::optional<std::vector<T>> reduce(Place root, const std::vector<T>& values, Op op) {
-    using V = std::vector<T>;
-    auto r = ReduceBytes(RootIndex(root), Encode(values), Combiner<V>(Elementwise<T>(op)), next_op_++);
-    if (!r) return std::nullopt;
-    return Decode<V>(*r);
+    auto elementwise = Elementwise<T>(op);
+    return ReduceValue<std::vector<T>>(RootIndex(root), values, elementwise, next_op_++);
   }
   // The members' values combined by op, the same at every member.
   template <class T, class Op>
   T allreduce(const T& value, Op op) {
-    return Decode<T>(AllreduceBytes(Encode(value), Combiner<T>(op)));
+    return AllreduceValue<T>(value, op);
   }
-  // Element-wise over arrays of equal length.
+  // Element-wise over arrays of equal length (from kLargeArrayBytes:
+  // reduce-scatter and allgather, team_tree.cc's AllreduceArray).
   template <class T, class Op>
   std::vector<T> allreduce(const std::vector<T>& values, Op op) {
-    using V = std::vector<T>;
-    return Decode<V>(AllreduceBytes(Encode(values), Combiner<V>(Elementwise<T>(op))));
+    if (values.size() * sizeof(T) >= kLargeArrayBytes && places_.size() > 1) {
+      return AllreduceArray<T>(values, op, next_op_++);
+    }
+    auto elementwise = Elementwise<T>(op);
+    return AllreduceValue<std::vector<T>>(values, elementwise);
   }
+  static constexpr size_t kLargeArrayBytes = size_t(64) << 10;
   // Every member's value, in member order, at root (empty elsewhere).
   template <class T>
   std::vector<T> gather(Place root, const T& value) {
@@ -151,12 +157,92 @@ class Team {
   }
   template <class T, class Op>
   static auto Elementwise(Op op) {
-    return [op](const std::vector<T>& a, const std::vector<T>& b) {
+    return [op](std::vector<T> a, const std::vector<T>& b) {
       if (a.size() != b.size()) throw std::invalid_argument("Team: element-wise over arrays of different lengths");
-      std::vector<T> r(a.size());
-      for (size_t i = 0; i < a.size(); ++i) r[i] = op(a[i], b[i]);
-      return r;
+      for (size_t i = 0; i < a.size(); ++i) a[i] = op(a[i], b[i]);
+      return a;
     };
+  }
+  // The members' values combined up the tree to member `root` (its
+  // result; nullopt elsewhere): each member decodes what its children send
+  // and folds it into its running value, encoding only what it sends up.
+  template <class T, class Op>
+  std::optional<T> ReduceValue(size_t root, T value, Op& op, uint64_t operation) {
+    bool at_root = ReduceInto(
+        root, [&](Bytes theirs) { value = op(std::move(value), Decode<T>(theirs)); }, [&] { return Encode(value); },
+        operation);
+    if (!at_root) return std::nullopt;
+    return value;
+  }
+  // Rabenseifner's allreduce of an array: among the largest power of two
+  // p <= n of the members, a reduce-scatter by recursive halving (each
+  // step, partners exchange halves of what they hold and combine the half
+  // they keep) and an allgather by recursive doubling; the first 2(n - p)
+  // members pair up before (the even one hands its array to the odd one)
+  // and after (the odd one hands the result back). Each member sends and
+  // receives about twice the array, whatever n, in log2(n) + 2 steps.
+  // Partners are found lowest bit first and the lower member's value is
+  // op's left: each element combines in member order, grouped as a tree.
+  template <class T, class Op>
+  std::vector<T> AllreduceArray(std::vector<T> v, Op& op, uint64_t operation) {
+    using Piece = std::pair<uint64_t, std::vector<T>>;  // an offset and the elements from there
+    size_t n = places_.size(), me = Rank(), p = 1;
+    while (p * 2 <= n) p *= 2;
+    size_t pairs = n - p;
+    auto combine = [&](size_t at, const std::vector<T>& theirs, bool theirs_first) {
+      if (at + theirs.size() > v.size())
+        throw std::invalid_argument("Team: element-wise over arrays of different lengths");
+      for (size_t i = 0; i < theirs.size(); ++i) {
+        v[at + i] = theirs_first ? op(theirs[i], v[at + i]) : op(v[at + i], theirs[i]);
+      }
+    };
+    auto slice = [&](size_t lo, size_t hi) {
+      return Encode(Piece{lo, std::vector<T>(v.begin() + long(lo), v.begin() + long(hi))});
+    };
+    ThrowIfAnyDead();
+    if (me < 2 * pairs && me % 2 == 0) {  // sits out: the odd partner reduces for both
+      SendTo(me + 1, operation, 0, Encode(v));
+      return Decode<std::vector<T>>(ReceiveFrom(me + 1, operation, 0));
+    }
+    if (me < 2 * pairs) combine(0, Decode<std::vector<T>>(ReceiveFrom(me - 1, operation, 0)), true);
+    size_t vr = me < 2 * pairs ? me / 2 : me - pairs;  // rank among the p
+    auto member = [&](size_t r) { return r < pairs ? 2 * r + 1 : r + pairs; };
+    size_t lo = 0, hi = v.size();
+    uint32_t tag = 1;
+    for (size_t mask = 1; mask < p; mask <<= 1, ++tag) {  // reduce-scatter
+      size_t partner = member(vr ^ mask), mid = lo + (hi - lo) / 2;
+      bool lower = (vr & mask) == 0;
+      SendTo(partner, operation, tag, lower ? slice(mid, hi) : slice(lo, mid));
+      Piece theirs = Decode<Piece>(ReceiveFrom(partner, operation, tag));
+      if (lower) {
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+      if (theirs.first != lo || theirs.second.size() != hi - lo) throw std::logic_error("Team: a halving out of step");
+      combine(lo, theirs.second, !lower);
+    }
+    for (size_t mask = p >> 1; mask > 0; mask >>= 1, ++tag) {  // allgather
+      size_t partner = member(vr ^ mask);
+      SendTo(partner, operation, tag, slice(lo, hi));
+      Piece theirs = Decode<Piece>(ReceiveFrom(partner, operation, tag));
+      if (theirs.first + theirs.second.size() > v.size()) throw std::logic_error("Team: a doubling out of step");
+      std::copy(theirs.second.begin(), theirs.second.end(), v.begin() + long(theirs.first));
+      lo = std::min<size_t>(lo, theirs.first);
+      hi = std::max<size_t>(hi, theirs.first + theirs.second.size());
+    }
+    if (me < 2 * pairs) SendTo(me - 1, operation, 0, Encode(v));
+    return v;
+  }
+  // ReduceValue to the first member and a broadcast from it.
+  template <class T, class Op>
+  T AllreduceValue(const T& value, Op& op) {
+    uint64_t operation = next_op_++;  // one number: the two phases' messages have tags of their own
+    if (auto r = ReduceValue<T>(0, value, op, operation)) {
+      (void)BroadcastBytes(0, Encode(*r), operation);
+      return std::move(*r);
+    }
+    return Decode<T>(BroadcastBytes(0, {}, operation));
   }
   static Bytes Nothing(const Bytes&, const Bytes&) { return {}; }
   // A reduce to the first member and a broadcast from it.
@@ -167,7 +253,15 @@ class Team {
   }
 
   // The tree algorithms (team_tree.cc), over member indices; `operation`
-  // numbers the messages.
+  // numbers the messages. ReduceInto: up the binomial tree to root, each
+  // member calls absorb(bytes) with each child's subtree value in member
+  // order, then sends take() (its value so far) to its parent; true at root.
+  bool ReduceInto(size_t root, Function<void(Bytes)> absorb, Function<Bytes()> take, uint64_t operation);
+  // One step's message to or from a member (index), and the check that
+  // no member is dead yet (DeadPlaceException), for AllreduceArray.
+  void SendTo(size_t member, uint64_t operation, uint32_t tag, Bytes bytes);
+  Bytes ReceiveFrom(size_t member, uint64_t operation, uint32_t tag);
+  void ThrowIfAnyDead() const;
   std::optional<Bytes> ReduceBytes(size_t root, Bytes mine, Function<Bytes(const Bytes&, const Bytes&)> op,
                                    uint64_t operation);
   Bytes BroadcastBytes(size_t root, Bytes bytes, uint64_t operation);

@@ -24,6 +24,19 @@
 // where the Ebb's large-message handler (ListenLarge) gets the whole message
 // as an event. Reassembly memory is bounded (kMaxPartialBytes per node);
 // fragments from a node that dies are dropped with its unfinished messages.
+//
+// Direct large messages (messenger_direct.cc): between hosted places on one
+// Linux host, a large message of kDirectMinBytes or more travels as the
+// address of its bytes, which the receiver copies out of the sender's
+// memory (fox/peer_memory.h), as MPI's shared-memory transport does: one
+// message and one copy instead of a fragment per 1.4 KB. The sender keeps
+// the bytes until the receiver says it has them (or dies). A sender asks
+// each peer once whether it can read it (a probe: the peer reads a number
+// the probe names at the address it gives); until a peer says yes, and
+// with every peer that says no (nodes, other hosts, Linux refusing,
+// fox.direct=off at either end), messages go as fragments. Order holds
+// either way: both travel on the pair's one ordered channel and are
+// delivered in the Messenger's listener in arrival order.
 #pragma once
 
 #include <atomic>
@@ -43,6 +56,7 @@
 #include "fox/core.h"
 #include "fox/future.h"
 #include "fox/net/am.h"
+#include "fox/peer_memory.h"
 #include "fox/spinlock.h"
 
 namespace fox::ebb {
@@ -55,6 +69,9 @@ class Messenger : public SharedEbb<Messenger> {
   // kMaxPartialBytes together.
   static constexpr size_t kMaxLargeBytes = size_t(64) << 20;
   static constexpr size_t kMaxPartialBytes = size_t(256) << 20;
+  // Direct large messages from this size on; a sender keeps at most
+  // kMaxPartialBytes of them unread (then it sends fragments).
+  static constexpr size_t kDirectMinBytes = size_t(16) << 10;
   using LargeHandler = Function<void(NodeId from, uint16_t handler, std::vector<uint8_t> data)>;
 
   // Listens for fragments and status requests on the calling core (event
@@ -112,11 +129,15 @@ class Messenger : public SharedEbb<Messenger> {
   // SendWait and Flush when the message fits in one, else SendLarge. Event
   // context; blocks while the peer's window is full.
   Result<void> SendAny(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length);
+  // SendAny taking the bytes (no copy for a direct large message).
+  Result<void> SendAny(NodeId node, EbbId id, uint16_t handler, std::vector<uint8_t> bytes);
   // Sends `length` (<= kMaxLargeBytes) bytes to Ebb `id` on `node`, blocking
   // the calling event while the peer's window is full. kOutOfRange (too
   // long), kNotFound (unknown or dead node), kInvalidArgument (null id). To
   // this node: handed to the handler as an event, copied. Event context.
   Result<void> SendLarge(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length);
+  // SendLarge taking the bytes (kept for the receiver to read when direct).
+  Result<void> SendLarge(NodeId node, EbbId id, uint16_t handler, std::vector<uint8_t> bytes);
 
   // A text report of `node`'s state, one "key value" line each: node,
   // platform, cores, uptime, per-core event counters, transport counters
@@ -130,9 +151,11 @@ class Messenger : public SharedEbb<Messenger> {
   std::string LocalStatus() const;
 
   struct LargeStats {
-    uint64_t sent = 0, received = 0;  // whole messages
-    uint64_t no_handler = 0;          // received for an Ebb id without a large handler
-    uint64_t dropped = 0;             // malformed, over the limits, or from a node that died
+    uint64_t sent = 0, received = 0;                // whole messages
+    uint64_t direct_sent = 0, direct_received = 0;  // of those, read from the sender's memory
+    uint64_t probes_refused = 0;                    // peers that cannot read this node's memory
+    uint64_t no_handler = 0;                        // received for an Ebb id without a large handler
+    uint64_t dropped = 0;                           // malformed, over the limits, or from a node that died
   };
   LargeStats large_stats() const;
 
@@ -145,7 +168,34 @@ class Messenger : public SharedEbb<Messenger> {
   void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
   void ReportToFrontend();
   void AnswerStatus(NodeId from, const uint8_t* data, size_t length);
+  // Handlers of the Ebb kMessengerId.
+  static constexpr uint16_t kFragment = 1;
+  static constexpr uint16_t kStatusRequest = 2;  // an Rpc request with an empty body; the report is the reply
+  static constexpr uint16_t kDirectProbe = 3;    // u64 nonce, u64 pid, u64 address of the nonce
+  static constexpr uint16_t kDirectAnswer = 4;   // u64 nonce, u64 1 (read it) or 0
+  static constexpr uint16_t kDirectMessage = 5;  // u64 id, u32 Ebb, u16 handler, u16 0, u64 length, u64 address
+  static constexpr uint16_t kDirectDone = 6;     // u64 id: read (or dropped); the sender frees it
+
   void Dropped(NodeId from, const char* why);
+  Result<void> SendFragments(NodeId node, EbbId id, uint16_t handler, const uint8_t* bytes, size_t length);
+
+  // Direct large messages (messenger_direct.cc).
+  enum class Direct : uint8_t { kUnknown, kProbing, kYes, kNo };
+  struct DirectPeer {  // a peer this node sends to
+    Direct state = Direct::kUnknown;
+    uint64_t nonce = 0;  // what its probe reads here (at this field's address)
+  };
+  // Sends bytes [data, data + length) (or *owned, taken) directly if `node`
+  // can read this node, setting *sent; else leaves *sent false (and
+  // probes `node` the first time).
+  Result<void> SendDirect(NodeId node, EbbId id, uint16_t handler, const uint8_t* data, size_t length,
+                          std::vector<uint8_t>* owned, bool* sent);
+  void OnProbe(NodeId from, const uint8_t* data, size_t length);
+  void OnProbeAnswer(NodeId from, const uint8_t* data, size_t length);
+  void OnDirect(NodeId from, const uint8_t* data, size_t length);
+  void OnDirectDone(NodeId from, const uint8_t* data, size_t length);
+  void ForgetDirect(NodeId dead);
+  static bool DirectEnabled();
 
   int core_;
   uint64_t subscription_ = 0;
@@ -156,6 +206,16 @@ class Messenger : public SharedEbb<Messenger> {
   // Touched only by events on core_ (the fragment listener and the
   // peer-state callback both run there).
   Reassembler reassembler_;
+  std::map<NodeId, peer_memory::Peer> direct_from_;  // peers whose memory this node reads
+  bool direct_enabled_;                              // fox.direct (on by default where possible)
+  // Direct sending (any core).
+  std::map<NodeId, DirectPeer> direct_to_ GUARDED_BY(lock_);
+  struct Outgoing {
+    NodeId node;
+    std::vector<uint8_t> bytes;
+  };
+  std::map<uint64_t, Outgoing> outgoing_ GUARDED_BY(lock_);  // by message id, until read
+  size_t outgoing_bytes_ GUARDED_BY(lock_) = 0;
   uint64_t last_warning_ns_ = 0;
   std::atomic<bool> reporting_{false};  // ReportToFrontend runs
 };
