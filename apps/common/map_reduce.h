@@ -203,7 +203,7 @@ struct RunOptions {
 inline void PrintRun(const char* name, double total_s, const apgas::IterativeStats& stats,
                      apgas::PlaceManager& manager) {
   std::printf(
-      "%s: %.3f s; %ld steps (%.3f s), %ld checkpoints (%.3f s; the last interval %ld steps), %ld "
+      "%s: %.6f s; %ld steps (%.6f s), %ld checkpoints (%.6f s; the last interval %ld steps), %ld "
       "failures, %ld restores (rebuild %.3f s, remake %.3f s, restore %.3f s, lost %.3f s), %ld new spares "
       "(%.3f s); active places at the end:",
       name, total_s, stats.steps, double(stats.step_ns) / 1e9, stats.checkpoints, double(stats.checkpoint_ns) / 1e9,

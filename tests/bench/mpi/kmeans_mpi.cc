@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   }
   double t2 = MPI_Wtime();
   if (rank == 0) {
-    std::printf("kmeans_mpi: cost %.6f after %" PRIu64 " steps on %d ranks; load %.3f s, steps %.3f s\n",
+    std::printf("kmeans_mpi: cost %.6f after %" PRIu64 " steps on %d ranks; load %.3f s, steps %.6f s\n",
                 double(cost) / 65536.0, c.iterations, size, t1 - t0, t2 - t1);
   }
   MPI_Finalize();

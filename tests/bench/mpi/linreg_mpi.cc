@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   }
   double t2 = MPI_Wtime();
   if (r->rank == 0) {
-    std::printf("linreg_mpi: mean squared error %.9f after %" PRIu64 " steps on %d ranks; load %.3f s, steps %.3f s\n",
+    std::printf("linreg_mpi: mean squared error %.9f after %" PRIu64 " steps on %d ranks; load %.3f s, steps %.6f s\n",
                 double(s.error) / linreg::kErrScale / double(c.samples), s.step, size, t1 - t0, t2 - t1);
   }
   MPI_Finalize();

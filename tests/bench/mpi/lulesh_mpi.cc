@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
     const Domain& d = *me.held[0];
     std::printf("lulesh_mpi: iteration count %" PRIu64
                 ", final origin energy %12.6e (%a) on %d ranks; load %.3f s, "
-                "steps %.3f s\n",
+                "steps %.6f s\n",
                 d.cycle(), d.OriginEnergy(), d.OriginEnergy(), r->size, t1 - t0, t2 - t1);
   }
   MPI_Finalize();

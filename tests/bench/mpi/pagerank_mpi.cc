@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   double t2 = MPI_Wtime();
   if (r->rank == 0) {
     pagerank::PageRank::Print(c, s);
-    std::printf("pagerank_mpi: %" PRIu64 " steps on %d ranks; load %.3f s, steps %.3f s\n", s.step, size, t1 - t0,
+    std::printf("pagerank_mpi: %" PRIu64 " steps on %d ranks; load %.3f s, steps %.6f s\n", s.step, size, t1 - t0,
                 t2 - t1);
   }
   MPI_Finalize();
