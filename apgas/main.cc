@@ -14,6 +14,7 @@
 #include "fox/ebb/rpc.h"
 #include "fox/net/am.h"
 #include "fox/timer.h"
+#include "buddy_service.h"
 #include "runtime.h"
 #include "team_service.h"
 #ifdef FOX_NATIVE
@@ -60,6 +61,7 @@ int Main(int, char**, Function<void()> body) {
   runtime->SetPlaces(all);
   runtime->SetMode(mode);
   (void)detail::TeamService::Get()->waiting();  // Team's receiver, before the transport
+  (void)detail::BuddyService::Get()->stats();   // the buddy store's (checkpoints)
   (void)ebb::FileSystem::Get()->server();       // place 0 serves the job's input files
   ebb::Dht* dht = &*ebb::Dht::Get();            // the resilient store's (store.h), every place a member
   if (auto r = am::Start(*config); !r.ok()) {

@@ -197,6 +197,20 @@ add_test(NAME hosted.apgas_store_local COMMAND ${FOX_HOSTED_NODES} --nodes 3 --c
   $<TARGET_FILE:store_local>)
 set_tests_properties(hosted.apgas_store_local PROPERTIES LABELS hosted TIMEOUT 180)
 
+# BuddyStore (tests/apgas/buddy_store.cc): each place's values at the
+# place and its buddy; own values read locally; after a death the dead
+# place's read from a backup and the survivors re-replicate, so that after
+# a second death (the holder of the first one's backups) nothing is lost.
+add_test(NAME hosted.apgas_buddy_store COMMAND ${FOX_HOSTED_NODES} --nodes 5 --cores 2 --timeout 120 --killed 2
+  --killed 3
+  --expect "0:buddy_store: every place read its own values locally, place 0 every place's remotely"
+  --expect "0:buddy_store: place 2 died: its values read from a backup; place 1's sent to a new buddy"
+  --expect "0:buddy_store: place 3 died too: both dead places' values read back whole: PASS"
+  $<TARGET_FILE:buddy_store> 8388608)
+set_tests_properties(hosted.apgas_buddy_store PROPERTIES LABELS hosted TIMEOUT 180)
+fox_cluster_test(apgas_buddy_store NODES 5 IMAGE buddy_store LOCAL PEERS ARGS "-- 100000" TIMEOUT 180 KILLED 2 3
+  EXPECT "0:buddy_store: place 3 died too: both dead places' values read back whole: PASS")
+
 # Team's collectives on 5 places (tests/apgas/team_ops.cc): broadcast,
 # reduce, gather, scatter, alltoall, split, an allreduce of 2^20 doubles
 # (8 MiB), barrier; then the last place dies inside an allreduce and every

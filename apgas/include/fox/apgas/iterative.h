@@ -19,7 +19,9 @@
 //   GlobalExecutor exec(pm, {.checkpoint_every = 10});
 //   exec.run(app);                                    // returns when app.isFinished()
 //
-// Checkpoints (Snapshot) are double buffered in a ResilientStore: a
+// Checkpoints (Snapshot) are double buffered in a BuddyStore (each place's
+// parts kept at the place and at its buddy: a survivor restores its own
+// locally): a
 // snapshot is the last one only once every place of the group saved its
 // part (committed by the executor at place 0), so a place dying during a
 // checkpoint leaves the previous one whole; values carry their snapshot's
@@ -61,6 +63,7 @@
 #include <vector>
 
 #include "fox/apgas/apgas.h"
+#include "fox/apgas/buddy_store.h"
 #include "fox/apgas/global.h"
 #include "fox/apgas/place_manager.h"
 #include "fox/apgas/store.h"
@@ -70,17 +73,19 @@
 namespace fox::apgas {
 
 // A checkpoint: what each place of a group saved. A small value that
-// travels in closures; its contents are in the ResilientStore.
+// travels in closures; its contents are in the BuddyStore.
 class Snapshot {
  public:
   Snapshot() = default;
   // This place's `key` in this snapshot (a value cereal serializes:
   // numbers, strings, containers, structs with serialize; at most
-  // ResilientStore's value size). At a place of the group, while the
+  // BuddyStore::kMaxValueBytes). At a place of the group, while the
   // snapshot is taken.
   template <class T>
   void save(const std::string& key, const T& value) const {
-    Store().Set(Key(key), Saved<T>{version_, value});
+    std::vector<std::pair<std::string, BuddyStore::Bytes>> one;
+    one.emplace_back(Key(key), BuddyStore::Pack(SavedRef<T>{version_, value}));  // Saved<T>'s bytes, uncopied
+    Store().SetMany(std::move(one));
   }
   // The `key` saved by the place at `index` of the group (also a dead
   // one's), or nullopt if it saved none in this snapshot. Any place.
@@ -114,7 +119,16 @@ class Snapshot {
       ar(version, value);
     }
   };
-  ResilientStore Store() const { return ResilientStore::Make(name_); }
+  template <class T>
+  struct SavedRef {  // what save writes: Saved<T>'s fields
+    uint64_t version;
+    const T& value;
+    template <class A>
+    void serialize(A& ar) {
+      ar(version, value);
+    }
+  };
+  BuddyStore Store() const { return BuddyStore::Make(name_); }
   std::string Key(const std::string& key) const { return "b" + std::to_string(version_ % 2) + "/" + key; }
 
   std::string name_;

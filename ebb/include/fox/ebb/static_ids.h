@@ -18,6 +18,7 @@ inline constexpr EbbId kApgasRuntimeId = StaticId("fox.apgas.Runtime");
 inline constexpr EbbId kPlaceManagerId = StaticId("fox.apgas.PlaceManager");
 inline constexpr EbbId kResilientFinishId = StaticId("fox.apgas.ResilientFinish");
 inline constexpr EbbId kTeamId = StaticId("fox.apgas.Team");
+inline constexpr EbbId kBuddyStoreId = StaticId("fox.apgas.BuddyStore");
 // The Dht's shards (dht.h): messages about a key go to its shard's id.
 inline constexpr EbbId kDhtShardIds[] = {
     StaticId("fox.Dht.0"),  StaticId("fox.Dht.1"),  StaticId("fox.Dht.2"),  StaticId("fox.Dht.3"),
@@ -36,6 +37,7 @@ static_assert(StaticIdsDistinct({"fox.GlobalIdMap",
                                  "fox.apgas.PlaceManager",
                                  "fox.apgas.ResilientFinish",
                                  "fox.apgas.Team",
+                                 "fox.apgas.BuddyStore",
                                  "fox.Dht.0",
                                  "fox.Dht.1",
                                  "fox.Dht.2",
