@@ -48,6 +48,26 @@ struct BuddyWrite {
     ar(store, owner, entries);
   }
 };
+// A Write's bytes from values held elsewhere (the same archive as
+// BuddyWrite's: the receiver decodes a BuddyWrite).
+struct BuddyEntryRef {
+  const std::string& key;
+  uint64_t seq;
+  const std::vector<uint8_t>& bytes;
+  template <class A>
+  void serialize(A& ar) {
+    ar(key, seq, bytes);
+  }
+};
+struct BuddyWriteRef {
+  const std::string& store;
+  uint32_t owner;
+  const std::vector<BuddyEntryRef>& entries;
+  template <class A>
+  void serialize(A& ar) {
+    ar(store, owner, entries);
+  }
+};
 struct BuddyRead {
   std::string store;
   uint32_t owner = 0;
@@ -111,7 +131,7 @@ class BuddyService : public ebb::SharedEbb<BuddyService> {
 
   mutable SpinLock lock_;
   uint64_t next_seq_ GUARDED_BY(lock_) = 1;
-  std::map<std::pair<std::string, std::string>, Master_> masters_ GUARDED_BY(lock_);                    // store, key
+  std::map<std::pair<std::string, std::string>, Master_> masters_ GUARDED_BY(lock_);           // store, key
   std::map<std::tuple<std::string, uint32_t, std::string>, Value> backups_ GUARDED_BY(lock_);  // store, owner, key
   BuddyStore::Stats stats_ GUARDED_BY(lock_);
 };

@@ -10,6 +10,7 @@
 #include "fox/ebb/messenger.h"
 #include "fox/ebb/rpc.h"
 #include "fox/event.h"
+#include "fox/function.h"
 #include "fox/log.h"
 #include "runtime.h"
 
@@ -46,10 +47,21 @@ std::optional<uint32_t> NextLive(uint32_t after, const std::set<uint32_t>& skip)
   return std::nullopt;
 }
 
-// A request to the BuddyService at `place`; blocks the calling activity.
-Result<ebb::Rpc::Bytes> Call(uint32_t place, uint16_t handler, const std::vector<uint8_t>& body) {
+// A request's message: room for the Rpc's id, then `value`'s archive.
+template <class T>
+std::vector<uint8_t> Request(const T& value, size_t reserve = 0) {
+  std::vector<uint8_t> message(ebb::Rpc::kRequestHeader);
+  message.reserve(ebb::Rpc::kRequestHeader + reserve + 256);
+  OutArchive out(message);
+  out(value);
+  return message;
+}
+
+// A request (Request's message) to the BuddyService at `place`; blocks the
+// calling activity.
+Result<ebb::Rpc::Bytes> Call(uint32_t place, uint16_t handler, std::vector<uint8_t> message) {
   auto* activity = event::Local();
-  auto r = ebb::Rpc::Get()->Call(place, ebb::kBuddyStoreId, handler, body.data(), body.size(), kTimeoutMs).Block();
+  auto r = ebb::Rpc::Get()->Call(place, ebb::kBuddyStoreId, handler, std::move(message), kTimeoutMs).Block();
   event::Local() = activity;
   return r;
 }
@@ -58,19 +70,22 @@ Result<ebb::Rpc::Bytes> Call(uint32_t place, uint16_t handler, const std::vector
   throw std::runtime_error("apgas: buddy store " + store + ": " + what + ": " + ErrorName(error));
 }
 
-// Sends `write` to this place's buddy (the next live place, another one if
-// it dies first); the buddy it reached, or nullopt if this place is alone.
-std::optional<uint32_t> SendToBuddy(const BuddyWrite& write) {
-  std::vector<uint8_t> body = Encode(write);
+// Sends a backup of store `store` (the message `make` makes: Request's) to
+// this place's buddy (the next live place, another one if it dies first);
+// the buddy it reached, or nullopt if this place is alone.
+std::optional<uint32_t> SendToBuddy(const std::string& store, Function<std::vector<uint8_t>()> make) {
   std::set<uint32_t> died;
   for (;;) {
     auto buddy = NextLive(here().id, died);
     if (!buddy) return std::nullopt;
-    auto r = Call(*buddy, BuddyService::kBackup, body);
+    auto r = Call(*buddy, BuddyService::kBackup, make());
     if (r.ok()) return buddy;
-    if (r.error() != Error::kNotFound) Fail(write.store, "a backup", r.error());
+    if (r.error() != Error::kNotFound) Fail(store, "a backup", r.error());
     died.insert(*buddy);
   }
+}
+std::optional<uint32_t> SendToBuddy(const BuddyWrite& write) {
+  return SendToBuddy(write.store, [&] { return Request(write); });
 }
 
 // A dead place's death at this place: what it was buddy of goes to this
@@ -248,19 +263,21 @@ void BuddyStore::SetMany(std::vector<std::pair<std::string, Bytes>> entries) {
     values.emplace_back(key, std::make_shared<const Bytes>(std::move(bytes)));
   }
   uint64_t seq = service->PutMasters(name_, values);
-  detail::BuddyWrite w{name_, here().id, {}};
+  std::vector<detail::BuddyEntryRef> refs;
   std::vector<std::string> keys;
   for (const auto& [key, bytes] : values) {
-    w.entries.push_back(detail::BuddyEntry{key, seq, *bytes});
+    refs.push_back(detail::BuddyEntryRef{key, seq, *bytes});
     keys.push_back(key);
   }
-  auto buddy = detail::SendToBuddy(w);
+  auto buddy = detail::SendToBuddy(name_, [&] {
+    return detail::Request(detail::BuddyWriteRef{name_, here().id, refs}, total);
+  });
   if (!buddy) return;  // alone: the master only
   for (auto& [old, moved] : service->SetBuddy(name_, keys, seq, *buddy)) {
     if (isDead(Place{old})) continue;
     detail::BuddyWrite forget{name_, here().id, {}};
     for (std::string& k : moved) forget.entries.push_back(detail::BuddyEntry{std::move(k), seq, {}});
-    (void)detail::Call(old, detail::BuddyService::kForget, detail::Encode(forget));  // its copy is only memory
+    (void)detail::Call(old, detail::BuddyService::kForget, detail::Request(forget));  // its copy is only memory
   }
 }
 
@@ -273,8 +290,8 @@ std::optional<BuddyStore::Bytes> BuddyStore::GetBytes(Place place, const std::st
     return *v->bytes;
   }
   auto ask = [&](uint32_t at, bool backup) -> std::optional<detail::BuddyFound> {
-    auto r = detail::Call(at, detail::BuddyService::kRead,
-                          detail::Encode(detail::BuddyRead{name_, place.id, key, backup}));
+    auto r =
+        detail::Call(at, detail::BuddyService::kRead, detail::Request(detail::BuddyRead{name_, place.id, key, backup}));
     if (!r.ok()) {
       if (r.error() == Error::kNotFound) return std::nullopt;  // died meanwhile
       detail::Fail(name_, "a read", r.error());

@@ -46,7 +46,8 @@ Result<void> Messenger::SendDirect(NodeId node, EbbId id, uint16_t handler, cons
     if (peer.state == Direct::kUnknown) {
       peer.state = Direct::kProbing;
       // Unlikely at that address in any other process (not 0: "no probe" below).
-      peer.nonce = ((clock::NowNs() ^ (uint64_t(node) << 40) ^ (peer_memory::Self() << 20)) * 0x9E3779B97F4A7C15ull) | 1;
+      peer.nonce =
+          ((clock::NowNs() ^ (uint64_t(node) << 40) ^ (peer_memory::Self() << 20)) * 0x9E3779B97F4A7C15ull) | 1;
       net::wire::Store64(probe, peer.nonce);
       net::wire::Store64(probe + 8, peer_memory::Self());
       net::wire::Store64(probe + 16, uint64_t(reinterpret_cast<uintptr_t>(&peer.nonce)));
@@ -137,7 +138,8 @@ void Messenger::OnProbeAnswer(NodeId from, const uint8_t* data, size_t length) {
 
 void Messenger::OnDirect(NodeId from, const uint8_t* data, size_t length) {
   if (length != kDirectBytes) return Dropped(from, "a malformed direct large message");
-  uint64_t message = net::wire::Load64(data), size = net::wire::Load64(data + 16), address = net::wire::Load64(data + 24);
+  uint64_t message = net::wire::Load64(data), size = net::wire::Load64(data + 16),
+           address = net::wire::Load64(data + 24);
   EbbId id = net::wire::Load32(data + 8);
   uint16_t handler = net::wire::Load16(data + 12);
   uint8_t done[kDoneBytes];
@@ -145,8 +147,9 @@ void Messenger::OnDirect(NodeId from, const uint8_t* data, size_t length) {
   auto it = direct_from_.find(from);
   if (size > kMaxLargeBytes || it == direct_from_.end()) {
     Reply(from, kDirectDone, done, sizeof done);
-    return Dropped(from, size > kMaxLargeBytes ? "a direct large message over the size limit"
-                                               : "a direct large message from a node whose memory this one cannot read");
+    return Dropped(from, size > kMaxLargeBytes
+                             ? "a direct large message over the size limit"
+                             : "a direct large message from a node whose memory this one cannot read");
   }
   std::vector<uint8_t> bytes(size);
   auto r = peer_memory::Read(it->second, address, bytes.data(), size);

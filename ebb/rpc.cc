@@ -39,9 +39,21 @@ Rpc::~Rpc() {
 
 Future<Result<Rpc::Bytes>> Rpc::Call(NodeId node, uint32_t ebb, uint16_t handler, const void* body, size_t length,
                                      uint64_t timeout_ms) {
+  if (length + kRequestHeader > Messenger::kMaxLargeBytes) return MakeReadyFuture(Result<Bytes>(Error::kOutOfRange));
+  std::vector<uint8_t> message(kRequestHeader + length);
+  if (length != 0) std::memcpy(message.data() + kRequestHeader, body, length);
+  return Call(node, ebb, handler, std::move(message), timeout_ms);
+}
+
+Future<Result<Rpc::Bytes>> Rpc::Call(NodeId node, uint32_t ebb, uint16_t handler, std::vector<uint8_t> message,
+                                     uint64_t timeout_ms) {
   Promise<Result<Bytes>> promise;
   auto future = promise.GetFuture();
-  if (length + 8 > Messenger::kMaxLargeBytes) {
+  if (message.size() < kRequestHeader) {
+    promise.SetValue(Error::kInvalidArgument);
+    return future;
+  }
+  if (message.size() > Messenger::kMaxLargeBytes) {
     promise.SetValue(Error::kOutOfRange);
     return future;
   }
@@ -63,10 +75,8 @@ Future<Result<Rpc::Bytes>> Rpc::Call(NodeId node, uint32_t ebb, uint16_t handler
   if (start_sweep) {
     event::SpawnRemote(core_, [this] { timer::StartPeriodic(kSweepNs, [this] { Sweep(); }); });
   }
-  std::vector<uint8_t> message(8 + length);
   net::wire::Store64(message.data(), id);
-  if (length != 0) std::memcpy(message.data() + 8, body, length);
-  Result<void> sent = Messenger::Get()->SendAny(node, ebb, handler, message.data(), message.size());
+  Result<void> sent = Messenger::Get()->SendAny(node, ebb, handler, std::move(message));
   if (!sent.ok()) Complete(id, node, sent.error());
   return future;
 }

@@ -94,7 +94,8 @@ void Run(uint64_t bytes) {
   std::printf("buddy_store: place 2 died: its values read from a backup; place 1's sent to a new buddy\n");
 
   Kill(3);  // it held place 2's backups; its own are at place 4, so are copies of place 2's
-  for (uint32_t p : {1u, 2u, 3u}) CHECK(ReadsRight(p, bytes), "after two deaths place 0 read place %u's values wrong", p);
+  for (uint32_t p : {1u, 2u, 3u})
+    CHECK(ReadsRight(p, bytes), "after two deaths place 0 read place %u's values wrong", p);
   CHECK(fox::apgas::at(Place{4}, [bytes] { return ReadsRight(4, bytes); }), "place 4 read its own values wrong");
   std::printf("buddy_store: place 3 died too: both dead places' values read back whole: PASS\n");
 }

@@ -66,6 +66,12 @@ class Rpc : public SharedEbb<Rpc> {
   // the local mailbox. Event context; blocks while the peer's window is full.
   Future<Result<Bytes>> Call(NodeId node, uint32_t ebb, uint16_t handler, const void* body, size_t length,
                              uint64_t timeout_ms = kDefaultTimeoutMs);
+  // The same with the request in `message`: kRequestHeader bytes of room
+  // for the id, then the body (not copied again: a large one is read
+  // directly out of it, messenger.h).
+  static constexpr size_t kRequestHeader = 8;
+  Future<Result<Bytes>> Call(NodeId node, uint32_t ebb, uint16_t handler, std::vector<uint8_t> message,
+                             uint64_t timeout_ms = kDefaultTimeoutMs);
 
   struct Request {
     uint64_t id;
