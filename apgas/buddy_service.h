@@ -78,6 +78,15 @@ struct BuddyRead {
     ar(store, owner, key, backup);
   }
 };
+struct BuddyFoundRef {  // a Found's bytes from a value held here
+  bool found;
+  uint64_t seq;
+  const std::vector<uint8_t>& bytes;
+  template <class A>
+  void serialize(A& ar) {
+    ar(found, seq, bytes);
+  }
+};
 struct BuddyFound {
   bool found = false;
   uint64_t seq = 0;

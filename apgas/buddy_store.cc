@@ -21,13 +21,6 @@ namespace {
 constexpr uint64_t kTimeoutMs = 60'000;  // a backup of 48 MiB between emulated nodes
 
 template <class T>
-std::vector<uint8_t> Encode(const T& value) {
-  std::vector<uint8_t> bytes;
-  OutArchive out(bytes);
-  out(value);
-  return bytes;
-}
-template <class T>
 T Decode(const uint8_t* data, size_t length) {
   InArchive in(data, length);
   T value;
@@ -225,10 +218,12 @@ void BuddyService::Serve(NodeId from, uint16_t handler, const uint8_t* data, siz
     } else if (handler == kRead) {
       auto r = Decode<BuddyRead>(request->body, request->length);
       auto v = r.backup ? Backup(r.store, r.owner, r.key) : Master(r.store, r.key);
-      BuddyFound found;
-      if (v) found = BuddyFound{true, v->seq, *v->bytes};
-      std::vector<uint8_t> reply = Encode(found);
-      (void)ebb::Rpc::Reply(from, request->id, reply.data(), reply.size());
+      static const std::vector<uint8_t> kNone;
+      std::vector<uint8_t> reply(ebb::Rpc::kReplyHeader);
+      reply.reserve(ebb::Rpc::kReplyHeader + (v ? v->bytes->size() : 0) + 64);
+      OutArchive out(reply);
+      out(BuddyFoundRef{bool(v), v ? v->seq : 0, v ? *v->bytes : kNone});
+      (void)ebb::Rpc::Reply(from, request->id, std::move(reply));
     } else {
       (void)ebb::Rpc::Fail(from, request->id, Error::kInvalidArgument);
     }

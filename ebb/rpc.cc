@@ -14,7 +14,6 @@
 namespace fox::ebb {
 namespace {
 constexpr uint16_t kReplyHandler = 1;
-constexpr size_t kReplyHeader = 12;  // u64 id, u32 status
 constexpr uint64_t kSweepNs = 50'000'000;
 }  // namespace
 
@@ -22,8 +21,14 @@ Rpc::Rpc() : core_(core::Current()) {
   auto on_reply = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
     if (handler == kReplyHandler) OnReply(from, data, length);
   };
-  if (auto r = Messenger::Get()->ListenAny(kRpcId, on_reply, core_); !r.ok()) {
+  // A large reply's buffer becomes its bytes (the header moved out, no new buffer).
+  auto on_large = [this](NodeId from, uint16_t handler, std::vector<uint8_t> data) {
+    if (handler == kReplyHandler) OnLargeReply(from, std::move(data));
+  };
+  if (auto r = Messenger::Get()->Listen(kRpcId, on_reply, core_); !r.ok()) {
     LOG_ERROR("Rpc: cannot receive replies: %s", ErrorName(r.error()));
+  } else if (auto large = Messenger::Get()->ListenLarge(kRpcId, on_large, core_); !large.ok()) {
+    LOG_ERROR("Rpc: cannot receive large replies: %s", ErrorName(large.error()));
   }
   subscription_ = am::OnPeerState(
       [this](NodeId node, am::PeerState state) {
@@ -88,14 +93,23 @@ std::optional<Rpc::Request> Rpc::ParseRequest(const uint8_t* data, size_t length
 
 Result<void> Rpc::Send(NodeId client, uint64_t id, Error status, const void* data, size_t length) {
   std::vector<uint8_t> reply(kReplyHeader + length);
+  if (length != 0) std::memcpy(reply.data() + kReplyHeader, data, length);
+  return Send(client, id, status, std::move(reply));
+}
+
+Result<void> Rpc::Send(NodeId client, uint64_t id, Error status, std::vector<uint8_t> reply) {
+  if (reply.size() < kReplyHeader) return Error::kInvalidArgument;
   net::wire::Store64(reply.data(), id);
   net::wire::Store32(reply.data() + 8, uint32_t(status));
-  if (length != 0) std::memcpy(reply.data() + kReplyHeader, data, length);
-  return Messenger::Get()->SendAny(client, kRpcId, kReplyHandler, reply.data(), reply.size());
+  return Messenger::Get()->SendAny(client, kRpcId, kReplyHandler, std::move(reply));
 }
 
 Result<void> Rpc::Reply(NodeId client, uint64_t id, const void* data, size_t length) {
   return Send(client, id, Error::kOk, data, length);
+}
+
+Result<void> Rpc::Reply(NodeId client, uint64_t id, std::vector<uint8_t> message) {
+  return Send(client, id, Error::kOk, std::move(message));
 }
 
 Result<void> Rpc::Fail(NodeId client, uint64_t id, Error error) {
@@ -115,6 +129,15 @@ void Rpc::OnReply(NodeId from, const uint8_t* data, size_t length) {
   } else {
     Complete(id, from, Bytes(data + kReplyHeader, data + length));
   }
+}
+
+void Rpc::OnLargeReply(NodeId from, std::vector<uint8_t> data) {
+  if (data.size() < kReplyHeader) return OnReply(from, data.data(), data.size());
+  uint64_t id = net::wire::Load64(data.data());
+  auto status = static_cast<Error>(net::wire::Load32(data.data() + 8));
+  if (status != Error::kOk) return Complete(id, from, status);
+  data.erase(data.begin(), data.begin() + long(kReplyHeader));
+  Complete(id, from, std::move(data));
 }
 
 // Fulfils call `id` if it is still pending and was made to `from`.

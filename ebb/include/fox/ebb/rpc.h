@@ -84,6 +84,10 @@ class Rpc : public SharedEbb<Rpc> {
   // error. kNotFound (the client is dead): nobody waits any more. Event
   // context (blocks while the client's window is full).
   static Result<void> Reply(NodeId client, uint64_t id, const void* data, size_t length);
+  // The same with the reply in `message`: kReplyHeader bytes of room for
+  // the id and status, then the reply's bytes (not copied again).
+  static constexpr size_t kReplyHeader = 12;  // u64 id, u32 status
+  static Result<void> Reply(NodeId client, uint64_t id, std::vector<uint8_t> message);
   static Result<void> Fail(NodeId client, uint64_t id, Error error);
 
   struct Stats {
@@ -99,10 +103,12 @@ class Rpc : public SharedEbb<Rpc> {
     Promise<Result<Bytes>> promise;
   };
   void OnReply(NodeId from, const uint8_t* data, size_t length);
+  void OnLargeReply(NodeId from, std::vector<uint8_t> data);
   void Complete(uint64_t id, NodeId from, Result<Bytes> result);
   void Sweep();
   void FailNode(NodeId node);
   static Result<void> Send(NodeId client, uint64_t id, Error status, const void* data, size_t length);
+  static Result<void> Send(NodeId client, uint64_t id, Error status, std::vector<uint8_t> reply);
 
   int core_;
   uint64_t subscription_ = 0;
