@@ -7,11 +7,13 @@
 // fragments, as does every message to a peer that answered no. To a peer
 // that answered yes, a message travels as its id, target, length and
 // address; the sender keeps the bytes in outgoing_ until the peer's done
-// (or death). Receiver: reads the bytes, says done, delivers them as a
-// reassembled message is delivered. All of the Messenger's handlers run on
-// its core in arrival order, so a direct message keeps its place among the
-// fragmented ones. Replies use SendOrDefer: a listener that blocked would
-// let the messages behind it be delivered first.
+// (or death). Receiver: reads the bytes, delivers them as a reassembled
+// message is delivered, then says done. All of the Messenger's handlers run
+// on its core in arrival order, so a direct message keeps its place among
+// the fragmented ones. A reply may block the listener (the peer's window
+// full): the messages behind it then go on in a new drain event, which is
+// harmless only because every reply comes after its message's delivery
+// (or, for a probe's answer, while that peer still sends fragments).
 #include <cstring>
 
 #include "fox/boot_args.h"
@@ -25,7 +27,7 @@ namespace {
 constexpr size_t kProbeBytes = 24, kAnswerBytes = 16, kDirectBytes = 32, kDoneBytes = 8;
 
 void Reply(NodeId to, uint16_t handler, const uint8_t* data, size_t length) {
-  (void)am::SendOrDefer(to, kMessengerId, handler, data, length);  // fails only for a dead peer
+  (void)am::SendWait(to, kMessengerId, handler, data, length);  // fails only for a dead peer
   am::Flush(to);
 }
 }  // namespace
@@ -153,8 +155,8 @@ void Messenger::OnDirect(NodeId from, const uint8_t* data, size_t length) {
   }
   std::vector<uint8_t> bytes(size);
   auto r = peer_memory::Read(it->second, address, bytes.data(), size);
-  Reply(from, kDirectDone, done, sizeof done);
   if (!r.ok()) {
+    Reply(from, kDirectDone, done, sizeof done);
     return Dropped(from, r.error() == Error::kNotFound ? "its sender ended before it was read"
                                                        : "the sender's memory could not be read");
   }
@@ -163,6 +165,7 @@ void Messenger::OnDirect(NodeId from, const uint8_t* data, size_t length) {
     ++stats_.direct_received;
   }
   Deliver(from, id, handler, std::move(bytes));
+  Reply(from, kDirectDone, done, sizeof done);
 }
 
 void Messenger::OnDirectDone(NodeId from, const uint8_t* data, size_t length) {

@@ -56,10 +56,7 @@ class BuddyStore {
 
   template <class T>
   static Bytes Pack(const T& value) {
-    Bytes bytes;
-    OutArchive out(bytes);
-    detail::Save(out, value);
-    return bytes;
+    return detail::Packed(value);
   }
   template <class T>
   void Set(const std::string& key, const T& value) {

@@ -245,6 +245,15 @@ std::vector<uint8_t> Pack(const F& f, const A&... args) {
   return bytes;
 }
 
+// The bytes of `value` alone (what Unpack<T> reads back).
+template <class T>
+std::vector<uint8_t> Packed(const T& value) {
+  std::vector<uint8_t> bytes;
+  OutArchive out(bytes);
+  Save(out, value);
+  return bytes;
+}
+
 template <class R>
 R Unpack(const std::vector<uint8_t>& bytes) {
   InArchive in(bytes.data(), bytes.size());

@@ -113,10 +113,7 @@ class ResilientStore {
   explicit ResilientStore(std::string name) : name_(std::move(name)) {}
   template <class T>
   static std::vector<uint8_t> Bytes(const T& value) {
-    std::vector<uint8_t> bytes;
-    OutArchive out(bytes);
-    detail::Save(out, value);
-    return bytes;
+    return detail::Packed(value);
   }
   void SetBytes(Place place, const std::string& key, std::vector<uint8_t> bytes);
   std::optional<std::vector<uint8_t>> GetBytes(Place place, const std::string& key);

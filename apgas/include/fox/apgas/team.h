@@ -142,10 +142,7 @@ class Team {
   using Bytes = std::vector<uint8_t>;
   template <class T>
   static Bytes Encode(const T& value) {
-    Bytes bytes;
-    OutArchive out(bytes);
-    detail::Save(out, value);
-    return bytes;
+    return detail::Packed(value);
   }
   template <class T>
   static T Decode(const Bytes& bytes) {
