@@ -95,7 +95,8 @@ int Main(int, char**, Function<void()> body) {
     } else if (!start_dht()) {
       return 1;
     }
-    runtime->Open();  // activities place 0 sent since the join may use the store now
+    runtime->Open();                      // activities place 0 sent since the join may use the store now
+    ebb::Messenger::Get()->ProbePeers();  // direct large messages from the first one (hosted)
     bool ended = runtime->Serve();
     if (!ended) std::printf("apgas: place %u: place 0 died: the job is over\n", config->self);
     return ended ? 0 : 1;
@@ -107,6 +108,7 @@ int Main(int, char**, Function<void()> body) {
     return 1;
   }
   runtime->Open();
+  ebb::Messenger::Get()->ProbePeers();
   std::printf("apgas: %zu places, finish mode %s\n", all.size(), detail::FinishModeName(mode));
   int status = 0;
   try {

@@ -175,6 +175,7 @@ constexpr uint32_t kArray = 16;
 }  // namespace
 
 void Team::SendTo(size_t member, uint64_t operation, uint32_t tag, Bytes bytes) {
+  static_assert(detail::kTrailerBytes <= kMessageRoom, "PieceOf leaves room for the trailer");
   detail::TeamService::Get()->TreeSend(places_[member].id, id_, operation, kArray + tag, uint32_t(Rank()),
                                        std::move(bytes));
 }

@@ -37,6 +37,7 @@ Messenger::Messenger()
   }
   subscription_ = am::OnPeerState(
       [this](NodeId node, am::PeerState state) {
+        if (state == am::PeerState::kAlive) return ProbeEarly(node);
         if (state != am::PeerState::kDead) return;
         ForgetDirect(node);
         size_t dropped = reassembler_.DropFrom(node);

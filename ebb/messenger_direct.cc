@@ -26,7 +26,7 @@ namespace fox::ebb {
 namespace {
 constexpr size_t kProbeBytes = 24, kAnswerBytes = 16, kDirectBytes = 32, kDoneBytes = 8;
 
-void Reply(NodeId to, uint16_t handler, const uint8_t* data, size_t length) {
+void Control(NodeId to, uint16_t handler, const uint8_t* data, size_t length) {
   (void)am::SendWait(to, kMessengerId, handler, data, length);  // fails only for a dead peer
   am::Flush(to);
 }
@@ -37,29 +37,52 @@ bool Messenger::DirectEnabled() {
   return peer_memory::Self() != 0 && !(direct != nullptr && std::strcmp(direct, "off") == 0);
 }
 
+// Fills `probe` for `node` if it was never probed (its state then
+// kProbing); false otherwise.
+bool Messenger::StartProbeLocked(NodeId node, uint8_t* probe) {
+  DirectPeer& peer = direct_to_[node];
+  if (peer.state != Direct::kUnknown) return false;
+  peer.state = Direct::kProbing;
+  // Unlikely at that address in any other process.
+  peer.nonce = ((clock::NowNs() ^ (uint64_t(node) << 40) ^ (peer_memory::Self() << 20)) * 0x9E3779B97F4A7C15ull) | 1;
+  net::wire::Store64(probe, peer.nonce);
+  net::wire::Store64(probe + 8, peer_memory::Self());
+  net::wire::Store64(probe + 16, uint64_t(reinterpret_cast<uintptr_t>(&peer.nonce)));
+  return true;
+}
+
+// A peer became alive: probe it now, so that its first large message
+// need not go as fragments (an event on the Messenger's core).
+void Messenger::ProbeEarly(NodeId node) {
+  if (!direct_enabled_ || node == am::Self()) return;
+  uint8_t probe[kProbeBytes];
+  {
+    SpinGuard g(lock_);
+    if (!StartProbeLocked(node, probe)) return;
+  }
+  Control(node, kDirectProbe, probe, sizeof probe);
+}
+
+void Messenger::ProbePeers() {
+  for (NodeId p : am::Peers()) {
+    if (am::State(p) == am::PeerState::kAlive) ProbeEarly(p);
+  }
+}
+
 Result<void> Messenger::SendDirect(NodeId node, EbbId id, uint16_t handler, const uint8_t* data, size_t length,
                                    std::vector<uint8_t>* owned, bool* sent) {
   *sent = false;
   if (!direct_enabled_ || length < kDirectMinBytes) return {};
   uint8_t probe[kProbeBytes];
+  bool probing;
   {
     SpinGuard g(lock_);
-    DirectPeer& peer = direct_to_[node];
-    if (peer.state == Direct::kUnknown) {
-      peer.state = Direct::kProbing;
-      // Unlikely at that address in any other process (not 0: "no probe" below).
-      peer.nonce =
-          ((clock::NowNs() ^ (uint64_t(node) << 40) ^ (peer_memory::Self() << 20)) * 0x9E3779B97F4A7C15ull) | 1;
-      net::wire::Store64(probe, peer.nonce);
-      net::wire::Store64(probe + 8, peer_memory::Self());
-      net::wire::Store64(probe + 16, uint64_t(reinterpret_cast<uintptr_t>(&peer.nonce)));
-    } else if (peer.state != Direct::kYes || outgoing_bytes_ + length > kMaxPartialBytes) {
+    probing = StartProbeLocked(node, probe);
+    if (!probing && (direct_to_[node].state != Direct::kYes || outgoing_bytes_ + length > kMaxPartialBytes)) {
       return {};
-    } else {
-      net::wire::Store64(probe, 0);  // no probe: send directly below
     }
   }
-  if (net::wire::Load64(probe) != 0) {  // this message goes as fragments; later ones may not
+  if (probing) {  // this message goes as fragments; later ones may not
     FOX_TRY(am::SendWait(node, kMessengerId, kDirectProbe, probe, sizeof probe));
     am::Flush(node);
     return {};
@@ -125,7 +148,7 @@ void Messenger::OnProbe(NodeId from, const uint8_t* data, size_t length) {
   uint8_t answer[kAnswerBytes];
   net::wire::Store64(answer, nonce);
   net::wire::Store64(answer + 8, read ? 1 : 0);
-  Reply(from, kDirectAnswer, answer, sizeof answer);
+  Control(from, kDirectAnswer, answer, sizeof answer);
 }
 
 void Messenger::OnProbeAnswer(NodeId from, const uint8_t* data, size_t length) {
@@ -148,7 +171,7 @@ void Messenger::OnDirect(NodeId from, const uint8_t* data, size_t length) {
   net::wire::Store64(done, message);
   auto it = direct_from_.find(from);
   if (size > kMaxLargeBytes || it == direct_from_.end()) {
-    Reply(from, kDirectDone, done, sizeof done);
+    Control(from, kDirectDone, done, sizeof done);
     return Dropped(from, size > kMaxLargeBytes
                              ? "a direct large message over the size limit"
                              : "a direct large message from a node whose memory this one cannot read");
@@ -156,7 +179,7 @@ void Messenger::OnDirect(NodeId from, const uint8_t* data, size_t length) {
   std::vector<uint8_t> bytes(size);
   auto r = peer_memory::Read(it->second, address, bytes.data(), size);
   if (!r.ok()) {
-    Reply(from, kDirectDone, done, sizeof done);
+    Control(from, kDirectDone, done, sizeof done);
     return Dropped(from, r.error() == Error::kNotFound ? "its sender ended before it was read"
                                                        : "the sender's memory could not be read");
   }
@@ -165,7 +188,7 @@ void Messenger::OnDirect(NodeId from, const uint8_t* data, size_t length) {
     ++stats_.direct_received;
   }
   Deliver(from, id, handler, std::move(bytes));
-  Reply(from, kDirectDone, done, sizeof done);
+  Control(from, kDirectDone, done, sizeof done);
 }
 
 void Messenger::OnDirectDone(NodeId from, const uint8_t* data, size_t length) {

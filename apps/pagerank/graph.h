@@ -151,7 +151,10 @@ using Partial = fox::apps::Sums;
 // Adds what the vertices of `e` (the first of them `first`) send, by
 // their ranks, into p.
 inline void Contribute(const Config& c, const std::vector<int64_t>& ranks, const Edges& e, uint64_t first, Partial* p) {
-  if (p->each.empty()) p->each.assign(c.vertices, 0);
+  if (p->each.empty()) {
+    p->each.reserve(c.vertices + 1);  // Flat's extra element (the SPMD step's allreduce) without a reallocation
+    p->each.assign(c.vertices, 0);
+  }
   for (size_t v = 0; v + 1 < e.offsets.size(); ++v) {
     int64_t rank = ranks[e.sources.empty() ? first + v : e.sources[v]];
     uint64_t degree = e.offsets[v + 1] - e.offsets[v];

@@ -35,10 +35,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -182,26 +184,30 @@ class Team {
   // op's left: each element combines in member order, grouped as a tree.
   template <class T, class Op>
   std::vector<T> AllreduceArray(std::vector<T> v, Op& op, uint64_t operation) {
-    using Piece = std::pair<uint64_t, std::vector<T>>;  // an offset and the elements from there
     size_t n = places_.size(), me = Rank(), p = 1;
     while (p * 2 <= n) p *= 2;
     size_t pairs = n - p;
-    auto combine = [&](size_t at, const std::vector<T>& theirs, bool theirs_first) {
-      if (at + theirs.size() > v.size())
-        throw std::invalid_argument("Team: element-wise over arrays of different lengths");
-      for (size_t i = 0; i < theirs.size(); ++i) {
-        v[at + i] = theirs_first ? op(theirs[i], v[at + i]) : op(v[at + i], theirs[i]);
-      }
-    };
-    auto slice = [&](size_t lo, size_t hi) {
-      return Encode(Piece{lo, std::vector<T>(v.begin() + long(lo), v.begin() + long(hi))});
+    // Folds a received piece into v: it must be [lo, hi) (its partner's
+    // half); theirs_first: the sender's members come before this one's.
+    auto combine = [&](const Bytes& piece, size_t lo, size_t hi, bool theirs_first) {
+      ReadPiece<T>(piece, [&](uint64_t at, const T* theirs, uint64_t count) {
+        if (at != lo || count != hi - lo) throw std::logic_error("Team: an array piece out of step");
+        for (uint64_t i = 0; i < count; ++i) {
+          v[at + i] = theirs_first ? op(theirs[i], v[at + i]) : op(v[at + i], theirs[i]);
+        }
+      });
     };
     ThrowIfAnyDead();
     if (me < 2 * pairs && me % 2 == 0) {  // sits out: the odd partner reduces for both
-      SendTo(me + 1, operation, 0, Encode(v));
-      return Decode<std::vector<T>>(ReceiveFrom(me + 1, operation, 0));
+      SendTo(me + 1, operation, 0, PieceOf(v, 0, v.size()));
+      ReadPiece<T>(ReceiveFrom(me + 1, operation, 0), [&](uint64_t at, const T* all, uint64_t count) {
+        if (at != 0 || count != v.size())
+          throw std::invalid_argument("Team: element-wise over arrays of different lengths");
+        std::copy(all, all + count, v.begin());
+      });
+      return v;
     }
-    if (me < 2 * pairs) combine(0, Decode<std::vector<T>>(ReceiveFrom(me - 1, operation, 0)), true);
+    if (me < 2 * pairs) combine(ReceiveFrom(me - 1, operation, 0), 0, v.size(), true);
     size_t vr = me < 2 * pairs ? me / 2 : me - pairs;  // rank among the p
     auto member = [&](size_t r) { return r < pairs ? 2 * r + 1 : r + pairs; };
     size_t lo = 0, hi = v.size();
@@ -209,27 +215,64 @@ class Team {
     for (size_t mask = 1; mask < p; mask <<= 1, ++tag) {  // reduce-scatter
       size_t partner = member(vr ^ mask), mid = lo + (hi - lo) / 2;
       bool lower = (vr & mask) == 0;
-      SendTo(partner, operation, tag, lower ? slice(mid, hi) : slice(lo, mid));
-      Piece theirs = Decode<Piece>(ReceiveFrom(partner, operation, tag));
+      SendTo(partner, operation, tag, lower ? PieceOf(v, mid, hi) : PieceOf(v, lo, mid));
       if (lower) {
         hi = mid;
       } else {
         lo = mid;
       }
-      if (theirs.first != lo || theirs.second.size() != hi - lo) throw std::logic_error("Team: a halving out of step");
-      combine(lo, theirs.second, !lower);
+      combine(ReceiveFrom(partner, operation, tag), lo, hi, !lower);
     }
     for (size_t mask = p >> 1; mask > 0; mask >>= 1, ++tag) {  // allgather
       size_t partner = member(vr ^ mask);
-      SendTo(partner, operation, tag, slice(lo, hi));
-      Piece theirs = Decode<Piece>(ReceiveFrom(partner, operation, tag));
-      if (theirs.first + theirs.second.size() > v.size()) throw std::logic_error("Team: a doubling out of step");
-      std::copy(theirs.second.begin(), theirs.second.end(), v.begin() + long(theirs.first));
-      lo = std::min<size_t>(lo, theirs.first);
-      hi = std::max<size_t>(hi, theirs.first + theirs.second.size());
+      SendTo(partner, operation, tag, PieceOf(v, lo, hi));
+      ReadPiece<T>(ReceiveFrom(partner, operation, tag), [&](uint64_t at, const T* theirs, uint64_t count) {
+        if (at > v.size() || count > v.size() - at) throw std::logic_error("Team: an array piece out of step");
+        std::copy(theirs, theirs + count, v.begin() + long(at));
+        lo = std::min<size_t>(lo, at);
+        hi = std::max<size_t>(hi, at + count);
+      });
     }
-    if (me < 2 * pairs) SendTo(me - 1, operation, 0, Encode(v));
+    if (me < 2 * pairs) SendTo(me - 1, operation, 0, PieceOf(v, 0, v.size()));
     return v;
+  }
+  // AllreduceArray's messages: elements [lo, hi) of v and their offset; for
+  // trivially copyable T the elements' bytes (one copy each way, room left
+  // for the message's trailer), else cereal's.
+  static constexpr size_t kPieceHeader = 16, kMessageRoom = 64;
+  template <class T>
+  static constexpr bool kRawPieces = std::is_trivially_copyable_v<T> && alignof(T) <= kPieceHeader;
+  template <class T>
+  static Bytes PieceOf(const std::vector<T>& v, size_t lo, size_t hi) {
+    if constexpr (kRawPieces<T>) {
+      Bytes b;
+      b.reserve(kPieceHeader + (hi - lo) * sizeof(T) + kMessageRoom);
+      b.resize(kPieceHeader + (hi - lo) * sizeof(T));
+      uint64_t header[2] = {lo, hi - lo};
+      std::memcpy(b.data(), header, kPieceHeader);
+      if (hi > lo) std::memcpy(b.data() + kPieceHeader, v.data() + lo, (hi - lo) * sizeof(T));
+      return b;
+    } else {
+      return Encode(
+          std::pair<uint64_t, std::vector<T>>{lo, std::vector<T>(v.begin() + long(lo), v.begin() + long(hi))});
+    }
+  }
+  // fn(offset, elements, count) on a piece (the elements in place for raw
+  // pieces: a buffer from operator new is aligned for them).
+  template <class T, class Fn>
+  static void ReadPiece(const Bytes& b, Fn fn) {
+    if constexpr (kRawPieces<T>) {
+      uint64_t header[2];
+      if (b.size() < kPieceHeader) throw std::logic_error("Team: an array piece without its header");
+      std::memcpy(header, b.data(), kPieceHeader);
+      if (header[1] > (b.size() - kPieceHeader) / sizeof(T) || b.size() != kPieceHeader + header[1] * sizeof(T)) {
+        throw std::logic_error("Team: an array piece of the wrong length");
+      }
+      fn(header[0], reinterpret_cast<const T*>(b.data() + kPieceHeader), header[1]);
+    } else {
+      auto piece = Decode<std::pair<uint64_t, std::vector<T>>>(b);
+      fn(piece.first, piece.second.data(), uint64_t(piece.second.size()));
+    }
   }
   // ReduceValue to the first member and a broadcast from it.
   template <class T, class Op>

@@ -31,8 +31,9 @@
 // memory (fox/peer_memory.h), as MPI's shared-memory transport does: one
 // message and one copy instead of a fragment per 1.4 KB. The sender keeps
 // the bytes until the receiver says it has them (or dies). A sender asks
-// each peer once whether it can read it (a probe: the peer reads a number
-// the probe names at the address it gives); until a peer says yes, and
+// each peer once whether it can read it (a probe, as soon as the peer is
+// alive: the peer reads a number the probe names at the address it
+// gives); until a peer says yes, and
 // with every peer that says no (nodes, other hosts, Linux refusing,
 // fox.direct=off at either end), messages go as fragments. Order holds
 // either way: both travel on the pair's one ordered channel and are
@@ -129,6 +130,11 @@ class Messenger : public SharedEbb<Messenger> {
   // SendWait and Flush when the message fits in one, else SendLarge. Event
   // context; blocks while the peer's window is full.
   Result<void> SendAny(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length);
+  // Asks every live peer not asked yet whether it can read this node's
+  // memory (direct large messages; a peer that becomes alive later is
+  // asked then), so that the first large message to it need not go as
+  // fragments. Nothing natively. Event context.
+  void ProbePeers();
   // SendAny taking the bytes (no copy for a direct large message).
   Result<void> SendAny(NodeId node, EbbId id, uint16_t handler, std::vector<uint8_t> bytes);
   // Sends `length` (<= kMaxLargeBytes) bytes to Ebb `id` on `node`, blocking
@@ -195,6 +201,8 @@ class Messenger : public SharedEbb<Messenger> {
   void OnDirect(NodeId from, const uint8_t* data, size_t length);
   void OnDirectDone(NodeId from, const uint8_t* data, size_t length);
   void ForgetDirect(NodeId dead);
+  bool StartProbeLocked(NodeId node, uint8_t* probe) REQUIRES(lock_);
+  void ProbeEarly(NodeId node);
   static bool DirectEnabled();
 
   int core_;
