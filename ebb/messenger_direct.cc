@@ -2,8 +2,9 @@
 // the receiver copies a large message out of the sender's memory
 // (fox/peer_memory.h) instead of the sender cutting it into fragments.
 //
-// Sender: the first large message to a peer probes it (the peer reads a
-// nonce at an address here and answers whether it read it) and goes as
+// Sender: a peer is probed once (the peer reads a nonce at an address here
+// and answers whether it read it): when the job is up (ProbePeers), when it
+// becomes alive, or at the first large message to it, which then goes as
 // fragments, as does every message to a peer that answered no. To a peer
 // that answered yes, a message travels as its id, target, length and
 // address; the sender keeps the bytes in outgoing_ until the peer's done
@@ -102,6 +103,7 @@ Result<void> Messenger::SendDirect(NodeId node, EbbId id, uint16_t handler, cons
     outgoing_.emplace(message, Outgoing{node, std::move(bytes)});  // the heap block (its address) moves along
   }
   auto r = am::SendWait(node, kMessengerId, kDirectMessage, d, sizeof d);
+  if (r.ok()) am::Flush(node);
   std::vector<uint8_t> unsent;  // freed outside the lock
   SpinGuard g(lock_);
   if (!r.ok()) {
@@ -113,7 +115,6 @@ Result<void> Messenger::SendDirect(NodeId node, EbbId id, uint16_t handler, cons
     }
     return r.error();
   }
-  am::Flush(node);
   ++stats_.direct_sent;
   *sent = true;
   return {};

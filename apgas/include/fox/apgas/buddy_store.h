@@ -25,7 +25,7 @@
 // copies them to its own buddy: the dead place's values and everyone's
 // stay on two live places, so a second death after that loses nothing.
 // A dead place's value is read from the live places that hold its backups
-// (the newest). Two deaths before the hooks ran (a place and its buddy at
+// (the newest: every live place is asked, one request each). Two deaths before the hooks ran (a place and its buddy at
 // once) lose that place's values: GetRemote returns nullopt.
 //
 // Values are at most kMaxValueBytes in one Set or SetMany (more:
