@@ -128,7 +128,6 @@ uint64_t BuddyService::PutMasters(const std::string& store, const std::vector<st
   for (const auto& [key, bytes] : values) {
     Master_& m = masters_[{store, key}];
     m.value = Value{seq, bytes};
-    stats_.bytes_set += bytes->size();
   }
   return seq;
 }
@@ -162,35 +161,42 @@ std::optional<BuddyService::Value> BuddyService::Backup(const std::string& store
   return it->second;
 }
 
-std::vector<BuddyWrite> BuddyService::MastersBackedUpAt(uint32_t dead) const {
+namespace {
+// Entries grouped into one Write per store, each of `owner`.
+struct Grouped {
   std::map<std::string, BuddyWrite> by_store;
-  uint32_t me = here().id;
-  SpinGuard g(lock_);
-  for (const auto& [where, m] : masters_) {
-    if (!m.buddy || *m.buddy != dead) continue;
-    BuddyWrite& w = by_store[where.first];
-    w.store = where.first;
-    w.owner = me;
-    w.entries.push_back(BuddyEntry{where.second, m.value.seq, *m.value.bytes});
+  void Add(const std::string& store, uint32_t owner, BuddyEntry entry) {
+    BuddyWrite& w = by_store[store];
+    w.store = store;
+    w.owner = owner;
+    w.entries.push_back(std::move(entry));
   }
-  std::vector<BuddyWrite> out;
-  for (auto& [store, w] : by_store) out.push_back(std::move(w));
-  return out;
+  std::vector<BuddyWrite> Writes() {
+    std::vector<BuddyWrite> out;
+    for (auto& [store, w] : by_store) out.push_back(std::move(w));
+    return out;
+  }
+};
+}  // namespace
+
+std::vector<BuddyWrite> BuddyService::MastersBackedUpAt(uint32_t dead) const {
+  Grouped g;
+  uint32_t me = here().id;
+  SpinGuard guard(lock_);
+  for (const auto& [where, m] : masters_) {
+    if (m.buddy && *m.buddy == dead) g.Add(where.first, me, BuddyEntry{where.second, m.value.seq, *m.value.bytes});
+  }
+  return g.Writes();
 }
 
 std::vector<BuddyWrite> BuddyService::BackupsOf(uint32_t dead) const {
-  std::map<std::string, BuddyWrite> by_store;
-  SpinGuard g(lock_);
+  Grouped g;
+  SpinGuard guard(lock_);
   for (const auto& [where, v] : backups_) {
-    if (std::get<1>(where) != dead) continue;
-    BuddyWrite& w = by_store[std::get<0>(where)];
-    w.store = std::get<0>(where);
-    w.owner = dead;
-    w.entries.push_back(BuddyEntry{std::get<2>(where), v.seq, *v.bytes});
+    const auto& [store, owner, key] = where;
+    if (owner == dead) g.Add(store, dead, BuddyEntry{key, v.seq, *v.bytes});
   }
-  std::vector<BuddyWrite> out;
-  for (auto& [store, w] : by_store) out.push_back(std::move(w));
-  return out;
+  return g.Writes();
 }
 
 // A request (a listener event): a malformed one is failed, never applied.

@@ -82,9 +82,9 @@ class BuddyStore {
 
   // At this place, all stores: values read from masters here (local),
   // from other places' masters (remote), from backups of dead places
-  // (backup); values re-replicated after deaths; bytes written (masters).
+  // (backup); values re-replicated after deaths.
   struct Stats {
-    uint64_t local_reads = 0, remote_reads = 0, backup_reads = 0, rereplicated = 0, bytes_set = 0;
+    uint64_t local_reads = 0, remote_reads = 0, backup_reads = 0, rereplicated = 0;
   };
   static Stats stats();
 
