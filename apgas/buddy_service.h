@@ -2,13 +2,7 @@
 // a shared Ebb at kBuddyStoreId: the masters of this place's values, the
 // backups it holds of other places' values, and the Rpc server for both.
 //
-// Requests (Rpc, the body a cereal archive):
-//   kBackup  a Write: values of `owner` to keep as backups (each replaces an
-//            older backup only); reply empty
-//   kRead    a Read: `owner`'s `key`, from its master (backup false) or
-//            from a backup held here (true); reply a Found
-//   kForget  a Write without values: backups of `owner` no longer kept
-//            here (its buddy changed); reply empty
+// The messages are buddy_wire.h's.
 #pragma once
 
 #include <map>
@@ -19,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "buddy_wire.h"
 #include "fox/apgas/buddy_store.h"
 #include "fox/ebb/ebb_ref.h"
 #include "fox/ebb/shared_ebb.h"
@@ -28,89 +23,21 @@
 
 namespace fox::apgas::detail {
 
-using Shared = std::shared_ptr<const std::vector<uint8_t>>;
-
-struct BuddyEntry {
-  std::string key;
-  uint64_t seq = 0;  // the owner's counter at the write
-  std::vector<uint8_t> bytes;
-  template <class A>
-  void serialize(A& ar) {
-    ar(key, seq, bytes);
-  }
-};
-struct BuddyWrite {
-  std::string store;
-  uint32_t owner = 0;
-  std::vector<BuddyEntry> entries;
-  template <class A>
-  void serialize(A& ar) {
-    ar(store, owner, entries);
-  }
-};
-// A Write's bytes from values held elsewhere (the same archive as
-// BuddyWrite's: the receiver decodes a BuddyWrite).
-struct BuddyEntryRef {
-  const std::string& key;
-  uint64_t seq;
-  const std::vector<uint8_t>& bytes;
-  template <class A>
-  void serialize(A& ar) {
-    ar(key, seq, bytes);
-  }
-};
-struct BuddyWriteRef {
-  const std::string& store;
-  uint32_t owner;
-  const std::vector<BuddyEntryRef>& entries;
-  template <class A>
-  void serialize(A& ar) {
-    ar(store, owner, entries);
-  }
-};
-struct BuddyRead {
-  std::string store;
-  uint32_t owner = 0;
-  std::string key;
-  bool backup = false;
-  template <class A>
-  void serialize(A& ar) {
-    ar(store, owner, key, backup);
-  }
-};
-struct BuddyFoundRef {  // a Found's bytes from a value held here
-  bool found;
-  uint64_t seq;
-  const std::vector<uint8_t>& bytes;
-  template <class A>
-  void serialize(A& ar) {
-    ar(found, seq, bytes);
-  }
-};
-struct BuddyFound {
-  bool found = false;
-  uint64_t seq = 0;
-  std::vector<uint8_t> bytes;
-  template <class A>
-  void serialize(A& ar) {
-    ar(found, seq, bytes);
-  }
-};
-
 class BuddyService : public ebb::SharedEbb<BuddyService> {
  public:
   static ebb::EbbRef<BuddyService> Get() { return ebb::EbbRef<BuddyService>(ebb::kBuddyStoreId); }
   BuddyService();  // listens on the calling core; before am::Start
   ~BuddyService();
 
-  static constexpr uint16_t kBackup = 1, kRead = 2, kForget = 3;
+  static constexpr uint16_t kBackup = 1, kRead = 2, kForget = 3, kPart = 4;
 
-  struct Value {
-    uint64_t seq = 0;
-    Shared bytes;
-  };
-  // The masters: takes the values together under one number; returns it.
-  uint64_t PutMasters(const std::string& store, const std::vector<std::pair<std::string, Shared>>& values);
+  // A number for this place's next write.
+  uint64_t NextSeq();
+  // A fresh id for a write sent in parts.
+  uint64_t NextWriteId();
+  // The masters: the values of `message`'s `spans` (from its body at
+  // `body`); each replaces an older one only.
+  void PutMasters(const std::string& store, const Shared& message, size_t body, const std::vector<BuddySpan>& spans);
   // Records that `buddy` holds the backups of `keys` (written as `seq`);
   // returns the keys whose backup was at another place before, by place.
   std::map<uint32_t, std::vector<std::string>> SetBuddy(const std::string& store, const std::vector<std::string>& keys,
@@ -118,9 +45,16 @@ class BuddyService : public ebb::SharedEbb<BuddyService> {
   std::optional<Value> Master(const std::string& store, const std::string& key) const;
   std::optional<Value> Backup(const std::string& store, uint32_t owner, const std::string& key) const;
   // After `dead` died: this place's masters it held the backups of, and the
-  // backups of its values held here, as Writes by store (the hook's work).
-  std::vector<BuddyWrite> MastersBackedUpAt(uint32_t dead) const;
-  std::vector<BuddyWrite> BackupsOf(uint32_t dead) const;
+  // backups of its values held here, as writes to send (the hook's work),
+  // with their store and owner; and its unfinished parts dropped.
+  struct Held {
+    std::string store;
+    uint32_t owner;
+    std::vector<std::pair<std::string, Value>> values;
+  };
+  std::vector<Held> MastersBackedUpAt(uint32_t dead) const;
+  std::vector<Held> BackupsOf(uint32_t dead) const;
+  void DropParts(uint32_t dead);
 
   BuddyStore::Stats stats() const {
     SpinGuard g(lock_);
@@ -136,12 +70,22 @@ class BuddyService : public ebb::SharedEbb<BuddyService> {
     Value value;
     std::optional<uint32_t> buddy;  // where its backup is (none yet: alone, or not acknowledged)
   };
-  void Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
+  struct Parts {  // a write arriving in parts
+    std::vector<uint8_t> body;
+    uint64_t length = 0;
+  };
+  void Serve(NodeId from, uint16_t handler, std::vector<uint8_t> message);
+  void ApplyBackup(uint16_t handler, const Shared& message, size_t body);
+  // A part of a write; the whole body once the last part is in.
+  std::optional<std::vector<uint8_t>> AddPart(NodeId from, const uint8_t* data, size_t length);
+  void AnswerRead(NodeId from, uint64_t id, const uint8_t* data, size_t length);
 
   mutable SpinLock lock_;
   uint64_t next_seq_ GUARDED_BY(lock_) = 1;
+  uint64_t next_write_ GUARDED_BY(lock_) = 1;
   std::map<std::pair<std::string, std::string>, Master_> masters_ GUARDED_BY(lock_);           // store, key
   std::map<std::tuple<std::string, uint32_t, std::string>, Value> backups_ GUARDED_BY(lock_);  // store, owner, key
+  std::map<std::pair<NodeId, uint64_t>, Parts> parts_ GUARDED_BY(lock_);                       // sender, write id
   BuddyStore::Stats stats_ GUARDED_BY(lock_);
 };
 

@@ -1,8 +1,10 @@
-// BuddyStore (buddy_store.h): the client side (Set, reads, the death hook)
-// and the service's state and requests (buddy_service.h).
+// BuddyStore (buddy_store.h): the client side (Commit, reads, the death
+// hook) and the service's state and requests (buddy_service.h).
 #include "fox/apgas/buddy_store.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <set>
 #include <stdexcept>
 
@@ -10,7 +12,6 @@
 #include "fox/ebb/messenger.h"
 #include "fox/ebb/rpc.h"
 #include "fox/event.h"
-#include "fox/function.h"
 #include "fox/log.h"
 #include "runtime.h"
 
@@ -18,7 +19,8 @@ namespace fox::apgas {
 namespace detail {
 namespace {
 
-constexpr uint64_t kTimeoutMs = 60'000;  // a backup of 48 MiB between emulated nodes
+constexpr uint64_t kTimeoutMs = 60'000;  // a part (32 MiB) between emulated nodes
+constexpr int kMaxRereads = 8;           // a value rewritten while read in parts: read again
 
 template <class T>
 T Decode(const uint8_t* data, size_t length) {
@@ -42,62 +44,130 @@ std::optional<uint32_t> NextLive(uint32_t after, const std::set<uint32_t>& skip)
 
 // A request's message: room for the Rpc's id, then `value`'s archive.
 template <class T>
-std::vector<uint8_t> Request(const T& value, size_t reserve = 0) {
+std::vector<uint8_t> Request(const T& value) {
   std::vector<uint8_t> message(ebb::Rpc::kRequestHeader);
-  message.reserve(ebb::Rpc::kRequestHeader + reserve + 256);
   OutArchive out(message);
   out(value);
   return message;
 }
 
-// A request (Request's message) to the BuddyService at `place`; blocks the
-// calling activity.
-Result<ebb::Rpc::Bytes> Call(uint32_t place, uint16_t handler, std::vector<uint8_t> message) {
+// A request (its message starting with Rpc's header room) to the
+// BuddyService at `place`; blocks the calling activity.
+Result<ebb::Rpc::Bytes> Call(uint32_t place, uint16_t handler, std::shared_ptr<std::vector<uint8_t>> message) {
   auto* activity = event::Local();
   auto r = ebb::Rpc::Get()->Call(place, ebb::kBuddyStoreId, handler, std::move(message), kTimeoutMs).Block();
   event::Local() = activity;
   return r;
+}
+Result<ebb::Rpc::Bytes> Call(uint32_t place, uint16_t handler, std::vector<uint8_t> message) {
+  return Call(place, handler, std::make_shared<std::vector<uint8_t>>(std::move(message)));
 }
 
 [[noreturn]] void Fail(const std::string& store, const char* what, Error error) {
   throw std::runtime_error("apgas: buddy store " + store + ": " + what + ": " + ErrorName(error));
 }
 
-// Sends a backup of store `store` (the message `make` makes: Request's) to
-// this place's buddy (the next live place, another one if it dies first);
-// the buddy it reached, or nullopt if this place is alone.
-std::optional<uint32_t> SendToBuddy(const std::string& store, Function<std::vector<uint8_t>()> make) {
+// A write's message (handler kBackup) to `place`: whole if it fits in one
+// message, else in parts (each copied out of it).
+Result<ebb::Rpc::Bytes> SendWrite(uint32_t place, const std::shared_ptr<std::vector<uint8_t>>& message) {
+  if (message->size() <= ebb::Messenger::kMaxLargeBytes) return Call(place, BuddyService::kBackup, message);
+  const size_t header = ebb::Rpc::kRequestHeader, body = message->size() - header;
+  uint64_t write = BuddyService::Get()->NextWriteId();
+  for (size_t offset = 0;;) {
+    size_t n = std::min(BuddyStore::kPartBytes, body - offset);
+    std::vector<uint8_t> part(header + kPartHeaderBytes + n);
+    StorePart(part.data() + header, PartHeader{write, body, offset});
+    std::memcpy(part.data() + header + kPartHeaderBytes, message->data() + header + offset, n);
+    auto r = Call(place, BuddyService::kPart, std::move(part));
+    offset += n;
+    if (!r.ok() || offset == body) return r;
+  }
+}
+
+// Sends a write's message to this place's buddy (the next live place,
+// another one if it dies first); the buddy it reached, or nullopt if this
+// place is alone.
+std::optional<uint32_t> SendToBuddy(const std::string& store, const std::shared_ptr<std::vector<uint8_t>>& message) {
   std::set<uint32_t> died;
   for (;;) {
     auto buddy = NextLive(here().id, died);
     if (!buddy) return std::nullopt;
-    auto r = Call(*buddy, BuddyService::kBackup, make());
+    auto r = SendWrite(*buddy, message);
     if (r.ok()) return buddy;
     if (r.error() != Error::kNotFound) Fail(store, "a backup", r.error());
     died.insert(*buddy);
   }
 }
-std::optional<uint32_t> SendToBuddy(const BuddyWrite& write) {
-  return SendToBuddy(write.store, [&] { return Request(write); });
+
+// The values held here (copied into a new write) sent to this place's
+// buddy; the buddy, or nullopt if this place is alone.
+std::optional<uint32_t> Resend(const BuddyService::Held& held) {
+  BuddyStore::Write w;
+  for (const auto& [key, value] : held.values) BuddyWrites::PutHeld(w, key, value);
+  return SendToBuddy(held.store, BuddyWrites::Finish(std::move(w), held.store, held.owner, 0));
 }
 
 // A dead place's death at this place: what it was buddy of goes to this
 // place's next buddy, and its values held here to this place's buddy too.
 void Rereplicate(uint32_t dead) {
   auto service = BuddyService::Get();
-  for (const BuddyWrite& w : service->MastersBackedUpAt(dead)) {
+  for (const BuddyService::Held& h : service->MastersBackedUpAt(dead)) {
     std::vector<std::string> keys;
     uint64_t seq = 0;
-    for (const BuddyEntry& e : w.entries) {
-      keys.push_back(e.key);
-      seq = std::max(seq, e.seq);
+    for (const auto& [key, value] : h.values) {
+      keys.push_back(key);
+      seq = std::max(seq, value.seq);
     }
-    if (auto buddy = SendToBuddy(w)) (void)service->SetBuddy(w.store, keys, seq, *buddy);
-    service->Count(&BuddyStore::Stats::rereplicated, w.entries.size());
+    if (auto buddy = Resend(h)) (void)service->SetBuddy(h.store, keys, seq, *buddy);
+    service->Count(&BuddyStore::Stats::rereplicated, h.values.size());
   }
-  for (const BuddyWrite& w : service->BackupsOf(dead)) {
-    (void)SendToBuddy(w);
-    service->Count(&BuddyStore::Stats::rereplicated, w.entries.size());
+  for (const BuddyService::Held& h : service->BackupsOf(dead)) {
+    (void)Resend(h);
+    service->Count(&BuddyStore::Stats::rereplicated, h.values.size());
+  }
+}
+
+// What a read of `owner`'s `key` at `at` found.
+enum class Fetched { kFound, kMissing, kDied };
+
+// Reads `owner`'s `key` from `at` (its master, or a backup there), in parts
+// if it is large, and hands it to `use`.
+Fetched Fetch(const std::string& store, uint32_t at, uint32_t owner, const std::string& key, bool backup,
+              Function<void(const uint8_t*, size_t)>& use) {
+  std::vector<uint8_t> whole;
+  uint64_t seq = 0, total = 0;
+  for (int rereads = 0;;) {
+    uint64_t offset = whole.size();
+    auto r =
+        Call(at, BuddyService::kRead, Request(ReadRequest{store, owner, key, backup, offset, BuddyStore::kPartBytes}));
+    if (!r.ok()) {
+      if (r.error() == Error::kNotFound) return Fetched::kDied;
+      Fail(store, "a read", r.error());
+    }
+    Found f = ReadFound(*r);
+    uint64_t s = f.seq, t = f.total;
+    size_t n = f.length;
+    const uint8_t* piece = f.bytes;
+    if (!f.found) return Fetched::kMissing;
+    if (offset == 0 && n == t) {  // one part: decoded where it arrived
+      use(piece, n);
+      return Fetched::kFound;
+    }
+    if (offset == 0) {
+      seq = s;
+      total = t;
+      whole.reserve(total);
+    } else if (s != seq || t != total) {  // written again meanwhile
+      if (++rereads == kMaxRereads) Fail(store, "a read of a value rewritten while it was read", Error::kBusy);
+      whole.clear();
+      continue;
+    }
+    if (n == 0 || n > total - whole.size()) Fail(store, "a read's part", Error::kInvalidArgument);
+    whole.insert(whole.end(), piece, piece + n);
+    if (whole.size() == total) {
+      use(whole.data(), whole.size());
+      return Fetched::kFound;
+    }
   }
 }
 
@@ -105,13 +175,14 @@ void Rereplicate(uint32_t dead) {
 
 BuddyService::BuddyService() {
   (void)ebb::Rpc::Get()->pending();  // constructs the Rpc Ebb here: replies need it
-  auto serve = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
-    Serve(from, handler, data, length);
+  auto serve = [this](NodeId from, uint16_t handler, std::vector<uint8_t> message) {
+    Serve(from, handler, std::move(message));
   };
-  if (auto r = ebb::Messenger::Get()->ListenAny(ebb::kBuddyStoreId, serve); !r.ok()) {
+  if (auto r = ebb::Messenger::Get()->ListenAnyOwned(ebb::kBuddyStoreId, serve); !r.ok()) {
     LOG_ERROR("apgas: the buddy store cannot receive messages: %s", ErrorName(r.error()));
   }
   Runtime::Get()->AddDeathHook([](uint32_t dead) {
+    BuddyService::Get()->DropParts(dead);
     try {
       Rereplicate(dead);
     } catch (const std::exception& e) {  // a hook must not throw: say so, the finish goes on
@@ -122,14 +193,24 @@ BuddyService::BuddyService() {
 
 BuddyService::~BuddyService() { ebb::Messenger::Get()->StopListeningAny(ebb::kBuddyStoreId); }
 
-uint64_t BuddyService::PutMasters(const std::string& store, const std::vector<std::pair<std::string, Shared>>& values) {
+uint64_t BuddyService::NextSeq() {
   SpinGuard g(lock_);
-  uint64_t seq = next_seq_++;
-  for (const auto& [key, bytes] : values) {
-    Master_& m = masters_[{store, key}];
-    m.value = Value{seq, bytes};
+  return next_seq_++;
+}
+
+uint64_t BuddyService::NextWriteId() {
+  SpinGuard g(lock_);
+  return next_write_++;
+}
+
+void BuddyService::PutMasters(const std::string& store, const Shared& message, size_t body,
+                              const std::vector<BuddySpan>& spans) {
+  SpinGuard g(lock_);
+  for (const BuddySpan& s : spans) {
+    Master_& m = masters_[{store, s.key}];
+    if (m.value.message && m.value.seq > s.seq) continue;  // a later write got here first
+    m.value = Value{s.seq, message, body + s.offset, s.size};
   }
-  return seq;
 }
 
 std::map<uint32_t, std::vector<std::string>> BuddyService::SetBuddy(const std::string& store,
@@ -146,15 +227,14 @@ std::map<uint32_t, std::vector<std::string>> BuddyService::SetBuddy(const std::s
   return moved;
 }
 
-std::optional<BuddyService::Value> BuddyService::Master(const std::string& store, const std::string& key) const {
+std::optional<Value> BuddyService::Master(const std::string& store, const std::string& key) const {
   SpinGuard g(lock_);
   auto it = masters_.find({store, key});
   if (it == masters_.end()) return std::nullopt;
   return it->second.value;
 }
 
-std::optional<BuddyService::Value> BuddyService::Backup(const std::string& store, uint32_t owner,
-                                                        const std::string& key) const {
+std::optional<Value> BuddyService::Backup(const std::string& store, uint32_t owner, const std::string& key) const {
   SpinGuard g(lock_);
   auto it = backups_.find({store, owner, key});
   if (it == backups_.end()) return std::nullopt;
@@ -162,81 +242,125 @@ std::optional<BuddyService::Value> BuddyService::Backup(const std::string& store
 }
 
 namespace {
-// Entries grouped into one Write per store, each of `owner`.
+// Values grouped by store, each of one owner.
 struct Grouped {
-  std::map<std::string, BuddyWrite> by_store;
-  void Add(const std::string& store, uint32_t owner, BuddyEntry entry) {
-    BuddyWrite& w = by_store[store];
-    w.store = store;
-    w.owner = owner;
-    w.entries.push_back(std::move(entry));
+  std::map<std::string, BuddyService::Held> by_store;
+  void Add(const std::string& store, uint32_t owner, const std::string& key, const Value& value) {
+    BuddyService::Held& h = by_store[store];
+    h.store = store;
+    h.owner = owner;
+    h.values.emplace_back(key, value);
   }
-  std::vector<BuddyWrite> Writes() {
-    std::vector<BuddyWrite> out;
-    for (auto& [store, w] : by_store) out.push_back(std::move(w));
+  std::vector<BuddyService::Held> All() {
+    std::vector<BuddyService::Held> out;
+    for (auto& [store, h] : by_store) out.push_back(std::move(h));
     return out;
   }
 };
 }  // namespace
 
-std::vector<BuddyWrite> BuddyService::MastersBackedUpAt(uint32_t dead) const {
+std::vector<BuddyService::Held> BuddyService::MastersBackedUpAt(uint32_t dead) const {
   Grouped g;
   uint32_t me = here().id;
   SpinGuard guard(lock_);
   for (const auto& [where, m] : masters_) {
-    if (m.buddy && *m.buddy == dead) g.Add(where.first, me, BuddyEntry{where.second, m.value.seq, *m.value.bytes});
+    if (m.buddy && *m.buddy == dead) g.Add(where.first, me, where.second, m.value);
   }
-  return g.Writes();
+  return g.All();
 }
 
-std::vector<BuddyWrite> BuddyService::BackupsOf(uint32_t dead) const {
+std::vector<BuddyService::Held> BuddyService::BackupsOf(uint32_t dead) const {
   Grouped g;
   SpinGuard guard(lock_);
   for (const auto& [where, v] : backups_) {
     const auto& [store, owner, key] = where;
-    if (owner == dead) g.Add(store, dead, BuddyEntry{key, v.seq, *v.bytes});
+    if (owner == dead) g.Add(store, dead, key, v);
   }
-  return g.Writes();
+  return g.All();
+}
+
+void BuddyService::DropParts(uint32_t dead) {
+  std::vector<Parts> dropped;  // freed outside the lock
+  SpinGuard g(lock_);
+  for (auto it = parts_.begin(); it != parts_.end();) {
+    if (it->first.first != dead) {
+      ++it;
+      continue;
+    }
+    dropped.push_back(std::move(it->second));
+    it = parts_.erase(it);
+  }
 }
 
 // A request (a listener event): a malformed one is failed, never applied.
-void BuddyService::Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
-  auto request = ebb::Rpc::ParseRequest(data, length);
+void BuddyService::Serve(NodeId from, uint16_t handler, std::vector<uint8_t> message) {
+  auto request = ebb::Rpc::ParseRequest(message.data(), message.size());
   if (!request) return;
+  uint64_t id = request->id;
   try {
     if (handler == kBackup || handler == kForget) {
-      auto w = Decode<BuddyWrite>(request->body, request->length);
-      std::vector<Shared> keep;  // made outside the lock (copies)
-      for (BuddyEntry& e : w.entries) keep.push_back(std::make_shared<const std::vector<uint8_t>>(std::move(e.bytes)));
-      {
-        SpinGuard g(lock_);
-        for (size_t i = 0; i < w.entries.size(); ++i) {
-          auto key = std::make_tuple(w.store, w.owner, w.entries[i].key);
-          auto it = backups_.find(key);
-          if (handler == kForget) {
-            if (it != backups_.end() && it->second.seq <= w.entries[i].seq) backups_.erase(it);
-          } else if (it == backups_.end() || it->second.seq < w.entries[i].seq) {
-            backups_[key] = Value{w.entries[i].seq, keep[i]};
-          }
-        }
+      ApplyBackup(handler, std::make_shared<const std::vector<uint8_t>>(std::move(message)), ebb::Rpc::kRequestHeader);
+      (void)ebb::Rpc::Reply(from, id, nullptr, 0);
+    } else if (handler == kPart) {
+      if (auto body = AddPart(from, request->body, request->length)) {
+        ApplyBackup(kBackup, std::make_shared<const std::vector<uint8_t>>(std::move(*body)), 0);
       }
-      (void)ebb::Rpc::Reply(from, request->id, nullptr, 0);
+      (void)ebb::Rpc::Reply(from, id, nullptr, 0);
     } else if (handler == kRead) {
-      auto r = Decode<BuddyRead>(request->body, request->length);
-      auto v = r.backup ? Backup(r.store, r.owner, r.key) : Master(r.store, r.key);
-      static const std::vector<uint8_t> kNone;
-      std::vector<uint8_t> reply(ebb::Rpc::kReplyHeader);
-      reply.reserve(ebb::Rpc::kReplyHeader + (v ? v->bytes->size() : 0) + 64);
-      OutArchive out(reply);
-      out(BuddyFoundRef{bool(v), v ? v->seq : 0, v ? *v->bytes : kNone});
-      (void)ebb::Rpc::Reply(from, request->id, std::move(reply));
+      AnswerRead(from, id, request->body, request->length);
     } else {
-      (void)ebb::Rpc::Fail(from, request->id, Error::kInvalidArgument);
+      (void)ebb::Rpc::Fail(from, id, Error::kInvalidArgument);
     }
   } catch (const std::exception& e) {
     LOG_WARN("apgas: a malformed buddy store request from place %u: %s", from, e.what());
-    (void)ebb::Rpc::Fail(from, request->id, Error::kInvalidArgument);
+    (void)ebb::Rpc::Fail(from, id, Error::kInvalidArgument);
   }
+}
+
+void BuddyService::ApplyBackup(uint16_t handler, const Shared& message, size_t body) {
+  WriteHead w = BuddyWrites::Parse(*message, body);
+  SpinGuard g(lock_);
+  for (const BuddySpan& s : w.spans) {
+    auto key = std::make_tuple(w.store, w.owner, s.key);
+    auto it = backups_.find(key);
+    if (handler == kForget) {
+      if (it != backups_.end() && it->second.seq <= s.seq) backups_.erase(it);
+    } else if (it == backups_.end() || it->second.seq <= s.seq) {  // the same number: a later span of its write
+      backups_[key] = Value{s.seq, message, body + s.offset, s.size};
+    }
+  }
+}
+
+std::optional<std::vector<uint8_t>> BuddyService::AddPart(NodeId from, const uint8_t* data, size_t length) {
+  PartHeader h = LoadPart(data, length);
+  uint64_t write = h.write, total = h.total, offset = h.offset;
+  size_t n = length - kPartHeaderBytes;
+  Parts p;  // taken out while it grows (the map is shared with the death hook)
+  {
+    SpinGuard g(lock_);
+    auto it = parts_.find({from, write});
+    if (it != parts_.end()) {
+      p = std::move(it->second);
+      parts_.erase(it);
+    }
+  }
+  if (p.body.empty()) p.length = total;
+  if (n == 0 || offset != p.body.size() || total != p.length || n > total - offset) {
+    throw cereal::Exception("apgas: a buddy store part out of order or beyond its write");
+  }
+  if (p.body.empty()) p.body.reserve(total);
+  p.body.insert(p.body.end(), data + kPartHeaderBytes, data + length);
+  if (p.body.size() == p.length) return std::move(p.body);
+  SpinGuard g(lock_);
+  parts_[{from, write}] = std::move(p);
+  return std::nullopt;
+}
+
+void BuddyService::AnswerRead(NodeId from, uint64_t id, const uint8_t* data, size_t length) {
+  auto r = Decode<ReadRequest>(data, length);
+  auto v = r.backup ? Backup(r.store, r.owner, r.key) : Master(r.store, r.key);
+  std::vector<uint8_t> reply = FoundReply(ebb::Rpc::kReplyHeader, v ? &*v : nullptr, r.offset, r.max);
+  (void)ebb::Rpc::Reply(from, id, std::move(reply));
 }
 
 }  // namespace detail
@@ -248,75 +372,85 @@ BuddyStore BuddyStore::Make(const std::string& name) {
 
 BuddyStore::Stats BuddyStore::stats() { return detail::BuddyService::Get()->stats(); }
 
-void BuddyStore::SetMany(std::vector<std::pair<std::string, Bytes>> entries) {
-  size_t total = 0;
-  for (const auto& [key, bytes] : entries) {
-    if (key.empty()) throw std::invalid_argument("apgas: buddy store " + name_ + ": an empty key");
-    total += bytes.size();
-  }
-  if (total > kMaxValueBytes) {
-    throw std::invalid_argument("apgas: buddy store " + name_ + ": " + std::to_string(total) +
-                                " bytes in one write (at most " + std::to_string(kMaxValueBytes) + ")");
-  }
+void BuddyStore::Commit(Write write) {
+  if (write.size() == 0) return;
   auto service = detail::BuddyService::Get();
-  std::vector<std::pair<std::string, detail::Shared>> values;
-  for (auto& [key, bytes] : entries) {
-    values.emplace_back(key, std::make_shared<const Bytes>(std::move(bytes)));
-  }
-  uint64_t seq = service->PutMasters(name_, values);
-  std::vector<detail::BuddyEntryRef> refs;
+  uint64_t seq = service->NextSeq();
   std::vector<std::string> keys;
-  for (const auto& [key, bytes] : values) {
-    refs.push_back(detail::BuddyEntryRef{key, seq, *bytes});
-    keys.push_back(key);
-  }
-  auto buddy = detail::SendToBuddy(name_, [&] {
-    return detail::Request(detail::BuddyWriteRef{name_, here().id, refs}, total);
-  });
+  for (const detail::BuddySpan& s : detail::BuddyWrites::Spans(write)) keys.push_back(s.key);
+  std::vector<detail::BuddySpan> spans = detail::BuddyWrites::Spans(write);
+  for (detail::BuddySpan& s : spans) s.seq = seq;
+  auto message = detail::BuddyWrites::Finish(std::move(write), name_, here().id, seq);
+  service->PutMasters(name_, message, ebb::Rpc::kRequestHeader, spans);
+  auto buddy = detail::SendToBuddy(name_, message);
   if (!buddy) return;  // alone: the master only
   for (auto& [old, moved] : service->SetBuddy(name_, keys, seq, *buddy)) {
     if (isDead(Place{old})) continue;
-    detail::BuddyWrite forget{name_, here().id, {}};
-    for (std::string& k : moved) forget.entries.push_back(detail::BuddyEntry{std::move(k), seq, {}});
-    (void)detail::Call(old, detail::BuddyService::kForget, detail::Request(forget));  // its copy is only memory
+    BuddyStore::Write none;
+    for (std::string& k : moved) none.Begin(k);
+    (void)detail::Call(old, detail::BuddyService::kForget,
+                       detail::BuddyWrites::Finish(std::move(none), name_, here().id, seq));  // its copy is only memory
+  }
+}
+
+void BuddyStore::Read(Place place, const std::string& key, Function<void(const uint8_t*, size_t)> use) {
+  auto service = detail::BuddyService::Get();
+  if (place == here()) {
+    auto v = service->Master(name_, key);
+    if (!v) return;
+    service->Count(&Stats::local_reads);
+    use(v->data(), v->size);
+    return;
+  }
+  using detail::Fetched;
+  if (!isDead(place)) {
+    Fetched f = detail::Fetch(name_, place.id, place.id, key, false, use);
+    if (f == Fetched::kFound) service->Count(&Stats::remote_reads);
+    if (f != Fetched::kDied) return;
+  }
+  // Dead: the newest of its backups, here or at a live place (asked for
+  // its number first, then read from the one that has the newest).
+  for (std::set<uint32_t> gone;;) {
+    std::optional<uint32_t> best;
+    uint64_t best_seq = 0;
+    std::optional<detail::Value> mine = service->Backup(name_, place.id, key);
+    if (mine) {
+      best = here().id;
+      best_seq = mine->seq;
+    }
+    for (Place p : places()) {
+      if (p == here() || p == place || isDead(p) || gone.count(p.id) != 0) continue;
+      auto r = detail::Call(p.id, detail::BuddyService::kRead,
+                            detail::Request(detail::ReadRequest{name_, place.id, key, true, 0, 0}));
+      if (!r.ok()) {
+        if (r.error() == Error::kNotFound) continue;  // died meanwhile
+        detail::Fail(name_, "a read", r.error());
+      }
+      detail::Found f = detail::ReadFound(*r);
+      if (f.found && (!best || f.seq > best_seq)) {
+        best = p.id;
+        best_seq = f.seq;
+      }
+    }
+    if (!best) return;
+    if (*best == here().id) {
+      service->Count(&Stats::backup_reads);
+      use(mine->data(), mine->size);
+      return;
+    }
+    Fetched f = detail::Fetch(name_, *best, place.id, key, true, use);
+    if (f == Fetched::kFound) {
+      service->Count(&Stats::backup_reads);
+      return;
+    }
+    gone.insert(*best);  // died, or gave its backup away, since it was asked: ask the others again
   }
 }
 
 std::optional<BuddyStore::Bytes> BuddyStore::GetBytes(Place place, const std::string& key) {
-  auto service = detail::BuddyService::Get();
-  if (place == here()) {
-    auto v = service->Master(name_, key);
-    if (!v) return std::nullopt;
-    service->Count(&Stats::local_reads);
-    return *v->bytes;
-  }
-  auto ask = [&](uint32_t at, bool backup) -> std::optional<detail::BuddyFound> {
-    auto r =
-        detail::Call(at, detail::BuddyService::kRead, detail::Request(detail::BuddyRead{name_, place.id, key, backup}));
-    if (!r.ok()) {
-      if (r.error() == Error::kNotFound) return std::nullopt;  // died meanwhile
-      detail::Fail(name_, "a read", r.error());
-    }
-    return detail::Decode<detail::BuddyFound>(r->data(), r->size());
-  };
-  if (!isDead(place)) {
-    if (auto found = ask(place.id, false)) {
-      service->Count(&Stats::remote_reads);
-      if (!found->found) return std::nullopt;
-      return std::move(found->bytes);
-    }
-  }
-  // Dead: the newest of its backups, here and at the live places.
-  std::optional<detail::BuddyFound> newest;
-  if (auto v = service->Backup(name_, place.id, key)) newest = detail::BuddyFound{true, v->seq, *v->bytes};
-  for (Place p : places()) {
-    if (p == here() || p == place || isDead(p)) continue;
-    auto found = ask(p.id, true);
-    if (found && found->found && (!newest || found->seq > newest->seq)) newest = std::move(found);
-  }
-  if (!newest) return std::nullopt;
-  service->Count(&Stats::backup_reads);
-  return std::move(newest->bytes);
+  std::optional<Bytes> bytes;
+  Read(place, key, [&bytes](const uint8_t* data, size_t size) { bytes.emplace(data, data + size); });
+  return bytes;
 }
 
 }  // namespace fox::apgas

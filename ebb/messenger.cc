@@ -135,6 +135,21 @@ Result<void> Messenger::ListenAny(EbbId id, am::Handler handler, int core) {
   return r;
 }
 
+Result<void> Messenger::ListenAnyOwned(EbbId id, LargeHandler handler, int core) {
+  if (core < 0) core = core::Current();
+  auto shared = std::make_shared<LargeHandler>(std::move(handler));
+  FOX_TRY(Listen(
+      id,
+      [shared](NodeId from, uint16_t h, const uint8_t* data, size_t length) {
+        (*shared)(from, h, std::vector<uint8_t>(data, data + length));
+      },
+      core));
+  auto r = ListenLarge(
+      id, [shared](NodeId from, uint16_t h, std::vector<uint8_t> data) { (*shared)(from, h, std::move(data)); }, core);
+  if (!r.ok()) StopListening(id);
+  return r;
+}
+
 Result<void> Messenger::SendAny(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length) {
   if (length > net::kMaxMessageBytes) return SendLarge(node, id, handler, data, length);
   FOX_TRY(am::SendWait(node, id, handler, data, length));
@@ -145,6 +160,11 @@ Result<void> Messenger::SendAny(NodeId node, EbbId id, uint16_t handler, const v
 Result<void> Messenger::SendAny(NodeId node, EbbId id, uint16_t handler, std::vector<uint8_t> bytes) {
   if (bytes.size() > net::kMaxMessageBytes) return SendLarge(node, id, handler, std::move(bytes));
   return SendAny(node, id, handler, bytes.data(), bytes.size());
+}
+
+Result<void> Messenger::SendAny(NodeId node, EbbId id, uint16_t handler, Shared bytes) {
+  if (bytes->size() > net::kMaxMessageBytes) return SendLarge(node, id, handler, std::move(bytes));
+  return SendAny(node, id, handler, bytes->data(), bytes->size());
 }
 
 Messenger::LargeStats Messenger::large_stats() const {
@@ -173,10 +193,20 @@ Result<void> Messenger::SendLarge(NodeId node, EbbId id, uint16_t handler, std::
       Deliver(node, id, handler, std::move(bytes));
     });
   } else {
-    bool sent = false;
-    FOX_TRY(SendDirect(node, id, handler, bytes.data(), bytes.size(), &bytes, &sent));
-    if (!sent) FOX_TRY(SendFragments(node, id, handler, bytes.data(), bytes.size()));
+    return SendLarge(node, id, handler, std::make_shared<const std::vector<uint8_t>>(std::move(bytes)));
   }
+  SpinGuard g(lock_);
+  ++stats_.sent;
+  return {};
+}
+
+Result<void> Messenger::SendLarge(NodeId node, EbbId id, uint16_t handler, Shared bytes) {
+  if (id == kNullId) return Error::kInvalidArgument;
+  if (bytes->size() > kMaxLargeBytes) return Error::kOutOfRange;
+  if (node == am::Self()) return SendLarge(node, id, handler, std::vector<uint8_t>(*bytes));
+  bool sent = false;
+  FOX_TRY(SendDirect(node, id, handler, bytes->data(), bytes->size(), &bytes, &sent));
+  if (!sent) FOX_TRY(SendFragments(node, id, handler, bytes->data(), bytes->size()));
   SpinGuard g(lock_);
   ++stats_.sent;
   return {};

@@ -71,7 +71,7 @@ void Messenger::ProbePeers() {
 }
 
 Result<void> Messenger::SendDirect(NodeId node, EbbId id, uint16_t handler, const uint8_t* data, size_t length,
-                                   std::vector<uint8_t>* owned, bool* sent) {
+                                   const Shared* shared, bool* sent) {
   *sent = false;
   if (!direct_enabled_ || length < kDirectMinBytes) return {};
   uint8_t probe[kProbeBytes];
@@ -88,7 +88,8 @@ Result<void> Messenger::SendDirect(NodeId node, EbbId id, uint16_t handler, cons
     am::Flush(node);
     return {};
   }
-  std::vector<uint8_t> bytes = owned != nullptr ? std::move(*owned) : std::vector<uint8_t>(data, data + length);
+  Shared bytes = shared != nullptr ? *shared : std::make_shared<const std::vector<uint8_t>>(data, data + length);
+  if (shared == nullptr) data = bytes->data();
   uint64_t message = next_message_.fetch_add(1, std::memory_order_relaxed);
   uint8_t d[kDirectBytes];
   net::wire::Store64(d, message);
@@ -96,20 +97,20 @@ Result<void> Messenger::SendDirect(NodeId node, EbbId id, uint16_t handler, cons
   net::wire::Store16(d + 12, handler);
   net::wire::Store16(d + 14, 0);
   net::wire::Store64(d + 16, length);
-  net::wire::Store64(d + 24, uint64_t(reinterpret_cast<uintptr_t>(bytes.data())));
+  net::wire::Store64(d + 24, uint64_t(reinterpret_cast<uintptr_t>(data)));
   {
     SpinGuard g(lock_);
     outgoing_bytes_ += length;
-    outgoing_.emplace(message, Outgoing{node, std::move(bytes)});  // the heap block (its address) moves along
+    outgoing_.emplace(message, Outgoing{node, std::move(bytes), length});
   }
   auto r = am::SendWait(node, kMessengerId, kDirectMessage, d, sizeof d);
   if (r.ok()) am::Flush(node);
-  std::vector<uint8_t> unsent;  // freed outside the lock
+  Shared unsent;  // freed outside the lock
   SpinGuard g(lock_);
   if (!r.ok()) {
     auto it = outgoing_.find(message);
     if (it != outgoing_.end()) {
-      outgoing_bytes_ -= it->second.bytes.size();
+      outgoing_bytes_ -= it->second.length;
       unsent = std::move(it->second.bytes);
       outgoing_.erase(it);
     }
@@ -194,11 +195,11 @@ void Messenger::OnDirect(NodeId from, const uint8_t* data, size_t length) {
 
 void Messenger::OnDirectDone(NodeId from, const uint8_t* data, size_t length) {
   if (length != kDoneBytes) return Dropped(from, "a malformed direct done");
-  std::vector<uint8_t> read;  // freed outside the lock
+  Shared read;  // freed outside the lock
   SpinGuard g(lock_);
   auto it = outgoing_.find(net::wire::Load64(data));
   if (it == outgoing_.end() || it->second.node != from) return;
-  outgoing_bytes_ -= it->second.bytes.size();
+  outgoing_bytes_ -= it->second.length;
   read = std::move(it->second.bytes);
   outgoing_.erase(it);
 }
@@ -209,7 +210,7 @@ void Messenger::ForgetDirect(NodeId dead) {
     peer_memory::Close(&it->second);
     direct_from_.erase(it);
   }
-  std::vector<std::vector<uint8_t>> unread;  // freed outside the lock
+  std::vector<Shared> unread;  // freed outside the lock
   SpinGuard g(lock_);
   direct_to_.erase(dead);
   for (auto it = outgoing_.begin(); it != outgoing_.end();) {
@@ -217,7 +218,7 @@ void Messenger::ForgetDirect(NodeId dead) {
       ++it;
       continue;
     }
-    outgoing_bytes_ -= it->second.bytes.size();
+    outgoing_bytes_ -= it->second.length;
     unread.push_back(std::move(it->second.bytes));
     it = outgoing_.erase(it);
   }

@@ -52,13 +52,18 @@ Future<Result<Rpc::Bytes>> Rpc::Call(NodeId node, uint32_t ebb, uint16_t handler
 
 Future<Result<Rpc::Bytes>> Rpc::Call(NodeId node, uint32_t ebb, uint16_t handler, std::vector<uint8_t> message,
                                      uint64_t timeout_ms) {
+  return Call(node, ebb, handler, std::make_shared<std::vector<uint8_t>>(std::move(message)), timeout_ms);
+}
+
+Future<Result<Rpc::Bytes>> Rpc::Call(NodeId node, uint32_t ebb, uint16_t handler,
+                                     std::shared_ptr<std::vector<uint8_t>> message, uint64_t timeout_ms) {
   Promise<Result<Bytes>> promise;
   auto future = promise.GetFuture();
-  if (message.size() < kRequestHeader) {
+  if (message->size() < kRequestHeader) {
     promise.SetValue(Error::kInvalidArgument);
     return future;
   }
-  if (message.size() > Messenger::kMaxLargeBytes) {
+  if (message->size() > Messenger::kMaxLargeBytes) {
     promise.SetValue(Error::kOutOfRange);
     return future;
   }
@@ -80,8 +85,8 @@ Future<Result<Rpc::Bytes>> Rpc::Call(NodeId node, uint32_t ebb, uint16_t handler
   if (start_sweep) {
     event::SpawnRemote(core_, [this] { timer::StartPeriodic(kSweepNs, [this] { Sweep(); }); });
   }
-  net::wire::Store64(message.data(), id);
-  Result<void> sent = Messenger::Get()->SendAny(node, ebb, handler, std::move(message));
+  net::wire::Store64(message->data(), id);
+  Result<void> sent = Messenger::Get()->SendAny(node, ebb, handler, Messenger::Shared(std::move(message)));
   if (!sent.ok()) Complete(id, node, sent.error());
   return future;
 }

@@ -4,7 +4,7 @@
 //   buddy_store BYTES
 //
 // Places 1 to 4 each write "v" (BYTES + its id bytes, a pattern of its id)
-// and "w" (its id) in one SetMany. Each reads its own "v" back from its
+// and "w" (its id) in one Write. Each reads its own "v" back from its
 // master (a local read, no remote one); place 0 reads every place's from
 // the owner (remote reads). Place 2 dies: place 0 reads its "v" from a
 // backup, and place 1 (whose buddy it was) has re-replicated its values.
@@ -66,10 +66,10 @@ void Run(uint64_t bytes) {
           [](uint64_t bytes) {
             uint32_t me = fox::apgas::here().id;
             auto store = BuddyStore::Make("test");
-            std::vector<std::pair<std::string, BuddyStore::Bytes>> both;
-            both.emplace_back("v", BuddyStore::Pack(Pattern(bytes, me)));
-            both.emplace_back("w", BuddyStore::Pack(me));
-            store.SetMany(std::move(both));
+            BuddyStore::Write both;
+            both.Put("v", Pattern(bytes, me));
+            both.Put("w", me);
+            store.Commit(std::move(both));
             BuddyStore::Stats before = BuddyStore::stats();
             CHECK(ReadsRight(me, bytes), "place %u read its own values wrong", me);
             BuddyStore::Stats after = BuddyStore::stats();
@@ -104,8 +104,8 @@ void Run(uint64_t bytes) {
 
 int main(int argc, char** argv) {
   uint64_t bytes = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1 << 20;
-  if (bytes == 0 || bytes > (uint64_t(32) << 20)) {
-    std::printf("buddy_store: expected BYTES in 1..2^25\n");
+  if (bytes == 0 || bytes > (uint64_t(128) << 20)) {
+    std::printf("buddy_store: expected BYTES in 1..2^27\n");
     return 2;
   }
   return fox::apgas::Main(argc, argv, [bytes] { Run(bytes); });

@@ -208,6 +208,13 @@ add_test(NAME hosted.apgas_buddy_store COMMAND ${FOX_HOSTED_NODES} --nodes 5 --c
   --expect "0:buddy_store: place 3 died too: both dead places' values read back whole: PASS"
   $<TARGET_FILE:buddy_store> 8388608)
 set_tests_properties(hosted.apgas_buddy_store PROPERTIES LABELS hosted TIMEOUT 180)
+# The same with values of 72 MiB: longer than a message, so each write and
+# each read of another place's value travels in 32 MiB parts.
+add_test(NAME hosted.apgas_buddy_store_parts COMMAND ${FOX_HOSTED_NODES} --nodes 5 --cores 2 --timeout 150 --killed 2
+  --killed 3
+  --expect "0:buddy_store: place 3 died too: both dead places' values read back whole: PASS"
+  $<TARGET_FILE:buddy_store> 75497472)
+set_tests_properties(hosted.apgas_buddy_store_parts PROPERTIES LABELS hosted TIMEOUT 200)
 fox_cluster_test(apgas_buddy_store NODES 5 IMAGE buddy_store LOCAL PEERS ARGS "-- 100000" TIMEOUT 180 KILLED 2 3
   EXPECT "0:buddy_store: place 3 died too: both dead places' values read back whole: PASS")
 

@@ -78,14 +78,11 @@ class Snapshot {
  public:
   Snapshot() = default;
   // This place's `key` in this snapshot (a value cereal serializes:
-  // numbers, strings, containers, structs with serialize; at most
-  // BuddyStore::kMaxValueBytes). At a place of the group, while the
-  // snapshot is taken.
+  // numbers, strings, containers, structs with serialize; of any size).
+  // At a place of the group, while the snapshot is taken.
   template <class T>
   void save(const std::string& key, const T& value) const {
-    std::vector<std::pair<std::string, BuddyStore::Bytes>> one;
-    one.emplace_back(Key(key), BuddyStore::Pack(SavedRef<T>{version_, value}));  // Saved<T>'s bytes, uncopied
-    Store().SetMany(std::move(one));
+    Store().Set(Key(key), SavedRef<T>{version_, value});  // Saved<T>'s bytes, packed into the backup's message
   }
   // The `key` saved by the place at `index` of the group (also a dead
   // one's), or nullopt if it saved none in this snapshot. Any place.

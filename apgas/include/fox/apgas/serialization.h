@@ -97,8 +97,16 @@ inline std::enable_if_t<std::is_arithmetic_v<T>> CEREAL_SAVE_FUNCTION_NAME(OutAr
   ar.saveBinary(std::addressof(t), sizeof t);
 }
 template <class T>
-inline std::enable_if_t<std::is_arithmetic_v<T>> CEREAL_LOAD_FUNCTION_NAME(InArchive& ar, T& t) {
+inline std::enable_if_t<std::is_arithmetic_v<T> && !std::is_same_v<T, bool>> CEREAL_LOAD_FUNCTION_NAME(InArchive& ar,
+                                                                                                       T& t) {
   ar.loadBinary(std::addressof(t), sizeof t);
+}
+// A bool is one byte, 0 or 1 (any other byte is no bool: a malformed message).
+inline void CEREAL_LOAD_FUNCTION_NAME(InArchive& ar, bool& t) {
+  uint8_t byte = 0;
+  ar.loadBinary(&byte, 1);
+  if (byte > 1) throw cereal::Exception("apgas: a bool that is neither 0 nor 1");
+  t = byte == 1;
 }
 template <class Archive, class T>
 inline CEREAL_ARCHIVE_RESTRICT(InArchive, OutArchive)

@@ -74,6 +74,9 @@ class Messenger : public SharedEbb<Messenger> {
   // kMaxPartialBytes of them unread (then it sends fragments).
   static constexpr size_t kDirectMinBytes = size_t(16) << 10;
   using LargeHandler = Function<void(NodeId from, uint16_t handler, std::vector<uint8_t> data)>;
+  // Bytes a sender shares with what else holds them (read, never written,
+  // while the message is on its way).
+  using Shared = std::shared_ptr<const std::vector<uint8_t>>;
 
   // Listens for fragments and status requests on the calling core (event
   // context; the first dereference of Messenger::Get() on a node
@@ -123,6 +126,9 @@ class Messenger : public SharedEbb<Messenger> {
   // Listen and ListenLarge with one handler, for protocols whose messages
   // may be either (a large one reaches it as data and length too).
   Result<void> ListenAny(EbbId id, am::Handler handler, int core = -1);
+  // ListenAny handing the bytes over (a large message's as they arrived,
+  // a small one's copied), for listeners that keep them.
+  Result<void> ListenAnyOwned(EbbId id, LargeHandler handler, int core = -1);
   void StopListeningAny(EbbId id) {
     StopListening(id);
     StopListeningLarge(id);
@@ -137,6 +143,9 @@ class Messenger : public SharedEbb<Messenger> {
   void ProbePeers();
   // SendAny taking the bytes (no copy for a direct large message).
   Result<void> SendAny(NodeId node, EbbId id, uint16_t handler, std::vector<uint8_t> bytes);
+  // SendAny of shared bytes (kept, not copied, until a direct large
+  // message is read; the caller may keep reading them meanwhile).
+  Result<void> SendAny(NodeId node, EbbId id, uint16_t handler, Shared bytes);
   // Sends `length` (<= kMaxLargeBytes) bytes to Ebb `id` on `node`, blocking
   // the calling event while the peer's window is full. kOutOfRange (too
   // long), kNotFound (unknown or dead node), kInvalidArgument (null id). To
@@ -144,6 +153,7 @@ class Messenger : public SharedEbb<Messenger> {
   Result<void> SendLarge(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length);
   // SendLarge taking the bytes (kept for the receiver to read when direct).
   Result<void> SendLarge(NodeId node, EbbId id, uint16_t handler, std::vector<uint8_t> bytes);
+  Result<void> SendLarge(NodeId node, EbbId id, uint16_t handler, Shared bytes);
 
   // A text report of `node`'s state, one "key value" line each: node,
   // platform, cores, uptime, per-core event counters, transport counters
@@ -191,11 +201,11 @@ class Messenger : public SharedEbb<Messenger> {
     Direct state = Direct::kUnknown;
     uint64_t nonce = 0;  // what its probe reads here (at this field's address)
   };
-  // Sends bytes [data, data + length) (or *owned, taken) directly if `node`
-  // can read this node, setting *sent; else leaves *sent false (and
-  // probes `node` the first time).
+  // Sends bytes [data, data + length) (kept in *shared if it is not null,
+  // else copied) directly if `node` can read this node, setting *sent;
+  // else leaves *sent false (and probes `node` the first time).
   Result<void> SendDirect(NodeId node, EbbId id, uint16_t handler, const uint8_t* data, size_t length,
-                          std::vector<uint8_t>* owned, bool* sent);
+                          const Shared* shared, bool* sent);
   void OnProbe(NodeId from, const uint8_t* data, size_t length);
   void OnProbeAnswer(NodeId from, const uint8_t* data, size_t length);
   void OnDirect(NodeId from, const uint8_t* data, size_t length);
@@ -220,7 +230,8 @@ class Messenger : public SharedEbb<Messenger> {
   std::map<NodeId, DirectPeer> direct_to_ GUARDED_BY(lock_);
   struct Outgoing {
     NodeId node;
-    std::vector<uint8_t> bytes;
+    Shared bytes;
+    size_t length;
   };
   std::map<uint64_t, Outgoing> outgoing_ GUARDED_BY(lock_);  // by message id, until read
   size_t outgoing_bytes_ GUARDED_BY(lock_) = 0;

@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -71,6 +72,11 @@ class Rpc : public SharedEbb<Rpc> {
   // directly out of it, messenger.h).
   static constexpr size_t kRequestHeader = 8;
   Future<Result<Bytes>> Call(NodeId node, uint32_t ebb, uint16_t handler, std::vector<uint8_t> message,
+                             uint64_t timeout_ms = kDefaultTimeoutMs);
+  // The same with a message the caller shares: the id is written into its
+  // header, the rest only read (the caller may read it meanwhile, and call
+  // again with it once this call's future is ready).
+  Future<Result<Bytes>> Call(NodeId node, uint32_t ebb, uint16_t handler, std::shared_ptr<std::vector<uint8_t>> message,
                              uint64_t timeout_ms = kDefaultTimeoutMs);
 
   struct Request {
