@@ -73,8 +73,8 @@ struct BuddyWrites {
   static void PutHeld(BuddyStore::Write& w, const std::string& key, const Value& v);
   // Appends the head (`store`, `owner`, the spans, each numbered `seq`
   // unless 0); the message, shared from now on.
-  static std::shared_ptr<std::vector<uint8_t>> Finish(BuddyStore::Write&& w, const std::string& store,
-                                                      uint32_t owner, uint64_t seq);
+  static std::shared_ptr<std::vector<uint8_t>> Finish(BuddyStore::Write&& w, const std::string& store, uint32_t owner,
+                                                      uint64_t seq);
   static const std::vector<BuddySpan>& Spans(const BuddyStore::Write& w) { return w.spans_; }
   // The head of the write whose body is at [body, message end); throws
   // cereal::Exception if it is malformed or a span lies outside the values.

@@ -14,6 +14,9 @@
 #                      network set-up)
 #   fox.run=CMD,ARG,.. run CMD ARG ... (commas become spaces), then print
 #                      "linux-guest: exit N" and power off
+#   fox.args64=B64     run it with FOX_ARGS set to the base64 text B64 decodes
+#                      to (a fox program's hosted boot arguments, whose
+#                      spaces and commas the kernel command line cannot carry)
 # Boot it with console=ttyS0 (QEMU -serial stdio) to see its output.
 set -euo pipefail
 if [ $# -lt 1 ] || [ "${1#-}" != "$1" ]; then
@@ -41,7 +44,7 @@ fi
 root="$out/root"
 rm -rf "$root" && mkdir -p "$root"/{bin,proc,sys,dev,lib/modules}
 cp "$out/pkgs/x/bin/busybox" "$root/bin/busybox"
-for app in sh mount poweroff cat echo sleep sed tr insmod ip ls dmesg; do ln -sf busybox "$root/bin/$app"; done
+for app in sh mount poweroff cat echo sleep sed tr insmod ip ls dmesg base64; do ln -sf busybox "$root/bin/$app"; done
 # virtio-net and what it needs, in load order (Debian builds them as modules).
 modules=$(ls -d "$out"/pkgs/x/lib/modules/*/kernel)
 for m in drivers/virtio/virtio_ring.ko drivers/virtio/virtio.ko drivers/virtio/virtio_pci_modern_dev.ko \
@@ -82,6 +85,12 @@ if [ -n "$ip" ]; then
   fi
 fi
 run=$(arg fox.run | tr ',' ' ')
+args64=$(arg fox.args64)
+if [ -n "$args64" ]; then
+  FOX_ARGS=$(echo "$args64" | base64 -d)
+  export FOX_ARGS
+  echo "linux-guest: FOX_ARGS=$FOX_ARGS"
+fi
 echo "linux-guest: running $run"
 $run
 echo "linux-guest: exit $?"

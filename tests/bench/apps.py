@@ -25,6 +25,10 @@ of the timed steps, the input generated before them and reported apart:
   apps.APP_downtime_s           one place killed (fox run --hosted, a spare taking its
                                 place): its exit to the executor's catch (detection),
                                 rebuild, remake, restore, a new spare; the median of 3 runs
+  apps.APP_native_vs_linux_guest_ratio x  fox QEMU nodes against the app's hosted
+                                program in Linux guests under the same QEMU options
+                                (tests/bench/apps_guest.py: smaller problems, 3 rounds;
+                                needs root, else skipped with a line that says why)
 and draws build/bench/apps_steps.png (ms per step, every side) and
 build/bench/apps_timeline_APP.png (the failure run: steps per second, the
 death, each recovery phase) with matplotlib (tests/bench/apps_charts.py).
@@ -44,8 +48,9 @@ and MPI (0.5 ms a step: 20 would time mostly the first step's warm-up); lulesh t
 -s 30 as 8 subdomains of 15^3, its first 300 iterations (fox and MPI only:
 the MPI peer exchanges halos with MPI_Irecv/MPI_Isend/MPI_Waitall and
 allreduces the time constraints, LULESH's MPI pattern). The whole bench:
-~10 minutes; `apps.py [--no-spark] [APP...]` runs some of the apps, with or
-without Spark.
+~10 minutes, and ~5 more for the Linux guests; `apps.py [--no-spark]
+[--no-guest] [APP...]` runs some of the apps, with or without Spark and the
+guests.
 
 Place i runs on CPU i (its process's affinity; mpirun binds rank i to core i
 likewise; Spark's JVM and Python workers inherit CPUs 0..P-1). OpenMPI comes
@@ -62,6 +67,8 @@ import signal
 import statistics
 import subprocess
 import sys
+
+import apps_guest
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "boot"))
@@ -404,14 +411,25 @@ def main():
     except SparkUnavailable as e:
         print("bench apps: Spark peer skipped: %s" % e, flush=True)
         spark = False
+    guests = "--no-guest" not in args
+    if not guests:
+        args.remove("--no-guest")
     print("bench apps: %d places / ranks / Spark task threads, %d rounds, sides alternated" % (PLACES, ROUNDS),
           flush=True)
-    chosen = args or list(APPS)  # apps.py [--no-spark] [APP...]: some of them
+    chosen = args or list(APPS)  # apps.py [--no-spark] [--no-guest] [APP...]: some of them
     unknown = [a for a in chosen if a not in APPS]
     if unknown:
         sys.exit("bench apps: no app %s (%s)" % (", ".join(unknown), ", ".join(APPS)))
     for app in chosen:
         bench(app, spark and app not in NO_SPARK)
+    if guests and os.geteuid() != 0:
+        print("bench apps: Linux guests skipped: they need root (a network namespace with taps)", flush=True)
+    elif guests:
+        accel = apps_guest.qemu_run.bench_accel("apps", "; the Linux guests run under TCG")
+        try:
+            apps_guest.measure(chosen, apps_guest.NODES, apps_guest.ROUNDS, accel)
+        except RuntimeError as e:
+            sys.exit("bench apps: the Linux guests' comparison failed: %s" % e)
     charts()
 
 
