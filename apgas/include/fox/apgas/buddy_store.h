@@ -37,8 +37,9 @@
 // hooks ran (a place and its buddy at once) lose that place's values:
 // GetRemote returns nullopt.
 //
-// Values are of any size (a write or a read of more than kPartBytes goes
-// in parts); keys are any non-empty string, each once in a Write. Errors:
+// Values are of any size (a write longer than one message, 64 MiB, goes
+// in parts of kPartBytes, and so does a read of a longer value); keys are
+// any non-empty string (put twice in a Write, the later value counts). Errors:
 // a buddy or owner that does not answer in time throws std::runtime_error
 // naming the store; a value that does not decode as T throws
 // cereal::Exception. Event context inside an activity; calls block the
@@ -80,8 +81,8 @@ class BuddyStore {
   class Write {
    public:
     Write();
-    // `value` under `key` (not empty, not put before in this Write): a
-    // value cereal serializes or a trivially copyable one, as at.
+    // `value` under `key` (not empty; put again, the later value counts):
+    // a value cereal serializes or a trivially copyable one, as at.
     template <class T>
     void Put(const std::string& key, const T& value) {
       size_t begin = Begin(key);
