@@ -130,6 +130,14 @@ void Rereplicate(uint32_t dead) {
 // What a read of `owner`'s `key` at `at` found.
 enum class Fetched { kFound, kMissing, kDied };
 
+// A kRead's reply from `at`; nullopt if `at` died first.
+std::optional<ebb::Rpc::Bytes> AskRead(const std::string& store, uint32_t at, const ReadRequest& request) {
+  auto r = Call(at, BuddyService::kRead, Request(request));
+  if (r.ok()) return std::move(*r);
+  if (r.error() != Error::kNotFound) Fail(store, "a read", r.error());
+  return std::nullopt;
+}
+
 // Reads `owner`'s `key` from `at` (its master, or a backup there), in parts
 // if it is large, and hands it to `use`.
 Fetched Fetch(const std::string& store, uint32_t at, uint32_t owner, const std::string& key, bool backup,
@@ -138,12 +146,8 @@ Fetched Fetch(const std::string& store, uint32_t at, uint32_t owner, const std::
   uint64_t seq = 0, total = 0;
   for (int rereads = 0;;) {
     uint64_t offset = whole.size();
-    auto r =
-        Call(at, BuddyService::kRead, Request(ReadRequest{store, owner, key, backup, offset, BuddyStore::kPartBytes}));
-    if (!r.ok()) {
-      if (r.error() == Error::kNotFound) return Fetched::kDied;
-      Fail(store, "a read", r.error());
-    }
+    auto r = AskRead(store, at, ReadRequest{store, owner, key, backup, offset, BuddyStore::kPartBytes});
+    if (!r) return Fetched::kDied;
     Found f = ReadFound(*r);
     uint64_t s = f.seq, t = f.total;
     size_t n = f.length;
@@ -376,10 +380,12 @@ void BuddyStore::Commit(Write write) {
   if (write.size() == 0) return;
   auto service = detail::BuddyService::Get();
   uint64_t seq = service->NextSeq();
+  std::vector<detail::BuddySpan> spans = detail::BuddyWrites::Spans(write);  // as Finish numbers them
   std::vector<std::string> keys;
-  for (const detail::BuddySpan& s : detail::BuddyWrites::Spans(write)) keys.push_back(s.key);
-  std::vector<detail::BuddySpan> spans = detail::BuddyWrites::Spans(write);
-  for (detail::BuddySpan& s : spans) s.seq = seq;
+  for (detail::BuddySpan& s : spans) {
+    s.seq = seq;
+    keys.push_back(s.key);
+  }
   auto message = detail::BuddyWrites::Finish(std::move(write), name_, here().id, seq);
   service->PutMasters(name_, message, ebb::Rpc::kRequestHeader, spans);
   auto buddy = detail::SendToBuddy(name_, message);
@@ -420,12 +426,8 @@ void BuddyStore::Read(Place place, const std::string& key, Function<void(const u
     }
     for (Place p : places()) {
       if (p == here() || p == place || isDead(p) || gone.count(p.id) != 0) continue;
-      auto r = detail::Call(p.id, detail::BuddyService::kRead,
-                            detail::Request(detail::ReadRequest{name_, place.id, key, true, 0, 0}));
-      if (!r.ok()) {
-        if (r.error() == Error::kNotFound) continue;  // died meanwhile
-        detail::Fail(name_, "a read", r.error());
-      }
+      auto r = detail::AskRead(name_, p.id, detail::ReadRequest{name_, place.id, key, true, 0, 0});
+      if (!r) continue;  // died meanwhile
       detail::Found f = detail::ReadFound(*r);
       if (f.found && (!best || f.seq > best_seq)) {
         best = p.id;

@@ -368,11 +368,11 @@ struct SplitEntry {
 Team Team::split(int64_t color, int64_t key) {
   using Entry = SplitEntry;
   using Entries = std::vector<Entry>;
-  auto all = Decode<Entries>(AllreduceBytes(Encode(Entries{Entry{color, key, uint32_t(Rank())}}),
-                                            Combiner<Entries>([](Entries a, const Entries& b) {
-                                              a.insert(a.end(), b.begin(), b.end());
-                                              return a;
-                                            })));
+  auto join = [](Entries a, const Entries& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  Entries all = AllreduceValue<Entries>(Entries{Entry{color, key, uint32_t(Rank())}}, join);
   std::vector<Entry> mine;
   for (const Entry& e : all) {
     if (e.color == color) mine.push_back(e);

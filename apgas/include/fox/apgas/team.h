@@ -151,10 +151,6 @@ class Team {
     return detail::Unpack<T>(bytes);
   }
   template <class T, class Op>
-  static Function<Bytes(const Bytes&, const Bytes&)> Combiner(Op op) {
-    return [op](const Bytes& a, const Bytes& b) { return Encode<T>(op(Decode<T>(a), Decode<T>(b))); };
-  }
-  template <class T, class Op>
   static auto Elementwise(Op op) {
     return [op](std::vector<T> a, const std::vector<T>& b) {
       if (a.size() != b.size()) throw std::invalid_argument("Team: element-wise over arrays of different lengths");
