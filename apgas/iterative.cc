@@ -12,6 +12,9 @@
 #include <ctime>
 
 #include "fox/boot_args.h"
+#include "fox/clock.h"
+#include "fox/ebb/messenger.h"
+#include "fox/timer.h"
 #include "fox/log.h"
 
 namespace fox::apgas {
@@ -85,7 +88,18 @@ void TraceStep(long steps) {
   if (uint64_t unix_ns = UnixNs()) std::printf("iterative: step %ld done at unix %.6f\n", steps, double(unix_ns) / 1e9);
 }
 
+// A place killed at a point has sent what it sent before it: between
+// hosted places a large message is read out of the sender's memory
+// (direct, fox/ebb/messenger.h), so the kill waits until its receivers
+// have read them (at most kDieWaitNs: a receiver may be dead too), as
+// fragments already sent would arrive.
+constexpr uint64_t kDieWaitNs = 1'000'000'000;
+
 [[noreturn]] void Die(Phase phase, long n) {
+  for (uint64_t start = clock::NowNs();
+       ebb::Messenger::Get()->UnreadDirectBytes() != 0 && clock::NowNs() - start < kDieWaitNs;) {
+    timer::Sleep(100'000);
+  }
   if (uint64_t unix_ns = UnixNs()) {
     std::printf("apgas: place %u dies in %s %ld (fox.kill_at) at unix %.6f\n", here().id, PhaseName(phase), n,
                 double(unix_ns) / 1e9);

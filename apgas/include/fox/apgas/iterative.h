@@ -49,7 +49,8 @@
 // (the same at every place) makes place PLACE exit (std::_Exit) during a
 // phase: `step:N` (step N, from 0), `checkpoint:N` (the checkpoint taken
 // after N steps; SPMD: once the place saved its part) or `restore:N` (the
-// N-th restore, from 1).
+// N-th restore, from 1). What the place sent before it is sent: it exits
+// once its large messages read out of its memory were read (up to 1 s).
 //
 // Event context inside an activity (place 0 for run()); blocks the caller.
 #pragma once

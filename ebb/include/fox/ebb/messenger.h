@@ -166,6 +166,13 @@ class Messenger : public SharedEbb<Messenger> {
   // This node's report.
   std::string LocalStatus() const;
 
+  // Bytes of direct large messages sent from here that their receivers
+  // have not read yet (they go with this node's memory if it ends now).
+  size_t UnreadDirectBytes() const {
+    SpinGuard g(lock_);
+    return outgoing_bytes_;
+  }
+
   struct LargeStats {
     uint64_t sent = 0, received = 0;                // whole messages
     uint64_t direct_sent = 0, direct_received = 0;  // of those, read from the sender's memory
