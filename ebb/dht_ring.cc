@@ -50,15 +50,18 @@
 // longer own a partition drop it, writes go to owners_T only.
 //
 // The write/rebuild rule (why no acknowledged write is lost):
-//   1. A write carries the writer's epoch and a per-key version (ordered by
-//      the key's coordinator). A node applies it only at its own epoch
-//      (older: refused, the writer learns the new ring and retries; newer:
-//      held until the node catches up) and only if the version is newer
-//      than what it holds. A write is acknowledged when every member of the
-//      write set holds it.
+//   1. A write is applied at the key's primary, which then sends the key's
+//      state, tagged with its view (its ring's epoch, or its target's
+//      during a join), to the rest of the write set its rings name, and
+//      acknowledges once each has applied it. A node whose view is newer
+//      than the write's refuses it without applying it (the fence,
+//      dht/replication.cc); the primary sends it again once its own rings
+//      caught up, to the write set they name. A node whose view is older
+//      applies it: it streams nothing for the newer view yet. A node
+//      applies a state only if its version is newer than what it holds.
 //   2. A stream copies the source's current content of the partition in
 //      any order, in pieces, and the destination merges it by version
-//      (newer wins). The source starts it only once it is at T's epoch.
+//      (newer wins). The source starts it only once its view is T's.
 //   3. Deletes are versioned tombstones (a plain removal could be undone by
 //      a stream carrying the old value). A tombstone is collected (dht.h,
 //      "Tombstones") only when no move runs, by every owner before the
@@ -66,13 +69,19 @@
 // Claim: at every moment each holder of p holds every acknowledged write of
 // p. True at settle (definition of S). A write acknowledged since went to
 // the whole write set, holders included; holders only leave by dying. And
-// when a transfer to d completes, d holds every acknowledged write w: if w
-// was acknowledged before the source moved to T's epoch, the source held
-// it when the stream started, so the stream carried w or a newer version;
-// otherwise w was written at T's epoch, whose write set contains d, so d
-// got w directly, and merging by version never replaces w by an older
-// value. Hence after the move completes every T owner holds everything:
-// the settled T satisfies the definition of S, and induction goes on.
+// when a transfer to d completes, d holds every acknowledged write w: w
+// reached the source (as its primary or a replica) either before the
+// source's view reached T, and then the source held it when its stream
+// started, so the stream carried w or a newer version; or after, when the
+// fence let it in only from a primary whose view was T's or newer, whose
+// write set contains d, so d got w directly; merging by version never
+// replaces w by an older value. Hence after the move completes every T
+// owner holds everything: the settled T satisfies the definition of S, and
+// induction goes on. Without the fence, a write on its way when a node
+// joins reaches only the old owners, and one that streamed the partition
+// first leaves the joiner without it (the unit simulation's
+// WithoutTheFenceLateWritesAreLost, and once a hosted run of
+// tests/cluster's dht_join).
 //
 // What it guarantees. No acknowledged write is lost while, since the last
 // settle, fewer than min(r, n) nodes died (n: members of S): every

@@ -174,9 +174,12 @@ class Node {
   std::vector<NodeId> ReplicasOf(Shard& s, uint64_t key_hash);
   // Sends the key's current state to every owner but this node; true when
   // all acknowledged (waits for the ring to drop dead replicas and tries
-  // the new owners).
+  // the new owners; sends again, to the owners its rings then name, while
+  // a replica's rings are newer).
   bool Replicate(Shard& s, const std::string& key, uint64_t key_hash);
-  void ServeReplicate(Shard& s, const Caller& caller, const uint8_t* body, size_t length);
+  // kReplicate (`write`: a primary's write, fenced by views) and kCopy (a
+  // move's copy).
+  void ServeReplicate(Shard& s, const Caller& caller, const uint8_t* body, size_t length, bool write);
 
   // ---- rebuild.cc (home core)
   void OnDeath(NodeId node);

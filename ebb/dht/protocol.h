@@ -8,9 +8,14 @@
 //   kGet:       key                 reply: status, then an item on kOk
 //   kWrite:     a write             reply: status, then on kOk u64 cas, or
 //                                   an item for DhtWriteAnswersItem modes
-//   kReplicate: u64 the sender's ring epoch, a replicated state   reply: status
-//               (a node whose ring is newer and that owns the key in neither
-//               its ring nor its target drops it: a copy from a stale move)
+//   kReplicate: u64 the primary's view (ViewOf), the key's state after a write
+//               reply: status; kBusy from a node whose view is newer: it has
+//               not applied it, and the primary sends it again, to the owners
+//               its own rings name once they caught up (replication.cc)
+//   kCopy:      as kReplicate, from a move (rebuild.cc): the source's goal
+//               epoch, a key's state   reply: status (a node whose ring is
+//               newer and that owns the key in neither its ring nor its
+//               target drops it: a copy from a stale move)
 //   kFlush:     u32 delay_s         reply: status
 //   kCount:     (empty)             reply: status, u64 items, u64 bytes (live, as primary)
 //   kJoin:      (empty), from a joiner  reply: status (kOk: streaming; kAlreadyExists:
@@ -34,6 +39,7 @@
 // delivery context); SleepUntil blocks the calling event.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -59,7 +65,8 @@ enum Handler : uint16_t {
   kMoved = 8,
   kJoinSwitch = 9,
   kCollect = 10,
-  kConfirm = 11
+  kConfirm = 11,
+  kCopy = 12
 };
 inline constexpr uint64_t kSwitched = ~uint64_t(0);  // a joiner's view of a member that routes by a ring with it
 inline constexpr uint64_t kRetryNs = 20'000'000;     // between attempts while rings disagree
@@ -75,7 +82,15 @@ inline bool KeyOk(const std::string& key) { return !key.empty() && key.size() <=
 uint64_t Tag(const DhtRing& ring);
 std::vector<uint8_t> TagBytes(uint64_t tag);
 
-// A kReplicate body: the sender's ring epoch and the key's state.
+// A node's view of the membership: its ring's epoch, or its target's
+// during a join (later). Every change of the rings moves it up, but a
+// joiner's death, which drops the target (join.cc); equal views name the
+// same rings once the nodes have heard of the same changes.
+inline uint64_t ViewOf(const DhtRing* ring, const DhtRing* target) {
+  return std::max(ring ? ring->epoch() : 0, target ? target->epoch() : 0);
+}
+
+// A kReplicate or kCopy body: the sender's epoch and the key's state.
 std::vector<uint8_t> ReplicateBody(const std::string& key, const DhtEntry& entry, uint64_t epoch);
 
 // kJoin's answer after the status: u64 epoch, u32 count, the members.

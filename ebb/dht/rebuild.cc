@@ -239,7 +239,7 @@ uint64_t Node::RebuildShard(Shard& s, const DhtRing& goal, const std::vector<std
     auto state = s.StateOf(key, goal.epoch());
     if (!state) continue;  // dropped meanwhile
     for (NodeId n : destinations[goal.PartitionOf(HashOf(key))]) {
-      window.push_back(Rpc::Get()->Call(n, kDhtShardIds[s.index], kReplicate, state->data(), state->size()));
+      window.push_back(Rpc::Get()->Call(n, kDhtShardIds[s.index], kCopy, state->data(), state->size()));
       if (window.size() >= kRebuildWindow) drain_one();
     }
   }

@@ -1,13 +1,17 @@
 // Replication (dht.h, "Replication"): the primary sends a key's state to
 // its other owners after each write and answers only when each has
 // acknowledged; the replicas' side applies a state only if its version is
-// newer than theirs (dht_items.h), which keeps the primary's order.
+// newer than theirs (dht_items.h), which keeps the primary's order, and
+// only if the primary's view of the membership is not older than its own
+// (the fence: dht_ring.cc's rule 1). Moves' copies (kCopy) share the
+// replicas' side without the fence.
 #include <algorithm>
 
 #include "fox/clock.h"
 #include "fox/ebb/static_ids.h"
 #include "fox/net/am.h"
 #include "fox/net/wire.h"
+#include "fox/timer.h"
 #include "node.h"
 
 namespace fox::ebb::dht {
@@ -22,39 +26,51 @@ bool Node::Replicate(Shard& s, const std::string& key, uint64_t key_hash) {
     std::vector<NodeId> replicas = ReplicasOf(s, key_hash);
     if (replicas.empty()) return true;
     if (deadline == 0) deadline = clock::NowNs() + Dht::kRouteTimeoutMs * 1'000'000;
-    // The key's current state: an item (live or expired) or a tombstone.
-    auto state = s.StateOf(key, s.rings.ring->epoch());
+    // The key's current state (an item, live or expired, or a tombstone),
+    // sent at this shard's view: the rings ReplicasOf just renewed.
+    auto state = s.StateOf(key, ViewOf(s.rings.ring.get(), s.rings.target.get()));
     if (!state) return true;  // nothing to copy (cannot happen after a write)
     std::vector<Future<Result<Rpc::Bytes>>> calls;
     for (NodeId n : replicas) {
       calls.push_back(Rpc::Get()->Call(n, kDhtShardIds[s.index], kReplicate, state->data(), state->size()));
     }
     std::vector<NodeId> dead;
-    bool failed = false;
+    bool failed = false, newer = false;
     for (size_t i = 0; i < calls.size(); ++i) {
       auto r = calls[i].Block();
-      if (StatusOf(r) == Error::kOk) continue;
+      Error status = StatusOf(r);
+      if (status == Error::kOk) continue;
       if (!r.ok() && r.error() == Error::kNotFound && am::State(replicas[i]) == am::PeerState::kDead) {
         dead.push_back(replicas[i]);
+      } else if (r.ok() && status == Error::kBusy) {
+        newer = true;  // its rings are newer than this shard's: it did not apply the state
       } else {
         failed = true;
       }
     }
     if (failed) return false;
-    if (dead.empty()) return true;
-    // A replica died: once the ring has dropped it, the new owners get the state.
-    bool dropped = SleepUntil(
-        [&] {
-          auto ring = rings_.ring();
-          return std::none_of(dead.begin(), dead.end(), [&](NodeId n) { return ring->Contains(n); });
-        },
-        deadline);
-    if (!dropped) return false;
-    s.Count(&Stats::resent);
+    if (dead.empty() && !newer) return true;
+    if (!dead.empty()) {
+      // A replica died: once the ring has dropped it, the new owners get the state.
+      bool dropped = SleepUntil(
+          [&] {
+            auto ring = rings_.ring();
+            return std::none_of(dead.begin(), dead.end(), [&](NodeId n) { return ring->Contains(n); });
+          },
+          deadline);
+      if (!dropped) return false;
+      s.Count(&Stats::resent);
+    } else {
+      // A replica has heard of a change this node has not yet: again once
+      // it has (to the owners of the new rings), or once the replica's view
+      // came back (a joiner's death drops its target).
+      if (clock::NowNs() >= deadline) return false;
+      timer::Sleep(kRetryNs);
+    }
   }
 }
 
-void Node::ServeReplicate(Shard& s, const Caller& caller, const uint8_t* body, size_t length) {
+void Node::ServeReplicate(Shard& s, const Caller& caller, const uint8_t* body, size_t length, bool write) {
   NodeId from = caller.node;
   if (am::State(from) == am::PeerState::kDead) return Reply(caller, Error::kNotFound);  // its write never counts
   auto state = length < 8 ? Result<dht_wire::Replicate>(Error::kInvalidArgument)
@@ -63,9 +79,19 @@ void Node::ServeReplicate(Shard& s, const Caller& caller, const uint8_t* body, s
   bool applied = false;
   if (ok) {
     const auto& [generation, ring, target] = rings_.Renew(s.rings);
+    uint64_t sent_at = net::wire::Load64(body);
+    if (write && ViewOf(ring.get(), target.get()) > sent_at) {
+      // The fence (dht_ring.cc, rule 1): a primary that has not heard of a
+      // change this node has may not send the state to every owner the
+      // change added, and this node may already have streamed the key's
+      // partition to them. Refused, the primary sends it again once its
+      // rings caught up, to the owners they name.
+      s.Count(&Stats::fenced);
+      return Reply(caller, Error::kBusy);
+    }
     uint64_t hash = HashOf(state->key);
     auto owns = [&](const std::shared_ptr<const DhtRing>& r) { return r && r->Owns(am::Self(), r->PartitionOf(hash)); };
-    if (ring && ring->epoch() > net::wire::Load64(body) && !owns(ring) && !owns(target)) {
+    if (!write && ring && ring->epoch() > sent_at && !owns(ring) && !owns(target)) {
       s.Count(&Stats::stale_copies);  // sent by a move this node's ring has gone past
       return Reply(caller, Error::kOk);
     }

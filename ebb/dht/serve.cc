@@ -104,7 +104,8 @@ void Node::ServeKey(Shard& s, const Caller& caller, uint16_t handler, const uint
   switch (handler) {
     case kGet: return ServeGet(s, caller, body, length);
     case kWrite: return ServeWrite(s, caller, body, length);
-    case kReplicate: return ServeReplicate(s, caller, body, length);
+    case kReplicate: return ServeReplicate(s, caller, body, length, /*write=*/true);
+    case kCopy: return ServeReplicate(s, caller, body, length, /*write=*/false);
     case kCollect: return ServeCollect(s, caller, body, length);
     default: s.Count(&Stats::bad_requests); Reply(caller, Error::kInvalidArgument);
   }

@@ -223,6 +223,14 @@ bool WaitUntil(uint64_t ms, auto done) {
   return true;
 }
 
+// WaitUntil for a word from node 0, but false at once if node 0 ended
+// first (a check of its failed: the others must not wait out the time).
+bool WaitForNode0(uint64_t ms, auto done) {
+  WaitUntil(ms, [&] { return done() || fox::am::State(0) == fox::am::PeerState::kDead; });
+  if (!done() && fox::am::State(0) == fox::am::PeerState::kDead) std::printf("dht_node: node 0 ended first\n");
+  return done();
+}
+
 // Where this node's Dht requests were served: the cores whose shards served
 // any (dht.h, "Shards"), of the cores that serve shards.
 void ReportShards(Dht* dht) {
@@ -508,7 +516,7 @@ void Sync(Dht* dht, uint64_t rounds, uint64_t nodes) {
       return true;
     }));
   } else {
-    CHECK(WaitUntil(120'000, [] { return g_quit.load(); }));
+    CHECK(WaitForNode0(120'000, [] { return g_quit.load(); }));
   }
   auto s = dht->stats();
   std::printf(
@@ -542,7 +550,7 @@ int JoinTest(Dht* dht, uint64_t keys, bool kill) {
   ring.replication = 2;
   std::vector<NodeId> members{0, 1, 2};
   if (self == 3) {
-    CHECK(WaitUntil(120'000, [] { return g_join_go.load(); }));
+    CHECK(WaitForNode0(120'000, [] { return g_join_go.load(); }));
     uint64_t t0 = fox::clock::NowNs();
     auto r = dht->Join(ring, members);
     if (!r.ok()) std::printf("dht_join: node 3 could not join: %s\n", fox::ErrorName(r.error()));
@@ -573,7 +581,7 @@ int JoinTest(Dht* dht, uint64_t keys, bool kill) {
     for (NodeId n = kill ? 2 : 1; n < 4; ++n) Control(n, kCheck, total);
     g_check = total;
   }
-  CHECK(WaitUntil(300'000, [] { return g_check.load() != 0; }));
+  CHECK(WaitForNode0(300'000, [] { return g_check.load() != 0; }));
   uint64_t total = g_check.load(), owned = 0, held = 0, stray = 0;
   for (uint64_t i = 0; i < total; ++i) {
     auto owners = dht->OwnersOf(Key(i));
@@ -584,9 +592,11 @@ int JoinTest(Dht* dht, uint64_t keys, bool kill) {
     stray += !owner && holds;
   }
   auto s = dht->stats();
-  std::printf("dht_join: node %u: holds %llu of the %llu keys it owns, %llu it does not own (%llu dropped)\n", self,
-              (unsigned long long)held, (unsigned long long)owned, (unsigned long long)stray,
-              (unsigned long long)s.released);
+  std::printf(
+      "dht_join: node %u: holds %llu of the %llu keys it owns, %llu it does not own (%llu dropped, %llu writes"
+      " fenced)\n",
+      self, (unsigned long long)held, (unsigned long long)owned, (unsigned long long)stray,
+      (unsigned long long)s.released, (unsigned long long)s.fenced);
   CHECK(held == owned && owned > 0 && stray == 0);
   SleepMs(500);  // the others' checks are local; let the last acks go
   return 0;
@@ -611,7 +621,7 @@ int Tombstones(Dht* dht, uint64_t keys) {
     for (NodeId n = 1; n < 3; ++n) Control(n, kCheck, keys);
     g_check = keys;
   }
-  CHECK(WaitUntil(120'000, [] { return g_check.load() != 0; }));
+  CHECK(WaitForNode0(120'000, [] { return g_check.load() != 0; }));
   uint64_t t0 = fox::clock::NowNs();
   bool gone = WaitUntil(20'000, no_tombstones);
   auto s = dht->stats();
@@ -643,7 +653,7 @@ int Tombstones(Dht* dht, uint64_t keys) {
     g_quit = true;
   } else {
     Control(0, kCheck, uint64_t(1) << 32 | self);  // collected here
-    CHECK(WaitUntil(120'000, [] { return g_quit.load(); }));
+    CHECK(WaitForNode0(120'000, [] { return g_quit.load(); }));
   }
   uint64_t half = keys / 2, owned = 0, held = 0;
   for (uint64_t i = 0; i < keys; ++i) {

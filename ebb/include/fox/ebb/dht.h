@@ -25,7 +25,11 @@
 // state (item or tombstone, with its version: dht_items.h) to the other
 // owners, and answers only when each acknowledged: an acknowledged write
 // is on min(r, nodes) nodes. Replicas apply a state only if its version is
-// newer than theirs, which keeps the primary's order of writes to a key.
+// newer than theirs, which keeps the primary's order of writes to a key,
+// and only if the primary's rings are not older than theirs: a replica
+// that heard of a membership change first refuses, and the primary sends
+// the state again once it has, to the owners of the new rings (a node that
+// joined among them), as dht_ring.cc's rule says.
 //
 // Moves. Data moves between rings as the placement model plans it
 // (dht_placement.h, dht_ring.cc's design comment; dht/rebuild.cc): every
@@ -287,6 +291,7 @@ class Dht : public SharedEbb<Dht> {
     uint64_t streamed = 0;          // items streamed to joining nodes
     uint64_t released = 0;          // items dropped after a join: no longer an owner
     uint64_t stale_copies = 0;      // copies refused: from a move this node's ring has gone past
+    uint64_t fenced = 0;            // replicated writes refused here: their primary's rings were older
     uint64_t collected = 0;         // tombstones forgotten here (old: Tombstones, above)
     uint64_t leases_renewed = 0;    // reads that asked the other owners first (no lease: dht/local.cc)
     uint64_t leases_refused = 0;    // of those, reads refused: an owner did not answer
