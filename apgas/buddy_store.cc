@@ -94,7 +94,7 @@ std::optional<uint32_t> SendToBuddy(const std::string& store, const std::shared_
     if (!buddy) return std::nullopt;
     auto r = SendWrite(*buddy, message);
     if (r.ok()) return buddy;
-    if (r.error() != Error::kNotFound) Fail(store, "a backup", r.error());
+    if (r.error() != Error::kPeerDead) Fail(store, "a backup", r.error());
     died.insert(*buddy);
   }
 }
@@ -134,7 +134,7 @@ enum class Fetched { kFound, kMissing, kDied };
 std::optional<ebb::Rpc::Bytes> AskRead(const std::string& store, uint32_t at, const ReadRequest& request) {
   auto r = Call(at, BuddyService::kRead, Request(request));
   if (r.ok()) return std::move(*r);
-  if (r.error() != Error::kNotFound) Fail(store, "a read", r.error());
+  if (r.error() != Error::kPeerDead) Fail(store, "a read", r.error());
   return std::nullopt;
 }
 

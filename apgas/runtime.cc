@@ -616,7 +616,7 @@ std::vector<uint8_t> AtRemote(Place place, std::vector<uint8_t> closure) {
   auto r = ebb::Rpc::Get()->Call(place.id, ebb::kApgasRuntimeId, kAt, message.data(), message.size(), 0).Block();
   event::Local() = a;  // (restored by the loop too: this event's own)
   if (!r.ok()) {
-    if (r.error() == Error::kNotFound) throw DeadPlaceException(place);
+    if (r.error() == Error::kPeerDead) throw DeadPlaceException(place);
     throw std::runtime_error(std::string("apgas::at: ") + ErrorName(r.error()));
   }
   if (r->empty()) throw std::runtime_error("apgas::at: empty reply");

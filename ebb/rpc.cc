@@ -68,7 +68,8 @@ Future<Result<Rpc::Bytes>> Rpc::Call(NodeId node, uint32_t ebb, uint16_t handler
     return future;
   }
   if (node != am::Self() && am::State(node) != am::PeerState::kAlive && am::State(node) != am::PeerState::kSuspected) {
-    promise.SetValue(Error::kNotFound);
+    // Dead, or not seen alive yet (a node that has not joined).
+    promise.SetValue(am::State(node) == am::PeerState::kDead ? Error::kPeerDead : Error::kNotFound);
     return future;
   }
   uint64_t id;
@@ -198,7 +199,7 @@ void Rpc::FailNode(NodeId node) {
       ++stats_.dead;
     }
   }
-  for (auto& p : failed) p.SetValue(Error::kNotFound);
+  for (auto& p : failed) p.SetValue(Error::kPeerDead);
 }
 
 Rpc::Stats Rpc::stats() const {

@@ -156,7 +156,7 @@ bool AmEndpoint::FlushPeer(Peer& p, uint64_t now_ns, TransmitFn transmit) {
 Result<void> AmEndpoint::Send(NodeId id, uint32_t ebb, uint16_t handler, const void* data, size_t len, uint64_t now_ns,
                               TransmitFn transmit) {
   Peer* p = Find(id);
-  if (p == nullptr || p->state == PeerState::kDead) return Error::kNotFound;
+  if (p == nullptr || p->state == PeerState::kDead) return Error::kPeerDead;
   if (len > kMaxMessageBytes) return Error::kOutOfRange;
   // Deferred messages go first.
   auto r = p->deferred != 0 ? Result<void>(Error::kBusy) : SendNow(*p, ebb, handler, data, len, now_ns, transmit);
@@ -167,7 +167,7 @@ Result<void> AmEndpoint::Send(NodeId id, uint32_t ebb, uint16_t handler, const v
 Result<void> AmEndpoint::SendOrDefer(NodeId id, uint32_t ebb, uint16_t handler, const void* data, size_t len,
                                      uint64_t now_ns, TransmitFn transmit) {
   Peer* p = Find(id);
-  if (p == nullptr || p->state == PeerState::kDead) return Error::kNotFound;
+  if (p == nullptr || p->state == PeerState::kDead) return Error::kPeerDead;
   if (len > kMaxMessageBytes) return Error::kOutOfRange;
   if (p->deferred == 0) {
     auto r = SendNow(*p, ebb, handler, data, len, now_ns, transmit);

@@ -129,7 +129,7 @@ uint64_t Channel::rto_ns() const { return Min(rto_base_ns_ << backoff_, config_.
 bool Channel::CanSend() const { return state_ == State::kOpen && in_flight() < window(); }
 
 Result<uint32_t> Channel::Send(const FrameBuilder& frame) {
-  if (state_ != State::kOpen) return Error::kNotFound;
+  if (state_ != State::kOpen) return Error::kPeerDead;
   if (frame.empty() || !(frame.address() == config_.address)) return Error::kInvalidArgument;
   if (in_flight() >= window()) {
     ++counters_.send_busy;

@@ -29,7 +29,8 @@ namespace fox::apps {
 
 // Why `path` cannot be read, from the FileSystem's error.
 inline std::string CannotRead(const std::string& path, Error e) {
-  const char* why = e == Error::kNotFound          ? "no such file (or place 0 is gone)"
+  const char* why = e == Error::kNotFound          ? "no such file"
+                    : e == Error::kPeerDead        ? "place 0, the file server, is gone"
                     : e == Error::kInvalidArgument ? "not a readable regular file"
                     : e == Error::kUnsupported     ? "the file server has no files"
                                                    : ErrorName(e);

@@ -29,8 +29,7 @@ Result<std::vector<uint8_t>> Node::Call(uint64_t key_hash, uint16_t handler, con
                                                     body.size(), rpc_timeout_ms)
                                              .Block();
     if (!reply.ok()) {
-      if (reply.error() != Error::kNotFound) return reply.error();
-      if (am::State(primary) != am::PeerState::kDead) {
+      if (reply.error() == Error::kNotFound) {
         // Not joined yet (Rpc refuses nodes it has not seen alive).
         if (clock::NowNs() >= deadline) return Error::kTimedOut;
         timer::Sleep(kRetryNs);
@@ -38,7 +37,8 @@ Result<std::vector<uint8_t>> Node::Call(uint64_t key_hash, uint16_t handler, con
       }
       // The primary died before answering: once, on the next primary, when
       // this node's ring has dropped it.
-      if (retried_dead) return Error::kNotFound;
+      if (reply.error() != Error::kPeerDead) return reply.error();
+      if (retried_dead) return Error::kPeerDead;
       retried_dead = true;
       if (!SleepUntil([&] { return !rings_.ring()->Contains(primary); }, deadline)) return Error::kTimedOut;
       continue;

@@ -30,9 +30,9 @@
 //               it serves a read without a lease (leases.cc)   reply: status
 //   kCollect:   tombstones (dht_wire's collect), from their keys' primary:
 //               forget them                                         reply: status
-// Every reply's payload starts with a u32 status (fox::Error), so that the
-// Dht's own answers (kNotFound: no such key) are never confused with Rpc's
-// (kNotFound: the node is dead). kBusy means "not the key's primary here":
+// Every reply's payload starts with a u32 status (fox::Error): the Dht's
+// own answer (kNotFound: no such key), apart from Rpc's (kPeerDead: the
+// node died; kNotFound: not seen alive yet). kBusy means "not the key's primary here":
 // the caller retries after its ring has caught up.
 //
 // Contexts: the codecs allocate (event context); Answer sends (event or

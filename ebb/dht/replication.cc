@@ -40,7 +40,7 @@ bool Node::Replicate(Shard& s, const std::string& key, uint64_t key_hash) {
       auto r = calls[i].Block();
       Error status = StatusOf(r);
       if (status == Error::kOk) continue;
-      if (!r.ok() && r.error() == Error::kNotFound && am::State(replicas[i]) == am::PeerState::kDead) {
+      if (!r.ok() && r.error() == Error::kPeerDead && am::State(replicas[i]) == am::PeerState::kDead) {
         dead.push_back(replicas[i]);
       } else if (r.ok() && status == Error::kBusy) {
         newer = true;  // its rings are newer than this shard's: it did not apply the state
@@ -72,7 +72,7 @@ bool Node::Replicate(Shard& s, const std::string& key, uint64_t key_hash) {
 
 void Node::ServeReplicate(Shard& s, const Caller& caller, const uint8_t* body, size_t length, bool write) {
   NodeId from = caller.node;
-  if (am::State(from) == am::PeerState::kDead) return Reply(caller, Error::kNotFound);  // its write never counts
+  if (am::State(from) == am::PeerState::kDead) return Reply(caller, Error::kPeerDead);  // its write never counts
   auto state = length < 8 ? Result<dht_wire::Replicate>(Error::kInvalidArgument)
                           : dht_wire::DecodeReplicate(body + 8, length - 8, clock::NowNs());
   bool ok = state.ok() && InShard(state->key, s.index);

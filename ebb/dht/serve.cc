@@ -30,7 +30,7 @@ void Node::Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t leng
     case kMoved: return ServeMoved(from, request->id, request->body, request->length);
     case kJoinSwitch: return ServeJoinSwitch(from, request->id, request->body, request->length);
     case kConfirm:  // a node the transport holds dead gets no answer: its frames are dropped
-      return Answer(from, request->id, am::State(from) == am::PeerState::kDead ? Error::kNotFound : Error::kOk);
+      return Answer(from, request->id, am::State(from) == am::PeerState::kDead ? Error::kPeerDead : Error::kOk);
     default: Count(&Stats::bad_requests); Answer(from, request->id, Error::kInvalidArgument);
   }
 }
@@ -183,7 +183,7 @@ void Node::ApplyWrite(Shard& s, NodeId from, const DhtWrite& write, const Caller
   // A dead caller's write (it waited in the mailbox while the transport
   // declared it dead) is never applied: Quiesce. This node is never dead to
   // itself (and its own writes skip the transport's lock).
-  if (from != am::Self() && am::State(from) == am::PeerState::kDead) return answer(Error::kNotFound, nullptr);
+  if (from != am::Self() && am::State(from) == am::PeerState::kDead) return answer(Error::kPeerDead, nullptr);
   // A write that may wait is held in `waiters`, which only this core's
   // writes wake: the other cores' writes end first (WriteShared).
   if (DhtWriteWaits(write.mode)) CloseWrites(s);

@@ -14,6 +14,7 @@ const char* ErrorName(Error e) {
     case Error::kBusy: return "busy";
     case Error::kCorrupt: return "corrupt";
     case Error::kTimedOut: return "timed out";
+    case Error::kPeerDead: return "peer dead";
   }
   return "unknown error";
 }

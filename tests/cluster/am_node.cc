@@ -572,7 +572,7 @@ void Status(NodeId peer, bool expect_gone) {
   auto r = Messenger()->QueryStatus(peer, 20'000).Block();
   if (expect_gone) {
     std::printf("am: status of node %u: %s\n", peer, r.ok() ? "answered" : fox::ErrorName(r.error()));
-    CHECK(!r.ok() && r.error() == fox::Error::kNotFound);
+    CHECK(!r.ok() && r.error() == fox::Error::kPeerDead);
     return;
   }
   if (!r.ok()) {
@@ -631,7 +631,7 @@ void WaitDead(NodeId peer, uint64_t ms) {
   }
   std::printf("am: node %u declared dead after %llu ms of waiting\n", peer, (unsigned long long)waited);
   WaitUntil([] { return false; }, 100);  // the subscribers' events run meanwhile
-  CHECK(Messenger()->Send(peer, kEbb, kEcho, "x", 1).error() == fox::Error::kNotFound);
+  CHECK(Messenger()->Send(peer, kEbb, kEcho, "x", 1).error() == fox::Error::kPeerDead);
 }
 
 #ifdef FOX_NATIVE

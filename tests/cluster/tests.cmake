@@ -192,7 +192,7 @@ fox_cluster_test(am_node_dies NODES 3 IMAGE am_node TIMEOUT 120 KILLED 2
   ARGS "${am_peers} -- 2:echo,0,20 2:echo,1,20 2:sleep,60000 0:dead,2,10000 1:dead,2,10000 0:status_gone,2 0:status,1 0:quit,1"
   HOST_AFTER "2:am: 20 echoes from node 1" HOST_CMD "sh tests/cluster/kill_node.sh 2"
   EXPECT "0:am: node 2 declared dead after [0-9]+ ms" "1:am: node 2 declared dead after [0-9]+ ms"
-         "0:am: status of node 2: not found" "0:status\\| platform native" "0:status\\| peer.0 alive")
+         "0:am: status of node 2: peer dead" "0:status\\| platform native" "0:status\\| peer.0 alive")
 
 # A death notice (what the frontend sends when a node's QEMU exits): node 0
 # declares node 2 dead and tells the others. Node 2 is in fact alive and

@@ -325,7 +325,7 @@ TEST(AmEndpoint, ASilentPeerDoesNotHoldUpAnothersDeferredMessages) {
   c.RunUntil(c.now() + 1 * kMs);
   EXPECT_EQ(c.ep(0).deferred_messages(), 0u);
   EXPECT_EQ(c.ep(0).counters().deferred_dropped, 17u);
-  EXPECT_EQ(c.ep(0).SendOrDefer(2, 5, 1, "x", 1, c.now(), c.Tx(0)).error(), Error::kNotFound);
+  EXPECT_EQ(c.ep(0).SendOrDefer(2, 5, 1, "x", 1, c.now(), c.Tx(0)).error(), Error::kPeerDead);
 }
 
 // Replies sent in delivery context with SendOrDefer over a lossy network
@@ -437,7 +437,7 @@ TEST(AmEndpoint, RejectsBadArguments) {
   Cluster c(2, Quiet(), {});
   std::vector<uint8_t> big(kMaxMessageBytes + 1);
   EXPECT_EQ(c.Send(0, 1, 5, 1, big).error(), Error::kOutOfRange);
-  EXPECT_EQ(c.ep(0).Send(99, 5, 1, "x", 1, c.now(), c.Tx(0)).error(), Error::kNotFound);
+  EXPECT_EQ(c.ep(0).Send(99, 5, 1, "x", 1, c.now(), c.Tx(0)).error(), Error::kPeerDead);
   EXPECT_EQ(c.ep(0).AddPeer(1, 0, c.now()).error(), Error::kInvalidArgument);  // itself
   EXPECT_EQ(c.ep(0).AddPeer(2, 1, c.now()).error(), Error::kAlreadyExists);
   std::vector<uint8_t> max(kMaxMessageBytes, 7);
@@ -566,7 +566,7 @@ TEST(AmEndpoint, ProbesKeepPeersAliveAndASilentPeerDies) {
   EXPECT_EQ(c.ep(1).State(3), PeerState::kDead);
   EXPECT_EQ(c.ep(0).State(2), PeerState::kAlive);
   // Dead is final: sends fail, and its frames are dropped.
-  EXPECT_EQ(c.Send(0, 2, 5, 1, Payload(1, 8)).error(), Error::kNotFound);
+  EXPECT_EQ(c.Send(0, 2, 5, 1, Payload(1, 8)).error(), Error::kPeerDead);
 }
 
 // Linger's question (am::Linger waits on it before a node ends): settled once
@@ -675,7 +675,7 @@ TEST(AmEndpoint, DeathNoticesAreBelievedAtOnce) {
   EXPECT_EQ(c.ep(1).counters().dead_notices_received, 1u);
   ASSERT_FALSE(changes.empty());
   EXPECT_EQ(changes.back(), std::make_pair(NodeId(3), PeerState::kDead));
-  EXPECT_EQ(c.Send(1, 2, 5, 1, Payload(1, 8)).error(), Error::kNotFound);
+  EXPECT_EQ(c.Send(1, 2, 5, 1, Payload(1, 8)).error(), Error::kPeerDead);
   EXPECT_EQ(c.ep(1).State(1), PeerState::kAlive);  // nobody else
   // Fail-stop: node 3 is out of the job; what it still sends is dropped.
   uint64_t closed = c.ep(1).counters().drops[DropReason::kPeerClosed];

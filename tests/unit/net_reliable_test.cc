@@ -383,7 +383,7 @@ TEST(Channel, ClosedPeerIsDeadForGood) {
   EXPECT_TRUE(a.ch.closed());
   EXPECT_EQ(a.ch.counters().dropped_on_close, 2u);  // one unacked, one held
   EXPECT_FALSE(a.ch.CanSend());
-  EXPECT_EQ(a.SendTag(10).error(), Error::kNotFound);
+  EXPECT_EQ(a.SendTag(10).error(), Error::kPeerDead);
   EXPECT_EQ(a.Poll(1 * kMs), kNoDeadline);
   EXPECT_TRUE(a.sent.empty());
   EXPECT_EQ(a.Receive(b.sent[0], 20), DropReason::kPeerClosed);

@@ -22,6 +22,7 @@ enum class Error : uint16_t {
   kBusy,             // try again later
   kCorrupt,          // an invariant of stored data does not hold
   kTimedOut,         // no answer in the time allowed
+  kPeerDead,         // the peer node is dead, or not a member (the transport's and Rpc's answer, never a store's)
 };
 
 // Human-readable name of an error; never null.

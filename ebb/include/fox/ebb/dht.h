@@ -252,7 +252,7 @@ class Dht : public SharedEbb<Dht> {
 
   // Happens-before invariance for a node that died (APGAS's flush runs
   // this for a dead place before its finishes may return): writes from a
-  // node the transport holds dead are refused here (kNotFound, nothing
+  // node the transport holds dead are refused here (kPeerDead, nothing
   // applied), and this returns once no write from `origin` is being applied
   // here any more. So once every live node has run it after declaring
   // `origin` dead, each of `origin`'s writes is acknowledged by its replicas

@@ -10,8 +10,8 @@
 //   Result<uint64_t> size = fs->Size("points.csv").Block();
 //   Result<FileSystem::Bytes> bytes = fs->Read("points.csv", offset, length).Block();
 //
-// Only regular files, only reads. Errors: kNotFound (no such file, or the
-// server is dead), kInvalidArgument (empty or over-long path, not a regular
+// Only regular files, only reads. Errors: kNotFound (no such file),
+// kPeerDead (the server is dead), kInvalidArgument (empty or over-long path, not a regular
 // file, not readable), kUnsupported (the server is a node: it has no files),
 // kTimedOut (no answer in kTimeoutMs), kCorrupt (a malformed reply).
 // Event context (the futures' Block suspends the calling event). The

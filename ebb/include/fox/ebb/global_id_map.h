@@ -9,7 +9,7 @@
 //   SetIdRangeSource(map->RangeSource());   // AllocateId() is job-wide now
 //   map->Set(id, bytes).Block();  map->Lookup(id).Block();
 //
-// Requests are answered as futures (through Rpc); they fail with kNotFound
+// Requests are answered as futures (through Rpc); they fail with kPeerDead
 // if the server is (or becomes) dead, kTimedOut after Rpc's default
 // timeout. Event context. The transport must be started.
 #pragma once

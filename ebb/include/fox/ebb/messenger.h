@@ -148,7 +148,7 @@ class Messenger : public SharedEbb<Messenger> {
   Result<void> SendAny(NodeId node, EbbId id, uint16_t handler, Shared bytes);
   // Sends `length` (<= kMaxLargeBytes) bytes to Ebb `id` on `node`, blocking
   // the calling event while the peer's window is full. kOutOfRange (too
-  // long), kNotFound (unknown or dead node), kInvalidArgument (null id). To
+  // long), kPeerDead (unknown or dead node), kInvalidArgument (null id). To
   // this node: handed to the handler as an event, copied. Event context.
   Result<void> SendLarge(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length);
   // SendLarge taking the bytes (kept for the receiver to read when direct).
@@ -158,8 +158,8 @@ class Messenger : public SharedEbb<Messenger> {
   // A text report of `node`'s state, one "key value" line each: node,
   // platform, cores, uptime, per-core event counters, transport counters
   // and drops by reason, peers with their state and silence, large-message
-  // counters (what `fox status` shows). kNotFound if the node is unknown or
-  // dies first, kTimedOut after `timeout_ms`. The node answers from its
+  // counters (what `fox status` shows). kPeerDead if the node is dead or
+  // dies first, kNotFound if it was never seen alive, kTimedOut after `timeout_ms`. The node answers from its
   // Messenger (every node that messages Ebbs has one), through Rpc. Event
   // context.
   Future<Result<std::string>> QueryStatus(NodeId node, uint64_t timeout_ms = 10'000);

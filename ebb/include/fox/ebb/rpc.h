@@ -5,8 +5,9 @@
 //
 // Client:
 //   auto reply = Rpc::Get()->Call(node, kMyEbb, kMyRequest, &req, sizeof req).Block();
-//   if (!reply.ok()) ... reply.error(): kNotFound (node unknown, dead, or died
-//                        before answering), kTimedOut, or the server's error
+//   if (!reply.ok()) ... reply.error(): kPeerDead (node dead, or died before
+//                        answering), kNotFound (not seen alive yet), kTimedOut,
+//                        or the server's error
 // Server (the Ebb's Listen handler, an event; ListenLarge too for requests
 // longer than kMaxSmallRequest):
 //   auto request = Rpc::ParseRequest(data, length);   // id and body
@@ -59,10 +60,9 @@ class Rpc : public SharedEbb<Rpc> {
   Rpc& operator=(const Rpc&) = delete;
 
   // Sends `body` to Ebb `ebb` on `node` under `handler`, prefixed by a fresh
-  // request id, and returns the reply. kNotFound: `node` is unknown or dead,
-  // or dies before replying; kTimedOut after `timeout_ms` (0: never; death
-  // still ends the wait); kOutOfRange: the
-  // request is longer than Messenger::kMaxLargeBytes; otherwise the error
+  // request id, and returns the reply. kPeerDead: `node` is dead, or dies
+  // before replying; kNotFound: it has not been seen alive (not joined yet); kTimedOut after `timeout_ms` (0: never;
+  // death still ends the wait); kOutOfRange: the request is longer than Messenger::kMaxLargeBytes; otherwise the error
   // the server failed the request with. To this node: the same, through
   // the local mailbox. Event context; blocks while the peer's window is full.
   Future<Result<Bytes>> Call(NodeId node, uint32_t ebb, uint16_t handler, const void* body, size_t length,
@@ -87,7 +87,7 @@ class Rpc : public SharedEbb<Rpc> {
   // A request's id and body; nullopt if it is too short to carry an id.
   static std::optional<Request> ParseRequest(const uint8_t* data, size_t length);
   // Answers request `id` from `client` with `length` bytes, or with an
-  // error. kNotFound (the client is dead): nobody waits any more. Event
+  // error. kPeerDead (the client is dead): nobody waits any more. Event
   // context (blocks while the client's window is full).
   static Result<void> Reply(NodeId client, uint64_t id, const void* data, size_t length);
   // The same with the reply in `message`: kReplyHeader bytes of room for

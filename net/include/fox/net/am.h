@@ -44,7 +44,7 @@
 // Failure detection: the job's membership protocol (SWIM with suspicion,
 // net/membership.h; its cost per node does not grow with the job) and the
 // frontend's death notices; OnPeerState callbacks run as events. A dead peer
-// stays dead: Sends to it fail with kNotFound, its late frames are dropped.
+// stays dead: Sends to it fail with kPeerDead, its late frames are dropped.
 #pragma once
 
 #include <atomic>
@@ -125,7 +125,7 @@ Result<void> Listen(uint32_t ebb, int core, Handler handler);
 // returns (a listener's handler already running finishes). Event context.
 void Unregister(uint32_t ebb);
 
-// Queues a message. kNotFound: unknown or dead node (or not started);
+// Queues a message. kPeerDead: unknown or dead node; kNotFound: not started;
 // kOutOfRange: too long; kBusy: full, retry (or SendWait). To this node:
 // delivered at once, in delivery context. Any core, events or delivery
 // context; never blocks.

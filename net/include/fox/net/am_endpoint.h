@@ -33,7 +33,7 @@
 // `membership.suspicion_ns` makes this node NotifyDead the peer. A peer is
 // told as kSuspected and then kAlive again (refuted) or kDead. Dead is
 // final (fail-stop): the channel is closed, its unacknowledged messages are
-// dropped, Send fails with kNotFound and its later frames are dropped.
+// dropped, Send fails with kPeerDead and its later frames are dropped.
 //
 // Contexts: AddPeer and Poll allocate or free only when peers are added or
 // die (Channel::Init / Close); the driver calls them in event context.
@@ -143,7 +143,7 @@ class AmEndpoint {
   // heard from; dead if never heard from within membership.join_timeout_ns.
   Result<void> AddPeer(NodeId peer, uint64_t address, uint64_t now_ns);
 
-  // Queues one message (see the top). kNotFound: unknown or dead peer;
+  // Queues one message (see the top). kPeerDead: unknown or dead peer;
   // kOutOfRange: more than kMaxMessageBytes; kBusy: full (retry later).
   Result<void> Send(NodeId peer, uint32_t ebb, uint16_t handler, const void* data, size_t len, uint64_t now_ns,
                     TransmitFn transmit);

@@ -117,7 +117,7 @@ class Channel {
   // its own) into the send window and returns the sequence number it gets;
   // Poll transmits it. kBusy when the window is full (flow control: wait for
   // acks, CanSend() turns true), kInvalidArgument for an empty builder or one
-  // addressed elsewhere, kNotFound once the channel is closed (peer dead).
+  // addressed elsewhere, kPeerDead once the channel is closed (peer dead).
   Result<uint32_t> Send(const FrameBuilder& frame);
 
   // Processes one frame from the peer, decoded with this channel's job and
@@ -148,7 +148,7 @@ class Channel {
 
   // The peer is dead: discards every unacknowledged and buffered frame
   // (counted in dropped_on_close), frees the buffers, and from now on Send
-  // fails with kNotFound, OnReceive drops with kPeerClosed and Poll does
+  // fails with kPeerDead, OnReceive drops with kPeerClosed and Poll does
   // nothing. Irreversible. Normal context (it frees memory).
   void Close();
 
