@@ -323,8 +323,8 @@ class Supervisor:
             if self.nodes[k].proc is not None and not self.can_hand(self.nodes[k], r):
                 self.nodes[k].proc.kill()
         job.fd_args = list(fd_args)
-        for place, k in enumerate(job.nodes, start=1):
-            out.append(self.boot_into_job(job, self.nodes[k], place, peers, image))
+        for k in job.nodes:
+            out.append(self.boot_into_job(job, self.nodes[k], peers, image))
         job.started = True
         job.started_at = time.time()
         log("job %d: %s on place 0 and nodes %s", job.id, r["app"], ",".join(map(str, job.nodes)) or "(none)")
@@ -336,16 +336,17 @@ class Supervisor:
     HAND_RESEND_S = 0.05
     HAND_TIMEOUT_S = 1.5
 
-    def boot_into_job(self, job, n, place, peers, image, extra_kargs=()):
-        """Starts node n as `place` of `job`: its agent takes the job (no reboot) when it can, else
-        the node is rebooted into it; what fox run needs to follow it."""
+    def boot_into_job(self, job, n, peers, image, extra_kargs=()):
+        """Starts node n as a place of `job` (the place's id is the node's: fox.node): its agent
+        takes the job (no reboot) when it can, else the node is rebooted into it; what fox run
+        needs to follow it."""
         r = job.request
         console = os.path.join(self.dir, "node%d.log" % n.k)
         offset = os.path.getsize(console) if os.path.exists(console) else 0
         append = nodes.boot_args(n.k, r["app"], self.key, job.id, peers, r.get("args", []),
                                  job.fd_args + r.get("kargs", []) + list(extra_kargs), dhcp=self.dhcp)
         warm = self.can_hand(n, r, extra_kargs)
-        n.job, n.place, n.app = job.id, place, r["app"]
+        n.job, n.place, n.app = job.id, n.k, r["app"]
         n.port.route = ("127.0.0.1", int(r["place0_port"]))
         if warm and self.switch.send_job(n.k, append):
             n.state = "running"
@@ -354,7 +355,7 @@ class Supervisor:
         else:
             self.stop_qemu(n)
             self.boot(n, image, append, "running")
-        return {"node": n.k, "place": place, "ip": nodes.node_ip(n.k), "bridge_port": n.port.bridge_port,
+        return {"node": n.k, "place": n.k, "ip": nodes.node_ip(n.k), "bridge_port": n.port.bridge_port,
                 "console": console, "offset": offset}
 
     def can_hand(self, n, request, extra_kargs=()):
@@ -440,7 +441,7 @@ class Supervisor:
         out = []
         for n in idle:
             job.nodes.append(n.k)
-            out.append(self.boot_into_job(job, n, len(job.nodes), peers, nodes.node_image(), ["fox.joining=1"]))
+            out.append(self.boot_into_job(job, n, peers, nodes.node_image(), ["fox.joining=1"]))
         job.grow -= len(idle)
         log("job %d: nodes %s join it (place 0 asked)", job.id, ",".join(str(n.k) for n in idle))
         self.tell(job.conn, event="grown", nodes=out)
