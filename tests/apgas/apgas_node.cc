@@ -22,13 +22,14 @@
 //              leaves to be adopted: modes place0 and optimistic)
 //              (each leaf sleeps 2 ms and sends one back to place 0): every
 //              round before completes whole; the round that sees the death
-//              throws only DeadPlaceException(K), and nothing of it arrives
-//              after its finish returned
-//   orphans,K  place K sends an activity to every other place and dies at
-//              once: those orphans (each sleeps 3 s, longer than the
-//              detector takes, then sends one back to place 0) must all have
-//              ended when the finish returns (happens-before invariance):
-//              nothing arrives after it
+//              throws only DeadPlaceException(K), every leaf of it that
+//              never passed K arrives, and nothing arrives after its finish
+//              returned
+//   orphans,K  place K sends an activity to every other place and dies as
+//              soon as they all run: those orphans (each sleeps 3 s, longer
+//              than the detector takes, then sends one back to place 0) must
+//              all have ended when the finish returns (happens-before
+//              invariance): every one arrived before it, nothing after
 //   home_kill,K[,V[,MS]]  place K opens a finish and a nested one (inside
 //              an activity of a finish at place V, default 0: the root), sends
 //              activities of both to every other place (each sleeps MS ms,
@@ -97,6 +98,8 @@ std::atomic<uint64_t> g_arrived{0};
 std::atomic<uint64_t> g_local{0};
 
 void Arrive() { g_arrived.fetch_add(1); }
+// At a place that dies once its orphans run: how many said they started.
+std::atomic<uint64_t> g_orphans_started{0};
 
 void SleepMs(uint64_t ms) { fox::timer::Sleep(ms * 1'000'000); }
 
@@ -402,11 +405,24 @@ void TreeNode(uint32_t depth, uint64_t index, std::vector<Place> all) {
   }
 }
 
+// How many leaves of a tree round never ran at `victim` on their way from
+// the root (TreeNode's placement): those must come back whatever moment it
+// dies at.
+size_t TreeLeavesAvoiding(uint32_t victim, const std::vector<Place>& all, uint32_t depth = 0, uint64_t index = 0) {
+  if (all[index % all.size()].id == victim) return 0;
+  if (depth == kTreeDepth) return 1;
+  return TreeLeavesAvoiding(victim, all, depth + 1, 2 * index + 1) +
+         TreeLeavesAvoiding(victim, all, depth + 1, 2 * index + 2);
+}
+
 void RandomKill(uint32_t victim, uint64_t ms, const std::string& shape) {
   bool tree = shape == "tree", nested = shape == "nested";
   auto places = fox::apgas::places();
   size_t n = places.size();
   size_t leaves = tree ? size_t(1) << kTreeDepth : n * n;
+  // The leaves that never pass the victim (fan-out: from a live place to a
+  // live place) come back in the round that sees the death too.
+  size_t live_leaves = tree ? TreeLeavesAvoiding(victim, places) : (n - 1) * (n - 1);
   fox::apgas::finish([&] {
     fox::apgas::asyncAt(
         Place{victim}, [](uint64_t delay) { DieIn(delay); }, ms);
@@ -463,7 +479,11 @@ void RandomKill(uint32_t victim, uint64_t ms, const std::string& shape) {
         : nested ? " in nested rounds"
                  : "",
         round, (unsigned long long)at_return, leaves, (unsigned long long)later, others);
-    CHECK(later == 0 && others == 0);
+    if (at_return < live_leaves) {
+      std::printf("apgas: random kill: only %llu leaves back, but the %zu that never passed place %u must all be\n",
+                  (unsigned long long)at_return, live_leaves, victim);
+    }
+    CHECK(later == 0 && others == 0 && at_return >= live_leaves);
     return;
   }
   std::printf("apgas: place %u never died\n", victim);
@@ -524,17 +544,27 @@ void Orphans(uint32_t victim) {
           [](std::vector<Place> all) {
             for (Place q : all) {
               if (q == fox::apgas::here()) continue;
-              fox::apgas::asyncAt(q, [] {
-                SleepMs(3000);
-                fox::apgas::asyncAt(Place{0}, [] { Arrive(); });
-              });
+              fox::apgas::asyncAt(
+                  q,
+                  [](Place k) {
+                    fox::apgas::asyncAt(k, [] { g_orphans_started.fetch_add(1); });
+                    SleepMs(3000);
+                    fox::apgas::asyncAt(Place{0}, [] { Arrive(); });
+                  },
+                  fox::apgas::here());
             }
-            fox::apgas::asyncAt(fox::apgas::here(), [] {
-              SleepMs(50);  // let the orphans leave
-              std::printf("apgas_node: place %u dies now, its orphans running\n", fox::apgas::here().id);
-              std::fflush(stdout);
-              std::_Exit(9);
-            });
+            fox::apgas::asyncAt(
+                fox::apgas::here(),
+                [](uint64_t n) {
+                  // Dies once every orphan runs (each said so), so that all of
+                  // them exist: the finish must wait for every one.
+                  for (int i = 0; i < 2000 && g_orphans_started.load() < n; ++i) SleepMs(5);
+                  std::printf("apgas_node: place %u dies now, its %llu orphans running\n", fox::apgas::here().id,
+                              (unsigned long long)g_orphans_started.load());
+                  std::fflush(stdout);
+                  std::_Exit(9);
+                },
+                uint64_t(all.size() - 1));
           },
           places);
     });
@@ -549,7 +579,10 @@ void Orphans(uint32_t victim) {
       "DeadPlaceException %s\n",
       victim, (unsigned long long)at_return, places.size() - 1, (unsigned long long)(later - at_return),
       dead_named ? "named it" : "MISSING");
-  CHECK(later == at_return && dead_named);
+  if (at_return != places.size() - 1)
+    std::printf("apgas: orphans: %llu of them ran before the finish returned, not all %zu\n",
+                (unsigned long long)at_return, places.size() - 1);
+  CHECK(later == at_return && dead_named && at_return == places.size() - 1);
 }
 
 // Place `victim` opens a finish (and, inside one of its activities, a
