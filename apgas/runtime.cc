@@ -19,6 +19,7 @@
 #include "fox/event.h"
 #include "fox/log.h"
 #include "fox/net/am.h"
+#include "fox/net/frontend_link.h"
 #include "fox/timer.h"
 
 namespace fox::apgas {
@@ -461,7 +462,7 @@ void Runtime::OnPlaces(NodeId from, const uint8_t* data, size_t length) {
 std::vector<Place> Runtime::AddPlaces(size_t n, uint64_t timeout_ms) {
   if (n == 0) return {};
   std::vector<Place> before = places();
-  if (auto r = am::RequestNodes(uint32_t(n)); !r.ok()) {
+  if (auto r = frontend::RequestNodes(uint32_t(n)); !r.ok()) {
     throw std::runtime_error(std::string("apgas::addPlaces: the frontend cannot add places here (") +
                              ErrorName(r.error()) + "): run the job with fox run");
   }

@@ -243,7 +243,7 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   // A late place, its Dht joined: place 0 adds it to the job's places
   // (every place's places() has it when this returns true).
   bool Ready();
-  // Place 0: asks the frontend for `n` more places (am::RequestNodes) and
+  // Place 0: asks the frontend for `n` more places (frontend::RequestNodes) and
   // waits until they are ready; returns them (fewer after timeout_ms).
   // std::runtime_error if the frontend cannot (not started by fox run).
   std::vector<Place> AddPlaces(size_t n, uint64_t timeout_ms);

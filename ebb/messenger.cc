@@ -13,6 +13,7 @@
 #include "fox/ebb/rpc.h"
 #include "fox/event.h"
 #include "fox/log.h"
+#include "fox/net/frontend_link.h"
 #include "fox/net/wire.h"
 
 namespace fox::ebb {
@@ -47,7 +48,7 @@ Messenger::Messenger()
         stats_.dropped += dropped;
       },
       core_);
-  am::OnStatusRequest([this] {
+  frontend::OnStatusRequest([this] {
     if (reporting_.exchange(true)) return;  // the last round is not over
     event::SpawnRemote(core_, [this] {
       ReportToFrontend();
@@ -58,12 +59,12 @@ Messenger::Messenger()
 
 Messenger::~Messenger() {
   for (auto& [node, peer] : direct_from_) peer_memory::Close(&peer);
-  am::OnStatusRequest(nullptr);
+  frontend::OnStatusRequest(nullptr);
   am::StopPeerState(subscription_);
   am::Unregister(kMessengerId);
 }
 
-// Place 0 of a `fox run` job, asked by the frontend (am::OnStatusRequest):
+// Place 0 of a `fox run` job, asked by the frontend (frontend::OnStatusRequest):
 // every live peer's report (QueryStatus), one line each to the frontend:
 // "status N" and the report's lines but the per-peer ones, tab-separated.
 void Messenger::ReportToFrontend() {
@@ -86,7 +87,7 @@ void Messenger::ReportToFrontend() {
       line += '\t';
       line += item;
     }
-    if (!am::TellFrontend(line).ok()) return;  // not a fox run job, or the frontend went away
+    if (!frontend::Tell(line).ok()) return;  // not a fox run job, or the frontend went away
   }
 }
 

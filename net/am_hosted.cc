@@ -16,6 +16,7 @@
 #include "fox/event.h"
 #include "fox/hosted.h"
 #include "fox/log.h"
+#include "fox/net/frontend_link.h"
 
 namespace fox::am::internal {
 namespace {
@@ -82,7 +83,7 @@ Result<void> PlatformOpen(const Config& config) {
     LOG_ERROR("am: cannot watch the UDP socket");
     return Error::kUnsupported;
   }
-  WatchFrontendNotices(config.core);
+  frontend::internal::WatchNotices(config.core);
   return {};
 }
 

@@ -295,10 +295,3 @@ void PlatformStats(Stats* st) {
 }
 
 }  // namespace fox::am::internal
-
-namespace fox::am {
-// A node asks no frontend for nodes (place 0 is a Linux process: am.h).
-Result<void> RequestNodes(uint32_t) { return Error::kUnsupported; }
-void OnStatusRequest(Function<void()>) {}  // nodes are not started by fox run's place 0
-Result<void> TellFrontend(std::string_view) { return Error::kUnsupported; }
-}  // namespace fox::am

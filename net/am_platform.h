@@ -30,9 +30,6 @@ void PlatformPeerAdded(uint64_t address);
 uint64_t PlatformDroppedBefore(uint64_t address);
 // Adds the platform's counters.
 void PlatformStats(Stats* stats);
-// Hosted only (am_notices_hosted.cc): watches FOX_NOTICE_FD, the frontend's
-// pipe of death notices for place 0, if the environment names one. Event context.
-void WatchFrontendNotices(int core);
 
 // ---- provided by the driver ----
 

@@ -6,10 +6,10 @@ status.
 Place 0 is started with
     FOX_ARGS       fox.node=0 fox.job=J fox.key=K fox.amport=P
                    fox.peers=0@127.0.0.1:P,K1@127.0.0.1:B1,...  (Bi: node Ki's bridge port on the switch)
-    FOX_NOTICE_FD  the read end of a pipe: "dead K" lines (net/am_notices_hosted.cc), and a
+    FOX_NOTICE_FD  the read end of a pipe: "dead K" lines (net/frontend_link_hosted.cc), and a
                    "status" line every STATUS_PERIOD_S
     FOX_CONTROL_FD the write end of a pipe: place 0's "add N" requests for more places
-                   (am::RequestNodes, PlaceManager::addPlaces): fox run asks the supervisor
+                   (frontend::RequestNodes, PlaceManager::addPlaces): fox run asks the supervisor
                    (op grow), which boots idle or new pool nodes into the job; and its
                    "status K..." answers, each node's report, which fox run relays to the
                    supervisor (op node_status) for fox status
@@ -116,7 +116,7 @@ def place_env(**variables):
 
 
 class ControlPipe:
-    """Place 0's lines (net/am_notices_hosted.cc): "add N" (am::RequestNodes) and "status N<TAB>KEY
+    """Place 0's lines (net/frontend_link_hosted.cc): "add N" (frontend::RequestNodes) and "status N<TAB>KEY
     VALUE<TAB>..." (a node's status report, asked for by a "status" notice: ebb/messenger.cc)."""
 
     def __init__(self, fd):
@@ -254,7 +254,7 @@ def _run(conn, program, app, app_args, place0_port, timeout, interrupted, out, k
     fox_args = "fox.node=0 fox.job=%d fox.key=%s fox.amport=%d fox.peers=%s" % (job, key, place0_port, peers)
     fox_args = " ".join([fox_args] + msg.get("fd_args", []) + list(kargs))  # the nodes' membership timers
     notice_r, notice_w = os.pipe()
-    control_r, control_w = os.pipe()  # place 0's requests for more nodes (am::RequestNodes)
+    control_r, control_w = os.pipe()  # place 0's requests for more nodes (frontend::RequestNodes)
     os.set_blocking(control_r, False)
     env = place_env(FOX_ARGS=fox_args, FOX_NOTICE_FD=str(notice_r), FOX_CONTROL_FD=str(control_w))
     place0 = Process([program] + list(app_args), env, pass_fds=(notice_r, control_w))
@@ -407,7 +407,7 @@ def run_hosted(app, places, app_args, timeout, out=sys.stdout, kargs=()):
     peers = ",".join("%d@127.0.0.1:%d" % (i, port) for i, port in enumerate(ports))
     fd_args = " ".join(qemu_run.membership_args("hosted", places))
     notice_r, notice_w = os.pipe()
-    control_r, control_w = os.pipe()  # place 0's requests (am::RequestNodes): "add N" lines
+    control_r, control_w = os.pipe()  # place 0's requests (frontend::RequestNodes): "add N" lines
     os.set_blocking(control_r, False)
     interrupted = {"now": False}
 
@@ -537,7 +537,7 @@ def ask_status(notice_w):
 
 
 def tell_dead(notice_w, node, why):
-    """Says so, and tells place 0 through its FOX_NOTICE_FD pipe (net/am_notices_hosted.cc), which
+    """Says so, and tells place 0 through its FOX_NOTICE_FD pipe (net/frontend_link_hosted.cc), which
     tells the job (am::NotifyDead). Place 0 gone: nothing to tell."""
     print("fox run: %s: telling the job" % why, file=sys.stderr)
     try:

@@ -174,22 +174,6 @@ void DeclareDead(NodeId node);
 // at once instead of waiting for their detectors (fail-stop: a notice is
 // believed). For the frontend when a node's QEMU exits. Event context.
 void NotifyDead(NodeId node);
-// Place 0 started by `fox run`: `handler` runs (an event on the transport
-// core) each time the frontend asks for the job's nodes' status (a "status"
-// notice on FOX_NOTICE_FD); it answers with TellFrontend. One handler
-// (the Messenger's, ebb/messenger.cc); nullptr removes it. Any context.
-void OnStatusRequest(Function<void()> handler);
-// Writes `line` (no newline in it; at most 4000 bytes, so that the pipe
-// takes it whole) to the frontend on FOX_CONTROL_FD. kUnsupported when not
-// started by `fox run` (or it went away); kInvalidArgument for a bad line.
-// Any context.
-Result<void> TellFrontend(std::string_view line);
-// Asks the frontend for `count` more nodes in this job (they join by
-// speaking: AmEndpoint::OnDatagram); `fox run` starts them with fresh ids
-// and every member in fox.peers. Place 0 started by `fox run` only (its
-// FOX_CONTROL_FD: am_notices_hosted.cc); kUnsupported elsewhere,
-// kInvalidArgument for 0 or more than 64. Any context that may block.
-Result<void> RequestNodes(uint32_t count);
 
 struct Stats {
   net::EndpointCounters endpoint;

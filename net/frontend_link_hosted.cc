@@ -1,17 +1,18 @@
-// Notices from the frontend to a hosted place 0 (DESIGN.md "Frontend and
-// jobs": when a node's QEMU exits, the supervisor tells the job at once).
+// The frontend link of a hosted place 0 (frontend_link.h). Notices from
+// the frontend (DESIGN.md "Frontend and jobs": when a node's QEMU exits,
+// the supervisor tells the job at once).
 // `fox run` starts place 0 with FOX_NOTICE_FD naming the read end of a pipe;
 // the frontend writes one line per notice:
 //     dead N      node N is gone: am::NotifyDead(N) tells the whole job
-//     status      report the nodes' status (am::OnStatusRequest's handler)
+//     status      report the nodes' status (OnStatusRequest's handler)
 // The transport core watches the pipe like the AM socket (an interrupt
 // trigger fired from the epoll loop, drained in an event). Unknown or
 // malformed lines are logged and ignored; end of file (the frontend went
 // away) closes the pipe, which leaves the epoll set with it.
 //
 // Requests the other way: FOX_CONTROL_FD names the write end of a pipe the
-// frontend reads; one line each (am::TellFrontend):
-//     add N       start N more nodes in this job (am::RequestNodes)
+// frontend reads; one line each (Tell):
+//     add N       start N more nodes in this job (RequestNodes)
 //     status N\tKEY VALUE\t...   node N's status report (ebb/messenger.cc)
 #include <fcntl.h>
 #include <unistd.h>
@@ -21,15 +22,15 @@
 #include <string>
 #include <string_view>
 
-#include "am_platform.h"
 #include "fox/cmdline.h"
 #include "fox/event.h"
 #include "fox/hosted.h"
 #include "fox/log.h"
 #include "fox/net/am.h"
+#include "fox/net/frontend_link.h"
 #include "fox/spinlock.h"
 
-namespace fox::am::internal {
+namespace fox::frontend {
 namespace {
 
 int g_notice_fd = -1;
@@ -52,7 +53,7 @@ void OnNotice(std::string_view line) {
     auto n = ParseUInt(line.substr(5));
     if (n.ok() && *n <= 0x7FFFFFFF) {
       LOG_INFO("am: the frontend says node %llu died", (unsigned long long)*n);
-      NotifyDead(NodeId(*n));
+      am::NotifyDead(NodeId(*n));
       return;
     }
   }
@@ -60,7 +61,7 @@ void OnNotice(std::string_view line) {
 }
 
 void DrainNotices() {
-  if (!Started()) {  // Start has not finished yet: come back once it has
+  if (!am::Started()) {  // Start has not finished yet: come back once it has
     event::Spawn([] { DrainNotices(); });
     return;
   }
@@ -89,7 +90,7 @@ void OnNoticeReadable(void*) { g_notice_rx->Fire(); }
 
 }  // namespace
 
-void WatchFrontendNotices(int core) {
+void internal::WatchNotices(int core) {
   const char* env = std::getenv("FOX_NOTICE_FD");
   if (env == nullptr || *env == '\0') return;
   auto fd = ParseUInt(env);
@@ -107,17 +108,13 @@ void WatchFrontendNotices(int core) {
   }
 }
 
-}  // namespace fox::am::internal
-
-namespace fox::am {
-
 void OnStatusRequest(Function<void()> handler) {
   auto shared = handler ? std::make_shared<Function<void()>>(std::move(handler)) : nullptr;
-  SpinGuard g(internal::g_status_lock);
-  internal::g_status_handler.swap(shared);  // the old one is freed after the lock
+  SpinGuard g(g_status_lock);
+  g_status_handler.swap(shared);  // the old one is freed after the lock
 }
 
-Result<void> TellFrontend(std::string_view line) {
+Result<void> Tell(std::string_view line) {
   if (line.empty() || line.size() > 4000 || line.find('\n') != std::string_view::npos) return Error::kInvalidArgument;
   const char* env = std::getenv("FOX_CONTROL_FD");
   if (env == nullptr || *env == '\0') return Error::kUnsupported;
@@ -132,9 +129,9 @@ Result<void> TellFrontend(std::string_view line) {
 
 Result<void> RequestNodes(uint32_t count) {
   if (count == 0 || count > 64) return Error::kInvalidArgument;
-  FOX_TRY(TellFrontend("add " + std::to_string(count)));
+  FOX_TRY(Tell("add " + std::to_string(count)));
   LOG_INFO("am: asked the frontend for %u more nodes", count);
   return Ok();
 }
 
-}  // namespace fox::am
+}  // namespace fox::frontend
