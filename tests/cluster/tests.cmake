@@ -279,7 +279,7 @@ fox_cluster_test(memcached_dht_failover NODES 4 IMAGE memcached PEERS TIMEOUT 50
 # from 4 hosted nodes at once: a counter, counters 4 events on each core of
 # every node add to (none lost), a semaphore whose takes wait at the
 # primary for every node's posts, a task queue whose 400 tasks are each popped
-# exactly once, waits that time out (tests/cluster/dht_node.cc, mode sync).
+# exactly once, waits that time out (tests/cluster/dht_node/sync.cc).
 # The nodes suspect after 5 s of silence (not 1 s): CTest runs QEMU clusters
 # beside this test, and a starved process is not a dead one.
 # Nodes of 3 cores whose shards lie on 2 of them (fox.dht_cores=2: nodes 0
@@ -319,7 +319,7 @@ add_test(NAME hosted.dht_sync_alone COMMAND ${FOX_HOSTED_NODES}
 set_tests_properties(hosted.dht_sync_alone PROPERTIES LABELS hosted TIMEOUT 150)
 
 # Fail-stop for a node declared dead while it still runs (am's fencing,
-# tests/cluster/dht_node.cc mode zombie): node 2 stops itself (SIGSTOP) and
+# tests/cluster/dht_node/zombie.cc): node 2 stops itself (SIGSTOP) and
 # is declared dead; node 0 rewrites 300 keys on the survivors and resumes
 # it; its read of a key it was the primary of never answers from its stale
 # copy (read leases), its write is never acknowledged, and it stops with
@@ -377,8 +377,7 @@ foreach(shape "3;2" "4;3")
   set_tests_properties(hosted.dht_failover_r${r} PROPERTIES LABELS hosted TIMEOUT 200)
 endforeach()
 
-# Rebalancing after a join (dht.h, "Joins"; tests/cluster/dht_node.cc mode
-# join): nodes 0-2 run the Dht, node 0 sets 3000 keys, node 3 joins while
+# Rebalancing after a join (dht.h, "Joins"; tests/cluster/dht_node/join.cc): nodes 0-2 run the Dht, node 0 sets 3000 keys, node 3 joins while
 # node 0 sets 1500 more; every key reads back and every node holds each key
 # it owns in the ring of 4, and none it does not (r = 2: 9200 copies). With
 # kill, node 1 dies as the join starts: the join goes on in the ring of
@@ -411,8 +410,8 @@ add_test(NAME hosted.dht_cascade COMMAND ${FOX_HOSTED_NODES}
   $<TARGET_FILE:dht_cascade_hosted> 2000)
 set_tests_properties(hosted.dht_cascade PROPERTIES LABELS hosted TIMEOUT 180)
 
-# Tombstones are collected (dht.h, "Tombstones"; tests/cluster/dht_node.cc
-# mode tombstones, grace 1 s): 2000 keys set and deleted on 3 nodes (r = 2),
+# Tombstones are collected (dht.h, "Tombstones";
+# tests/cluster/dht_node/tombstones.cc, grace 1 s): 2000 keys set and deleted on 3 nodes (r = 2),
 # no tombstone left on any node within 20 s; half the keys set again start at
 # version 1 and read back, the other half stay deleted, and each node holds
 # exactly its copies of the first half.
