@@ -24,7 +24,6 @@ void Control(NodeId to, uint16_t handler, uint64_t arg) {
   fox::ebb::Messenger::Get()->Flush(to);
 }
 
-
 Tally ReadAll(Dht* dht, uint64_t first, uint64_t keys, int big) {
   Tally t;
   for (uint64_t i = first; i < first + keys; ++i) {
