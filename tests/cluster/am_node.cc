@@ -26,7 +26,7 @@
 //                                large messages (fragments, reassembled on PEER),
 //                                checked there byte for byte
 //   N:status,PEER                PEER's status report (Messenger::QueryStatus), checked
-//   N:status_gone,PEER           asking PEER's status must fail (dead: not found)
+//   N:status_gone,PEER           asking PEER's status must fail (kPeerDead)
 //   N:many,PEER,EBBS,COUNT       COUNT messages to each of EBBS Ebbs on PEER, which
 //                                listen through the per-core mailboxes (spread over
 //                                PEER's cores); every 16th message of every 7th Ebb
