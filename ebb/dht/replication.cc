@@ -21,18 +21,28 @@ std::vector<NodeId> Node::ReplicasOf(Shard& s, uint64_t key_hash) {
 }
 
 bool Node::Replicate(Shard& s, const std::string& key, uint64_t key_hash) {
-  uint64_t deadline = 0;  // from the first round that has replicas
+  uint64_t deadline = 0;      // from the first round that has replicas
+  std::vector<uint8_t> sent;  // what the last round sent
   for (;;) {
     std::vector<NodeId> replicas = ReplicasOf(s, key_hash);
     if (replicas.empty()) return true;
     if (deadline == 0) deadline = clock::NowNs() + Dht::kRouteTimeoutMs * 1'000'000;
     // The key's current state (an item, live or expired, or a tombstone),
     // sent at this shard's view: the rings ReplicasOf just renewed.
-    auto state = s.StateOf(key, ViewOf(s.rings.ring.get(), s.rings.target.get()));
-    if (!state) return true;  // nothing to copy (cannot happen after a write)
+    uint64_t view = ViewOf(s.rings.ring.get(), s.rings.target.get());
+    if (auto state = s.StateOf(key, view)) {
+      sent = std::move(*state);
+    } else if (sent.empty()) {
+      return true;  // nothing to copy (cannot happen after a write)
+    } else {
+      // This node dropped the key since the last round (a join's switch:
+      // it owns it no more); the owners still get what it applied (an
+      // expiry then counts from the first round: up to kRouteTimeoutMs late).
+      net::wire::StoreLe<uint64_t>(sent.data(), view);
+    }
     std::vector<Future<Result<Rpc::Bytes>>> calls;
     for (NodeId n : replicas) {
-      calls.push_back(Rpc::Get()->Call(n, kDhtShardIds[s.index], kReplicate, state->data(), state->size()));
+      calls.push_back(Rpc::Get()->Call(n, kDhtShardIds[s.index], kReplicate, sent.data(), sent.size()));
     }
     std::vector<NodeId> dead;
     bool failed = false, newer = false;
