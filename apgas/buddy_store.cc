@@ -149,25 +149,22 @@ Fetched Fetch(const std::string& store, uint32_t at, uint32_t owner, const std::
     auto r = AskRead(store, at, ReadRequest{store, owner, key, backup, offset, BuddyStore::kPartBytes});
     if (!r) return Fetched::kDied;
     Found f = ReadFound(*r);
-    uint64_t s = f.seq, t = f.total;
-    size_t n = f.length;
-    const uint8_t* piece = f.bytes;
     if (!f.found) return Fetched::kMissing;
-    if (offset == 0 && n == t) {  // one part: decoded where it arrived
-      use(piece, n);
+    if (offset == 0 && f.length == f.total) {  // one part: decoded where it arrived
+      use(f.bytes, f.length);
       return Fetched::kFound;
     }
     if (offset == 0) {
-      seq = s;
-      total = t;
+      seq = f.seq;
+      total = f.total;
       whole.reserve(total);
-    } else if (s != seq || t != total) {  // written again meanwhile
+    } else if (f.seq != seq || f.total != total) {  // written again meanwhile
       if (++rereads == kMaxRereads) Fail(store, "a read of a value rewritten while it was read", Error::kBusy);
       whole.clear();
       continue;
     }
-    if (n == 0 || n > total - whole.size()) Fail(store, "a read's part", Error::kInvalidArgument);
-    whole.insert(whole.end(), piece, piece + n);
+    if (f.length == 0 || f.length > total - whole.size()) Fail(store, "a read's part", Error::kInvalidArgument);
+    whole.insert(whole.end(), f.bytes, f.bytes + f.length);
     if (whole.size() == total) {
       use(whole.data(), whole.size());
       return Fetched::kFound;

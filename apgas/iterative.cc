@@ -14,8 +14,8 @@
 #include "fox/boot_args.h"
 #include "fox/clock.h"
 #include "fox/ebb/messenger.h"
-#include "fox/timer.h"
 #include "fox/log.h"
+#include "fox/timer.h"
 
 namespace fox::apgas {
 namespace detail {

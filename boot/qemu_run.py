@@ -136,7 +136,9 @@ def ram_size(mem):
     return mem + "M" if mem.isdigit() else mem
 
 
-def qemu_command(image, append, smp, mem, accel, cdrom, gdb, debug_exit=True, net=None):
+def qemu_command(image, append, smp, mem, accel, cdrom, gdb, debug_exit=True, net=None, initrd=None):
+    """QEMU's command for a guest: a fox image (or a Linux kernel with its `initrd`) with `append`,
+    or an ISO (`cdrom`)."""
     # Guest RAM in a memfd: host pages of 4 KiB, faulted in as the guest
     # touches them. QEMU's default anonymous RAM asks for transparent huge
     # pages, and a host that must compact memory to find one stalls the
@@ -159,6 +161,8 @@ def qemu_command(image, append, smp, mem, accel, cdrom, gdb, debug_exit=True, ne
         cmd += ["-cdrom", cdrom, "-boot", "d"]
     else:
         cmd += ["-kernel", image, "-append", append]
+        if initrd:
+            cmd += ["-initrd", initrd]
     if gdb:
         cmd += ["-s", "-S"]
     return cmd

@@ -32,8 +32,8 @@
 //               forget them                                         reply: status
 // Every reply's payload starts with a u32 status (fox::Error): the Dht's
 // own answer (kNotFound: no such key), apart from Rpc's (kPeerDead: the
-// node died; kNotFound: not seen alive yet). kBusy means "not the key's primary here":
-// the caller retries after its ring has caught up.
+// node died; kNotFound: not seen alive yet). kBusy means "not the key's
+// primary here": the caller retries after its ring has caught up.
 //
 // Contexts: the codecs allocate (event context); Answer sends (event or
 // delivery context); SleepUntil blocks the calling event.

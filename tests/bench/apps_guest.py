@@ -43,6 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "boot"))
 import cluster  # noqa: E402
+import linux_udp_rtt  # noqa: E402
 import qemu_run  # noqa: E402
 
 BUILD = os.path.join(ROOT, "build", "bench", "guest-host")
@@ -112,14 +113,9 @@ def run_linux(app, nodes, accel, kernel, initrd):
     with cluster.Namespace(nodes, name="fox-bench-%d" % os.getpid()) as ns:
         def boot(i):
             fox_args = base64.b64encode(("fox.node=%d %s" % (i, peers(nodes))).encode()).decode()
-            append = "console=ttyS0 quiet panic=-1 fox.ip=%s/%d fox.args64=%s fox.run=%s" % (
-                cluster.node_ip(i), cluster.PREFIX, fox_args, ",".join(["/bin/" + app] + args))
-            cmd = qemu_run.qemu_command(kernel, append, 1, MEM, accel, None, False)
-            k = cmd.index("-kernel")
-            cmd[k + 2:k + 2] = ["-initrd", initrd]
-            cmd += ["-netdev", ns.netdev(i), "-device", "virtio-net-pci,netdev=n0,mac=%s" % cluster.node_mac(i)]
-            results[i] = qemu_run.run_qemu(["setpriv", "--pdeathsig", "KILL", "--"] + ns.exec_prefix() + cmd,
-                                           TIMEOUT, echo=False)
+            cmd = linux_udp_rtt.guest_command(kernel, initrd, i, ",".join(["/bin/" + app] + args), ns, accel, MEM,
+                                              extra=["fox.args64=" + fox_args])
+            results[i] = qemu_run.run_qemu(cmd, TIMEOUT, echo=False)
 
         threads = [threading.Thread(target=boot, args=(i,)) for i in range(nodes)]
         for t in threads:

@@ -79,9 +79,7 @@ def linux_beside_fox(smp):
     if r.returncode != 0:
         sys.exit("bench boot: boot/linux_guest.sh failed:\n" + r.stdout + r.stderr)
     cmd = qemu_run.qemu_command(os.path.join(GUEST_DIR, "vmlinuz"), "console=ttyS0 quiet panic=-1 fox.run=dmesg", smp,
-                                1024, "tcg", None, False)
-    k = cmd.index("-kernel")
-    cmd[k + 2:k + 2] = ["-initrd", os.path.join(GUEST_DIR, "initramfs.gz")]
+                                1024, "tcg", None, False, initrd=os.path.join(GUEST_DIR, "initramfs.gz"))
     linux, fox = [], []
     for _ in range(LINUX_RUNS):
         g = qemu_run.run_qemu(cmd, 300, echo=False)

@@ -39,11 +39,9 @@ def main():
     # The Linux guest: Debian's kernel, same QEMU options, same loop on CPU 1.
     subprocess.run([os.path.join(ROOT, "boot", "linux_guest.sh"), GUEST_DIR, GUEST_PROGRAM], check=True,
                    capture_output=True)
-    guest_cmd = [c for c in cmd]
-    k = guest_cmd.index("-kernel")
-    guest_cmd[k + 1] = os.path.join(GUEST_DIR, "vmlinuz")
-    guest_cmd[k + 3] = "console=ttyS0 quiet fox.run=/bin/ftq_guest,%d,%d,1" % (QUANTUM_US, QUANTA)
-    guest_cmd[k + 2:k + 2] = ["-initrd", os.path.join(GUEST_DIR, "initramfs.gz")]
+    guest_cmd = qemu_run.qemu_command(os.path.join(GUEST_DIR, "vmlinuz"),
+                                      "console=ttyS0 quiet fox.run=/bin/ftq_guest,%d,%d,1" % (QUANTUM_US, QUANTA), 2,
+                                      256, accel, None, False, initrd=os.path.join(GUEST_DIR, "initramfs.gz"))
     g = qemu_run.run_qemu(guest_cmd, 600, echo=False)
     guest = LINE.search(g["text"])
     if guest is None:

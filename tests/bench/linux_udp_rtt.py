@@ -54,12 +54,12 @@ def guest_dir_of(kernel):
     return os.path.dirname(os.path.abspath(kernel))
 
 
-def guest_command(kernel, initrd, i, run, ns, accel, mem):
-    """QEMU for guest I: a fox node's options, with Linux and its initramfs instead of a fox image."""
-    append = "console=ttyS0 quiet panic=-1 fox.ip=%s/%d fox.run=%s" % (cluster.node_ip(i), cluster.PREFIX, run)
-    cmd = qemu_run.qemu_command(kernel, append, 1, mem, accel, None, False)
-    k = cmd.index("-kernel")
-    cmd[k + 2:k + 2] = ["-initrd", initrd]
+def guest_command(kernel, initrd, i, run, ns, accel, mem, extra=()):
+    """QEMU for guest I: a fox node's options, with Linux and its initramfs instead of a fox image
+    (`extra`: more of boot/linux_guest.sh's kernel arguments)."""
+    append = " ".join(["console=ttyS0 quiet panic=-1 fox.ip=%s/%d" % (cluster.node_ip(i), cluster.PREFIX)] +
+                      list(extra) + ["fox.run=" + run])
+    cmd = qemu_run.qemu_command(kernel, append, 1, mem, accel, None, False, initrd=initrd)
     cmd += ["-netdev", ns.netdev(i), "-device", "virtio-net-pci,netdev=n0,mac=%s" % cluster.node_mac(i)]
     return ["setpriv", "--pdeathsig", "KILL", "--"] + ns.exec_prefix() + cmd
 

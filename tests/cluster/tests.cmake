@@ -377,8 +377,9 @@ foreach(shape "3;2" "4;3")
   set_tests_properties(hosted.dht_failover_r${r} PROPERTIES LABELS hosted TIMEOUT 200)
 endforeach()
 
-# Rebalancing after a join (dht.h, "Joins"; tests/cluster/dht_node/join.cc): nodes 0-2 run the Dht, node 0 sets 3000 keys, node 3 joins while
-# node 0 sets 1500 more; every key reads back and every node holds each key
+# Rebalancing after a join (dht.h, "Joins"; tests/cluster/dht_node/join.cc):
+# nodes 0-2 run the Dht, node 0 sets 3000 keys, node 3 joins while node 0
+# sets 1500 more; every key reads back and every node holds each key
 # it owns in the ring of 4, and none it does not (r = 2: 9200 copies). With
 # kill, node 1 dies as the join starts: the join goes on in the ring of
 # 0, 2 and 3, and nothing acknowledged is lost.
@@ -411,8 +412,8 @@ add_test(NAME hosted.dht_cascade COMMAND ${FOX_HOSTED_NODES}
 set_tests_properties(hosted.dht_cascade PROPERTIES LABELS hosted TIMEOUT 180)
 
 # Tombstones are collected (dht.h, "Tombstones";
-# tests/cluster/dht_node/tombstones.cc, grace 1 s): 2000 keys set and deleted on 3 nodes (r = 2),
-# no tombstone left on any node within 20 s; half the keys set again start at
+# tests/cluster/dht_node/tombstones.cc, grace 1 s): 2000 keys set and
+# deleted on 3 nodes (r = 2), no tombstone left on any node within 20 s; half the keys set again start at
 # version 1 and read back, the other half stay deleted, and each node holds
 # exactly its copies of the first half.
 set(tomb_expect)

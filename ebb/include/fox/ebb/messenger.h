@@ -159,9 +159,9 @@ class Messenger : public SharedEbb<Messenger> {
   // platform, cores, uptime, per-core event counters, transport counters
   // and drops by reason, peers with their state and silence, large-message
   // counters (what `fox status` shows). kPeerDead if the node is dead or
-  // dies first, kNotFound if it was never seen alive, kTimedOut after `timeout_ms`. The node answers from its
-  // Messenger (every node that messages Ebbs has one), through Rpc. Event
-  // context.
+  // dies first, kNotFound if it was never seen alive, kTimedOut after
+  // `timeout_ms`. The node answers from its Messenger (every node that
+  // messages Ebbs has one), through Rpc. Event context.
   Future<Result<std::string>> QueryStatus(NodeId node, uint64_t timeout_ms = 10'000);
   // This node's report.
   std::string LocalStatus() const;

@@ -61,9 +61,11 @@ class Rpc : public SharedEbb<Rpc> {
 
   // Sends `body` to Ebb `ebb` on `node` under `handler`, prefixed by a fresh
   // request id, and returns the reply. kPeerDead: `node` is dead, or dies
-  // before replying; kNotFound: it has not been seen alive (not joined yet); kTimedOut after `timeout_ms` (0: never;
-  // death still ends the wait); kOutOfRange: the request is longer than Messenger::kMaxLargeBytes; otherwise the error
-  // the server failed the request with. To this node: the same, through
+  // before replying; kNotFound: it has not been seen alive (not joined
+  // yet); kTimedOut after `timeout_ms` (0: never; death still ends the
+  // wait); kOutOfRange: the request is longer than
+  // Messenger::kMaxLargeBytes; otherwise the error the server failed the
+  // request with. To this node: the same, through
   // the local mailbox. Event context; blocks while the peer's window is full.
   Future<Result<Bytes>> Call(NodeId node, uint32_t ebb, uint16_t handler, const void* body, size_t length,
                              uint64_t timeout_ms = kDefaultTimeoutMs);
