@@ -15,6 +15,7 @@
 #include "fox/net/am.h"
 #include "fox/timer.h"
 #include "buddy_service.h"
+#include "delegate_service.h"
 #include "runtime.h"
 #include "team_service.h"
 #ifdef FOX_NATIVE
@@ -60,10 +61,11 @@ int Main(int, char**, Function<void()> body) {
   auto runtime = detail::Runtime::Get();
   runtime->SetPlaces(all);
   runtime->SetMode(mode);
-  (void)detail::TeamService::Get()->waiting();  // Team's receiver, before the transport
-  (void)detail::BuddyService::Get()->stats();   // the buddy store's (checkpoints)
-  (void)ebb::FileSystem::Get()->server();       // place 0 serves the job's input files
-  ebb::Dht* dht = &*ebb::Dht::Get();            // the resilient store's (store.h), every place a member
+  (void)detail::TeamService::Get()->waiting();    // Team's receiver, before the transport
+  (void)detail::BuddyService::Get()->stats();     // the buddy store's (checkpoints)
+  (void)detail::DelegateService::Get()->stats();  // delegates' (this core applies them)
+  (void)ebb::FileSystem::Get()->server();         // place 0 serves the job's input files
+  ebb::Dht* dht = &*ebb::Dht::Get();              // the resilient store's (store.h), every place a member
   if (auto r = am::Start(*config); !r.ok()) {
     std::printf("apgas: place %u: cannot start the transport: %s\n", config->self, ErrorName(r.error()));
     return 1;

@@ -30,6 +30,16 @@
 //              than the detector takes, then sends one back to place 0) must
 //              all have ended when the finish returns (happens-before
 //              invariance): every one arrived before it, nothing after
+//   delegate   a GlobalArray over every place: delegate reads and writes
+//              and forall; workers at every place on every core contend
+//              with blocking fetch_add, compare_exchange, call and
+//              fetch_xor and asynchronous add, call and xor on shared
+//              words, which end exact (every fetch_add saw a distinct
+//              value); double add; an index out of range and a destroyed
+//              array refused (blocking and asynchronous)
+//   delegate_kill,K  place K dies while every place sends it delegates:
+//              the finish throws DeadPlaceException(K) alone (no hang),
+//              and every other place's block still answers
 //   home_kill,K[,V[,MS]]  place K opens a finish and a nested one (inside
 //              an activity of a finish at place V, default 0: the root), sends
 //              activities of both to every other place (each sleeps MS ms,
@@ -74,6 +84,10 @@ int main(int argc, char** argv) {
         uint32_t victim = uint32_t(std::strtoul(step.c_str() + 10, &end, 10));
         uint32_t via = *end == ',' ? uint32_t(std::strtoul(end + 1, &end, 10)) : 0;
         HomeKill(victim, via, *end == ',' ? std::strtoull(end + 1, nullptr, 10) : 3000);
+      } else if (step == "delegate") {
+        Delegates();
+      } else if (step.rfind("delegate_kill,", 0) == 0) {
+        DelegateKill(uint32_t(std::strtoul(step.c_str() + 14, nullptr, 10)));
       } else if (step == "add_places") {
         AddPlaces();
       } else if (step == "spares") {

@@ -65,7 +65,8 @@ endforeach()
 add_test(NAME hosted.apgas_balance COMMAND ${FOX_HOSTED_NODES} --nodes 2 --cores 4 --timeout 120
   --expect "0:apgas: place 1: 4 activities of 60 ms .* ran on [2-3] of 3 activity cores"
   --expect "0:apgas: work stealing: balanced at 2 of 2 places" --expect "0:apgas_node: done"
-  $<TARGET_FILE:apgas_node> balance,60)
+  --expect "0:apgas: delegates: 6 workers over 2 places, 240 of each operation on shared words: exact"
+  $<TARGET_FILE:apgas_node> balance,60 delegate)
 set_tests_properties(hosted.apgas_balance PROPERTIES LABELS hosted TIMEOUT 180)
 
 # A place whose store comes up 500 ms after it joined (FOX_TEST_STORE_DELAY_MS):
@@ -129,6 +130,17 @@ apgas_hosted_test(apgas_random_kill_tree --nodes 4 --timeout 120 --killed 3
   --expect "0:apgas: random kill of place 3 after 300 ms in tree rounds: [0-9]+ whole rounds, then a round with [0-9]+ of 32 leaves back, 0 after its finish returned, 0 other exceptions"
   $<TARGET_FILE:apgas_node> random_kill,3,300,tree)
 
+# Global arrays and delegate operations (global_memory.h, delegate.h):
+# workers at every place contend on shared words, which end exact; refusals;
+# and a place that dies while delegates go to it.
+apgas_hosted_test(apgas_delegate --nodes 4 --timeout 120
+  --expect "0:apgas: delegates: 12 workers over 4 places, 480 of each operation on shared words: exact"
+  --expect "0:apgas: delegates: double add exact, out of range and destroyed arrays refused: PASS"
+  $<TARGET_FILE:apgas_node> delegate)
+apgas_hosted_test(apgas_delegate_kill --nodes 4 --timeout 120 --killed 2
+  --expect "0:apgas: delegates to place 2, dead: DeadPlaceException named it, no other exception, 3 live blocks answer"
+  $<TARGET_FILE:apgas_node> delegate_kill,2)
+
 fox_cluster_test(apgas_basic NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- basic global team" TIMEOUT 120
   EXPECT "0:apgas: fan-out to 3 places, 3 messages back before the finish returned"
          "0:apgas: fan-out fan-out: 9 activities back at place 0" "0:apgas: basic: PASS"
@@ -141,8 +153,10 @@ fox_cluster_test(apgas_store_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- 
          "0:apgas: store: place 2 died writing after 1500 ms: [1-9][0-9]* rounds written, 0 half Set2s, 0 keys past the first gap, [0-9]+ rounds 1.5 s later, DeadPlaceException alone")
 fox_cluster_test(apgas_home_kill NODES 4 IMAGE apgas_node LOCAL PEERS ARGS "fox.finish=optimistic -- home_kill,2,1,9000" TIMEOUT 150 KILLED 2
   EXPECT "0:apgas: finishes homed at dead place 2: 6 of 6 of their activities ended before place 1's finish returned, 0 after. DeadPlaceException named it, 0 other exceptions")
-fox_cluster_test(apgas_balance NODES 2 SMP 4 IMAGE apgas_node LOCAL PEERS ARGS "-- balance,60" TIMEOUT 120
+fox_cluster_test(apgas_balance NODES 2 SMP 4 IMAGE apgas_node LOCAL PEERS ARGS "-- balance,60 delegate" TIMEOUT 150
   EXPECT "0:apgas: place 1: 4 activities of 60 ms .* ran on [23] of 3 activity cores"
+         "0:apgas: delegates: 6 workers over 2 places, 240 of each operation on shared words: exact"
+         "0:apgas: delegates: double add exact, out of range and destroyed arrays refused: PASS"
          "0:apgas: work stealing: balanced at 2 of 2 places")
 fox_cluster_test(apgas_kill NODES 3 IMAGE apgas_node LOCAL PEERS ARGS "-- kill,1" TIMEOUT 120 KILLED 1
   EXPECT "0:apgas: place 1 died inside a fan-out: DeadPlaceException named it, 0 other exceptions, 2 of 2 activities back"

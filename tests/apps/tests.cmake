@@ -171,3 +171,29 @@ fox_cluster_test(lulesh_kill NODES 4 IMAGE lulesh LOCAL PEERS KILLED 2 TIMEOUT 2
   ARGS "fox.spares=1 fox.kill_at=2:step:5 -- size=5 domains=2 iterations=20 every=4"
   EXPECT ${LULESH_20} "0:lulesh: the same as the run at one place"
          "0:lulesh: .* 21 steps .* 1 failures, 1 restores .* active places at the end: 0 1 3")
+
+# apps/gups, HPCC RandomAccess on a GlobalArray and asynchronous delegates
+# (issue 42): verification finds every word back (delegates are atomic at
+# the word's home), aggregated (the default), one update per batch and in
+# large batches; a place killed during the updates ends the run with the
+# DeadPlaceException that names it (gups is not resilient), exit status 1.
+set(GUPS_VERIFIED "0:gups: verification: 0 errors in 65536 words \\(0\\.0000%\\): PASSED")
+add_test(NAME hosted.gups COMMAND ${FOX_HOSTED_NODES} --nodes 3 --cores 2 --timeout 120
+  --expect "0:gups: table 2\\^16 words over 3 places, 262144 updates by 3 workers in .* \\(batches of 1408 bytes\\)"
+  --expect ${GUPS_VERIFIED} $<TARGET_FILE:gups> log2=16)
+add_test(NAME hosted.gups_one_per_batch COMMAND ${FOX_HOSTED_NODES} --nodes 3 --timeout 120
+  --expect "0:gups: .* \\(batches of 32 bytes\\)" --expect "0:gups: verification: 0 errors in 16384 words"
+  $<TARGET_FILE:gups> log2=14 batch=0)
+add_test(NAME hosted.gups_large_batches COMMAND ${FOX_HOSTED_NODES} --nodes 3 --timeout 120
+  --expect "0:gups: .* \\(batches of 65536 bytes\\)" --expect ${GUPS_VERIFIED} $<TARGET_FILE:gups> log2=16 batch=65536)
+add_test(NAME hosted.gups_kill COMMAND ${FOX_HOSTED_NODES} --nodes 3 --timeout 150
+  --kill-when "2:0:gups: table 2\\^22 words" --expect-exit 0:1
+  --expect "0:gups: a place died during the updates: .*place 2.*: the table is lost \\(gups is not resilient\\)"
+  $<TARGET_FILE:gups> log2=22)
+add_test(NAME hosted.gups_bad_argument COMMAND ${FOX_HOSTED_NODES} --nodes 2 --timeout 60 --expect-exit 0:2
+  --expect-exit 1:2 --expect "0:gups: bad argument 'log2=40': expected log2=N \\(4\\.\\.36\\), batch=N .* or check=on\\|off"
+  $<TARGET_FILE:gups> log2=40)
+set_tests_properties(hosted.gups hosted.gups_one_per_batch hosted.gups_large_batches hosted.gups_kill
+  hosted.gups_bad_argument PROPERTIES LABELS hosted TIMEOUT 180)
+fox_cluster_test(gups NODES 2 SMP 2 IMAGE gups LOCAL PEERS ARGS "-- log2=16" TIMEOUT 150
+  EXPECT "0:gups: table 2\\^16 words over 2 places, 262144 updates by 2 workers in " ${GUPS_VERIFIED})

@@ -57,5 +57,7 @@ void StoreKill(uint32_t victim, uint64_t ms);
 void AddPlaces();  // places.cc
 void Spares();
 void Balance(uint64_t ms);  // balance.cc
+void Delegates();           // delegate.cc
+void DelegateKill(uint32_t victim);
 
 }  // namespace apgas_node

@@ -19,6 +19,7 @@ inline constexpr EbbId kPlaceManagerId = StaticId("fox.apgas.PlaceManager");
 inline constexpr EbbId kResilientFinishId = StaticId("fox.apgas.ResilientFinish");
 inline constexpr EbbId kTeamId = StaticId("fox.apgas.Team");
 inline constexpr EbbId kBuddyStoreId = StaticId("fox.apgas.BuddyStore");
+inline constexpr EbbId kDelegateId = StaticId("fox.apgas.Delegate");
 // The Dht's shards (dht.h): messages about a key go to its shard's id.
 inline constexpr EbbId kDhtShardIds[] = {
     StaticId("fox.Dht.0"),  StaticId("fox.Dht.1"),  StaticId("fox.Dht.2"),  StaticId("fox.Dht.3"),
@@ -38,6 +39,7 @@ static_assert(StaticIdsDistinct({"fox.GlobalIdMap",
                                  "fox.apgas.ResilientFinish",
                                  "fox.apgas.Team",
                                  "fox.apgas.BuddyStore",
+                                 "fox.apgas.Delegate",
                                  "fox.Dht.0",
                                  "fox.Dht.1",
                                  "fox.Dht.2",

@@ -1,0 +1,196 @@
+// Delegate messages (delegate_wire.h): the header, operations applied to a
+// region's bytes, and the table of call functions (RegisterDelegateFn).
+#include "delegate_wire.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+namespace fox::apgas::detail {
+namespace {
+
+template <class T>
+T Load(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+template <class T>
+void Store(uint8_t* p, T v) {
+  std::memcpy(p, &v, sizeof(T));
+}
+
+// element op= arg for one width and kind; the value before in `before`.
+template <class T>
+void Arith(DelegateOp op, uint8_t* element, const uint8_t* arg, uint8_t* before) {
+  T old = Load<T>(element), v = Load<T>(arg), now = old;
+  if (op == DelegateOp::kAdd) {
+    now = T(old + v);
+  } else if constexpr (!std::is_floating_point_v<T>) {
+    if (op == DelegateOp::kXor) {
+      now = old ^ v;
+    } else if (op == DelegateOp::kCas) {
+      if (old == v) now = Load<T>(arg + sizeof(T));
+    }
+  }
+  Store<T>(element, now);
+  std::memcpy(before, &old, sizeof(T));
+}
+
+bool Width(uint32_t bytes) { return bytes == 4 || bytes == 8; }
+
+struct FnTable {
+  std::mutex lock;
+  std::unordered_map<uint64_t, DelegateFn> fns;
+};
+// Constructed on first use: registrations run from static initializers.
+FnTable& TheFns() {
+  static FnTable* t = new FnTable;
+  return *t;
+}
+
+uint64_t Fnv1a(const char* s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (; *s != '\0'; ++s) h = (h ^ uint8_t(*s)) * 0x100000001b3ull;
+  return h;
+}
+
+}  // namespace
+
+uint64_t RegisterDelegateFn(const char* name, DelegateFn fn) {
+  uint64_t id = Fnv1a(name);
+  FnTable& t = TheFns();
+  std::lock_guard<std::mutex> g(t.lock);
+  auto [it, fresh] = t.fns.emplace(id, fn);
+  if (!fresh && it->second.run != fn.run) {
+    std::fprintf(stderr, "apgas: two delegate functions share the id %#llx (%s): rename one\n", (unsigned long long)id,
+                 name);
+    std::abort();
+  }
+  return id;
+}
+
+const DelegateFn* FindDelegateFn(uint64_t id) {
+  FnTable& t = TheFns();
+  std::lock_guard<std::mutex> g(t.lock);
+  auto it = t.fns.find(id);
+  return it == t.fns.end() ? nullptr : &it->second;  // entries never move (node-based map)
+}
+
+const char* DelegateStatusName(DelegateStatus status) {
+  switch (status) {
+    case DelegateStatus::kOk: return "ok";
+    case DelegateStatus::kNoRegion: return "no such array at the home (destroyed?)";
+    case DelegateStatus::kOutOfRange: return "index out of the home's block";
+    case DelegateStatus::kBadOp: return "operation does not fit the element";
+    case DelegateStatus::kNoFunction: return "function unknown at the home (other sources?)";
+    case DelegateStatus::kDead: return "the home died";
+  }
+  return "unknown status";
+}
+
+void StoreDelegateHeader(uint8_t* out, const DelegateHeader& h) {
+  Store<uint64_t>(out, h.token);
+  Store<uint64_t>(out + 8, h.region);
+  Store<uint64_t>(out + 16, h.fn);
+  Store<uint16_t>(out + 24, h.count);
+  out[26] = uint8_t(h.op);
+  out[27] = uint8_t(h.type);
+  Store<uint16_t>(out + 28, h.arg_bytes);
+  Store<uint16_t>(out + 30, h.result_bytes);
+}
+
+bool ReadDelegateHeader(const uint8_t* data, size_t length, DelegateHeader* h, const char** why) {
+  if (length < kDelegateHeaderBytes) {
+    *why = "shorter than a header";
+    return false;
+  }
+  h->token = Load<uint64_t>(data);
+  h->region = Load<uint64_t>(data + 8);
+  h->fn = Load<uint64_t>(data + 16);
+  h->count = Load<uint16_t>(data + 24);
+  uint8_t op = data[26], type = data[27];
+  h->arg_bytes = Load<uint16_t>(data + 28);
+  h->result_bytes = Load<uint16_t>(data + 30);
+  if (op < uint8_t(DelegateOp::kRead) || op > uint8_t(DelegateOp::kCall)) {
+    *why = "unknown operation";
+    return false;
+  }
+  if (type > uint8_t(DelegateType::kFloat)) {
+    *why = "unknown type";
+    return false;
+  }
+  h->op = DelegateOp(op);
+  h->type = DelegateType(type);
+  if (h->count == 0) {
+    *why = "no operations";
+    return false;
+  }
+  if (h->result_bytes > kMaxDelegateResultBytes) {
+    *why = "result too long";
+    return false;
+  }
+  if (length != kDelegateHeaderBytes + size_t(h->count) * (8 + size_t(h->arg_bytes))) {
+    *why = "length does not match the header's count";
+    return false;
+  }
+  return true;
+}
+
+DelegateStatus ApplyDelegate(const DelegateHeader& h, const uint8_t* data, size_t i, const RegionView& region,
+                             const DelegateFn* fn, uint8_t* result) {
+  const uint8_t* record = data + kDelegateHeaderBytes + i * (8 + size_t(h.arg_bytes));
+  uint64_t index = Load<uint64_t>(record);
+  const uint8_t* args = record + 8;
+  if (index >= region.count) return DelegateStatus::kOutOfRange;
+  const uint32_t elem = region.elem_bytes;
+  uint8_t* element = region.base + index * elem;
+  const bool returns = h.result_bytes != 0;
+  if (returns && h.op != DelegateOp::kCall && h.result_bytes != elem) return DelegateStatus::kBadOp;
+  uint8_t scratch[8];
+  switch (h.op) {
+    case DelegateOp::kRead:
+      if (h.arg_bytes != 0 || !returns) return DelegateStatus::kBadOp;
+      std::memcpy(result, element, elem);
+      return DelegateStatus::kOk;
+    case DelegateOp::kWrite:
+      if (h.arg_bytes != elem || returns) return DelegateStatus::kBadOp;
+      std::memcpy(element, args, elem);
+      return DelegateStatus::kOk;
+    case DelegateOp::kAdd:
+    case DelegateOp::kXor:
+    case DelegateOp::kCas: {
+      uint32_t want = h.op == DelegateOp::kCas ? 2 * elem : elem;
+      if (!Width(elem) || h.arg_bytes != want) return DelegateStatus::kBadOp;
+      if (h.type == DelegateType::kFloat && h.op == DelegateOp::kAdd) {
+        if (elem == 4) {
+          Arith<float>(h.op, element, args, scratch);
+        } else {
+          Arith<double>(h.op, element, args, scratch);
+        }
+      } else if (h.type == DelegateType::kInteger) {
+        if (elem == 4) {
+          Arith<uint32_t>(h.op, element, args, scratch);
+        } else {
+          Arith<uint64_t>(h.op, element, args, scratch);
+        }
+      } else {
+        return DelegateStatus::kBadOp;
+      }
+      if (returns) std::memcpy(result, scratch, elem);
+      return DelegateStatus::kOk;
+    }
+    case DelegateOp::kCall:
+      if (fn == nullptr || fn->elem_bytes != elem || fn->arg_bytes != h.arg_bytes ||
+          fn->result_bytes != h.result_bytes) {
+        return DelegateStatus::kNoFunction;
+      }
+      fn->run(element, args, result);
+      return DelegateStatus::kOk;
+  }
+  return DelegateStatus::kBadOp;
+}
+
+}  // namespace fox::apgas::detail

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Irregular applications against their peers (make bench B=irregular; issue 42).
+
+GUPS (HPCC RandomAccess: apps/gups, a GlobalArray updated by asynchronous
+delegates) on hosted places, against its MPI peer (tests/bench/mpi/gups_mpi.cc:
+HPCC's bucketed MPI_Alltoall/MPI_Alltoallv exchange, CHUNK updates a round
+per rank), on the same cores and table (P processes, place or rank i on CPU
+i), sides alternated over ROUNDS rounds (a different side first each round),
+median and spread (min..max) of GUP/s:
+  irregular.gups_fox_gups            fox, batches of one network message (the default)
+  irregular.gups_fox_large_gups      fox, batches of 64 KiB (large messages)
+  irregular.gups_fox_one_per_frame_gups  fox, one update per batch and the
+                                     transport's aggregation off (fox.aggregate=off):
+                                     one delegate per frame
+  irregular.gups_mpi_gups            the MPI peer
+  irregular.gups_vs_mpi_ratio x      fox (default batches) / MPI (medians)
+  irregular.gups_large_vs_mpi_ratio x  fox (64 KiB batches) / MPI
+  irregular.gups_aggregation_ratio x fox (default batches) / one delegate per frame
+Targets (issue 42): aggregation >= 25x (Grappa's gain), GUPS >= 1x MPI on
+hosted places. Every run verifies its table (0 errors) but the one-per-frame
+runs (check=off: they take ~70x longer). A side whose run fails is printed as
+failed; the other figures still are. OpenMPI comes from Debian (installed on
+the first run if missing).
+
+  irregular.py [--rounds N] [--log2 K] [--places P]
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+import apps
+
+ROOT = apps.ROOT
+GUPS = re.compile(r"gups: table .* in ([0-9.]+) s: ([0-9.]+) GUP/s")
+MPI_GUPS = re.compile(r"gups_mpi: table .* in ([0-9.]+) s: ([0-9.]+) GUP/s")
+VERIFIED = re.compile(r"gups(?:_mpi)?: verification: 0 errors")
+CHUNK = 8192  # updates a round per rank: HPCC's MPI versions bucket 1024..; more amortises the exchange here
+
+
+def run_fox(args, n, fox_args=""):
+    """gups on n hosted places (FOX_CORES=1, place i on CPU i); its output, or None if it failed."""
+    program = os.path.join(ROOT, "build", "host", "apps", "gups", "gups")
+    base = apps.free_port_range(n)
+    peers = "fox.peers=" + ",".join("%d@127.0.0.1:%d" % (i, base + i) for i in range(n))
+    procs = []
+    for i in range(n):
+        env = dict(os.environ, FOX_CORES="1",
+                   FOX_ARGS="fox.node=%d fox.amport=%d %s %s" % (i, base + i, peers, fox_args))
+        cpu = i % os.cpu_count()
+        procs.append(subprocess.Popen([program] + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True, preexec_fn=lambda cpu=cpu: os.sched_setaffinity(0, {cpu})))
+    try:
+        out = procs[0].communicate(timeout=600)[0]
+        for p in procs[1:]:
+            p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            p.kill()
+            p.wait()
+        print("bench irregular: fox gups %s timed out" % " ".join(args))
+        return None
+    if procs[0].returncode != 0:
+        print("bench irregular: fox gups %s failed:\n%s" % (" ".join(args), out[-2000:]))
+        return None
+    return out
+
+
+def run_mpi(binary, args, n):
+    try:
+        r = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "core", "-np", str(n),
+                            binary] + args, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        print("bench irregular: gups_mpi timed out")
+        return None
+    if r.returncode != 0:
+        print("bench irregular: gups_mpi failed:\n%s%s" % (r.stdout[-2000:], r.stderr[-2000:]))
+        return None
+    return r.stdout
+
+
+def rate(out, pattern, check):
+    """GUP/s from a run's output (None if it failed or, with `check`, did not verify)."""
+    m = out and pattern.search(out)
+    if not m or (check and not VERIFIED.search(out)):
+        if out:
+            print("bench irregular: a run printed no verified figure:\n%s" % out[-1500:])
+        return None
+    return float(m.group(2))
+
+
+def spread(values):
+    return "%.6f GUP/s (%.6f..%.6f, %d runs)" % (statistics.median(values), min(values), max(values), len(values))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--log2", type=int, default=22)
+    ap.add_argument("--small-log2", type=int, default=16, help="the one-per-frame runs' table")
+    ap.add_argument("--places", type=int, default=2)
+    a = ap.parse_args()
+    apps.ensure_mpi()
+    binary = apps.build_mpi("gups")
+    n, log2 = a.places, str(a.log2)
+    sides = {
+        "fox": lambda: rate(run_fox(["log2=" + log2], n), GUPS, True),
+        "fox_large": lambda: rate(run_fox(["log2=" + log2, "batch=65536"], n), GUPS, True),
+        "fox_one_per_frame": lambda: rate(
+            run_fox(["log2=%d" % a.small_log2, "batch=0", "check=off"], n, "fox.aggregate=off"), GUPS, False),
+        "mpi": lambda: rate(run_mpi(binary, [log2, str(CHUNK)], n), MPI_GUPS, True),
+    }
+    results = {side: [] for side in sides}
+    failed = {side: 0 for side in sides}
+    order = list(sides)
+    for k in range(a.rounds):
+        for side in order[k % len(order):] + order[:k % len(order)]:
+            value = sides[side]()
+            if value is None:
+                failed[side] += 1
+            else:
+                results[side].append(value)
+        print("bench irregular: round %d: %s" % (k + 1, ", ".join(
+            "%s %s" % (s, "%.6f" % results[s][-1] if results[s] else "failed") for s in order)), flush=True)
+    for side in order:
+        if results[side]:
+            print("irregular.gups_%s_gups %s%s" % (side, spread(results[side]),
+                                                  "; %d runs failed" % failed[side] if failed[side] else ""))
+        else:
+            print("irregular.gups_%s_gups FAILED (every run)" % side)
+    med = {s: statistics.median(v) for s, v in results.items() if v}
+    for name, top, bottom in (("gups_vs_mpi", "fox", "mpi"), ("gups_large_vs_mpi", "fox_large", "mpi"),
+                              ("gups_aggregation", "fox", "fox_one_per_frame")):
+        if top in med and bottom in med:
+            print("irregular.%s_ratio %.3f x" % (name, med[top] / med[bottom]))
+        else:
+            print("irregular.%s_ratio unavailable (a side failed)" % name)
+    print("irregular: table 2^%s words (one per frame: 2^%d) over %d places or ranks, %d rounds" %
+          (log2, a.small_log2, n, a.rounds))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
