@@ -185,9 +185,6 @@ void DelegateService::Async(const DelegateTarget& target, DelegateOp op, Delegat
   if (activity == nullptr) throw std::logic_error("delegate: an asynchronous operation outside an activity");
   FinishKey f = activity->finish;
   auto runtime = Runtime::Get();
-  // Known dead: the activity learns it at once (and ends, unless it catches
-  // it), rather than its finish once per operation.
-  if (isDead(Place{target.place})) throw DeadPlaceException(Place{target.place});
   const size_t op_bytes = 8 + size_t(arg_bytes), limit = batch_bytes();
   CoreBatches& mine = cores_[size_t(core::Current())];
   auto find = [&]() -> Batch* {
@@ -207,6 +204,10 @@ void DelegateService::Async(const DelegateTarget& target, DelegateOp op, Delegat
     batch = find();
   }
   if (batch == nullptr) {
+    // Known dead: the activity learns it at once (and ends, unless it
+    // catches it), rather than its finish once per operation. (Checked per
+    // batch: one that dies meanwhile settles the batches sent to it.)
+    if (isDead(Place{target.place})) throw DeadPlaceException(Place{target.place});
     runtime->Spawned(f);  // the batch holds the finish open until it is settled
     Batch b;
     b.place = target.place;
@@ -355,10 +356,7 @@ void DelegateService::Apply(NodeId from, uint16_t handler, const uint8_t* data, 
       refused = h.count;
     } else {
       RegionView view{region.bytes.get(), region.count, region.elem_bytes};
-      for (size_t i = 0; i < h.count; ++i) {
-        DelegateStatus s = ApplyDelegate(h, data, i, view, fn, answer + kDelegateResultHeaderBytes);
-        if (s != DelegateStatus::kOk && refused++ == 0) first = s;
-      }
+      refused = ApplyDelegates(h, data, view, fn, answer + kDelegateResultHeaderBytes, &first);
     }
     SpinGuard g(lock_);
     ++stats_.batches_applied;

@@ -139,58 +139,80 @@ bool ReadDelegateHeader(const uint8_t* data, size_t length, DelegateHeader* h, c
   return true;
 }
 
-DelegateStatus ApplyDelegate(const DelegateHeader& h, const uint8_t* data, size_t i, const RegionView& region,
-                             const DelegateFn* fn, uint8_t* result) {
-  const uint8_t* record = data + kDelegateHeaderBytes + i * (8 + size_t(h.arg_bytes));
-  uint64_t index = Load<uint64_t>(record);
-  const uint8_t* args = record + 8;
-  if (index >= region.count) return DelegateStatus::kOutOfRange;
-  const uint32_t elem = region.elem_bytes;
-  uint8_t* element = region.base + index * elem;
+namespace {
+
+// Whether operations of `h`'s kind fit elements of `elem` bytes (and `fn`).
+DelegateStatus CheckShape(const DelegateHeader& h, uint32_t elem, const DelegateFn* fn) {
   const bool returns = h.result_bytes != 0;
   if (returns && h.op != DelegateOp::kCall && h.result_bytes != elem) return DelegateStatus::kBadOp;
-  uint8_t scratch[8];
   switch (h.op) {
-    case DelegateOp::kRead:
-      if (h.arg_bytes != 0 || !returns) return DelegateStatus::kBadOp;
-      std::memcpy(result, element, elem);
-      return DelegateStatus::kOk;
-    case DelegateOp::kWrite:
-      if (h.arg_bytes != elem || returns) return DelegateStatus::kBadOp;
-      std::memcpy(element, args, elem);
-      return DelegateStatus::kOk;
+    case DelegateOp::kRead: return h.arg_bytes == 0 && returns ? DelegateStatus::kOk : DelegateStatus::kBadOp;
+    case DelegateOp::kWrite: return h.arg_bytes == elem && !returns ? DelegateStatus::kOk : DelegateStatus::kBadOp;
     case DelegateOp::kAdd:
     case DelegateOp::kXor:
     case DelegateOp::kCas: {
       uint32_t want = h.op == DelegateOp::kCas ? 2 * elem : elem;
-      if (!Width(elem) || h.arg_bytes != want) return DelegateStatus::kBadOp;
-      if (h.type == DelegateType::kFloat && h.op == DelegateOp::kAdd) {
-        if (elem == 4) {
-          Arith<float>(h.op, element, args, scratch);
-        } else {
-          Arith<double>(h.op, element, args, scratch);
-        }
-      } else if (h.type == DelegateType::kInteger) {
-        if (elem == 4) {
-          Arith<uint32_t>(h.op, element, args, scratch);
-        } else {
-          Arith<uint64_t>(h.op, element, args, scratch);
-        }
-      } else {
-        return DelegateStatus::kBadOp;
-      }
-      if (returns) std::memcpy(result, scratch, elem);
-      return DelegateStatus::kOk;
+      bool typed = h.type == DelegateType::kInteger || (h.type == DelegateType::kFloat && h.op == DelegateOp::kAdd);
+      return Width(elem) && h.arg_bytes == want && typed ? DelegateStatus::kOk : DelegateStatus::kBadOp;
     }
     case DelegateOp::kCall:
-      if (fn == nullptr || fn->elem_bytes != elem || fn->arg_bytes != h.arg_bytes ||
-          fn->result_bytes != h.result_bytes) {
-        return DelegateStatus::kNoFunction;
-      }
-      fn->run(element, args, result);
-      return DelegateStatus::kOk;
+      return fn != nullptr && fn->elem_bytes == elem && fn->arg_bytes == h.arg_bytes &&
+                     fn->result_bytes == h.result_bytes
+                 ? DelegateStatus::kOk
+                 : DelegateStatus::kNoFunction;
   }
   return DelegateStatus::kBadOp;
+}
+
+// One operation whose shape was checked, on `element`.
+void ApplyOne(const DelegateHeader& h, uint8_t* element, uint32_t elem, const uint8_t* args, const DelegateFn* fn,
+              uint8_t* result) {
+  uint8_t before[8];
+  switch (h.op) {
+    case DelegateOp::kRead: std::memcpy(result, element, elem); return;
+    case DelegateOp::kWrite: std::memcpy(element, args, elem); return;
+    case DelegateOp::kAdd:
+    case DelegateOp::kXor:
+    case DelegateOp::kCas:
+      if (h.type == DelegateType::kFloat) {
+        elem == 4 ? Arith<float>(h.op, element, args, before) : Arith<double>(h.op, element, args, before);
+      } else {
+        elem == 4 ? Arith<uint32_t>(h.op, element, args, before) : Arith<uint64_t>(h.op, element, args, before);
+      }
+      if (h.result_bytes != 0) std::memcpy(result, before, elem);
+      return;
+    case DelegateOp::kCall: fn->run(element, args, result); return;
+  }
+}
+
+}  // namespace
+
+uint32_t ApplyDelegates(const DelegateHeader& h, const uint8_t* data, const RegionView& region, const DelegateFn* fn,
+                        uint8_t* result, DelegateStatus* first) {
+  const uint32_t elem = region.elem_bytes;
+  *first = CheckShape(h, elem, fn);
+  if (*first != DelegateStatus::kOk) return h.count;
+  const size_t stride = 8 + size_t(h.arg_bytes);
+  const uint8_t* record = data + kDelegateHeaderBytes;
+  uint32_t refused = 0;
+  // GUPS's and histograms' case, without the general path's dispatch.
+  const bool word = elem == 8 && h.type == DelegateType::kInteger && h.result_bytes == 0 &&
+                    (h.op == DelegateOp::kXor || h.op == DelegateOp::kAdd);
+  for (size_t i = 0; i < h.count; ++i, record += stride) {
+    uint64_t index = Load<uint64_t>(record);
+    if (index >= region.count) {
+      if (refused++ == 0) *first = DelegateStatus::kOutOfRange;
+      continue;
+    }
+    uint8_t* element = region.base + index * elem;
+    if (word) {
+      uint64_t v = Load<uint64_t>(element), arg = Load<uint64_t>(record + 8);
+      Store<uint64_t>(element, h.op == DelegateOp::kXor ? v ^ arg : v + arg);
+    } else {
+      ApplyOne(h, element, elem, record + 8, fn, result);
+    }
+  }
+  return refused;
 }
 
 }  // namespace fox::apgas::detail

@@ -68,11 +68,13 @@ struct RegionView {
   uint64_t count = 0;
   uint32_t elem_bytes = 0;
 };
-// Applies operation `i` of a request `h` was read from, to `region`; its
-// result (h.result_bytes) to `result` (may be null when result_bytes is 0).
-// Checks the index and that the operation fits the element (and, for a
-// call, `fn`: FindDelegateFn(h.fn)).
-DelegateStatus ApplyDelegate(const DelegateHeader& h, const uint8_t* data, size_t i, const RegionView& region,
-                             const DelegateFn* fn, uint8_t* result);
+// Applies the operations of a request `h` was read from to `region` (for a
+// call, `fn` is FindDelegateFn(h.fn)), in order; returns how many were
+// refused and, in `first`, why the first was (kOk: none). The operations'
+// kind must fit the element (else all are refused); each index must be in
+// the block. Results (h.result_bytes; a call's single operation) go to
+// `result` (may be null when result_bytes is 0).
+uint32_t ApplyDelegates(const DelegateHeader& h, const uint8_t* data, const RegionView& region, const DelegateFn* fn,
+                        uint8_t* result, DelegateStatus* first);
 
 }  // namespace fox::apgas::detail

@@ -2,9 +2,9 @@
 // read and applied as a home applies them, to a region of 16 words between
 // guard bytes, with one call function registered (an add returning the
 // value before). A request whose header reads back is stored again to the
-// same bytes; every operation it carries is applied or refused, never
-// touching a byte outside the element it names; a refusal names a reason.
-// Nothing crashes or reads past the input.
+// same bytes; its operations are applied or refused (a count, and the first
+// reason: kOk exactly when none was), never touching a byte outside the
+// elements they name. Nothing crashes or reads past the input.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -48,10 +48,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memset(region.base, 0, 16 * elem);
   const DelegateFn* fn = h.op == DelegateOp::kCall ? FindDelegateFn(h.fn == 0 ? kFn : h.fn) : nullptr;
   static uint8_t result[kMaxDelegateResultBytes];
-  for (size_t i = 0; i < h.count; ++i) {
-    DelegateStatus s = ApplyDelegate(h, data, i, region, fn, result);
-    Check(DelegateStatusName(s)[0] != '\0');
-  }
+  DelegateStatus first;
+  uint32_t refused = ApplyDelegates(h, data, region, fn, result, &first);
+  Check(refused <= h.count && (refused == 0) == (first == DelegateStatus::kOk));
+  Check(DelegateStatusName(first)[0] != '\0');
   for (size_t b = 0; b < 64; ++b) Check(memory[b] == 0xA5);
   for (size_t b = 64 + 16 * elem; b < sizeof memory; ++b) Check(memory[b] == 0xA5);
   return 0;
