@@ -176,6 +176,7 @@ void DelegateService::Blocking(const DelegateTarget& target, DelegateOp op, Dele
   event::Local() = activity;
   if (status == DelegateStatus::kDead) throw DeadPlaceException(Place{target.place});
   if (status != DelegateStatus::kOk) Refused(target.place, status);
+  if (call->result.size() != result_bytes) Refused(target.place, DelegateStatus::kBadOp);  // not our home's answer
   if (result_bytes != 0) std::memcpy(result, call->result.data(), result_bytes);
 }
 

@@ -2,11 +2,9 @@
 // region's bytes, and the table of call functions (RegisterDelegateFn).
 #include "delegate_wire.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <unordered_map>
+
+#include "named_table.h"
 
 namespace fox::apgas::detail {
 namespace {
@@ -41,43 +39,15 @@ void Arith(DelegateOp op, uint8_t* element, const uint8_t* arg, uint8_t* before)
 
 bool Width(uint32_t bytes) { return bytes == 4 || bytes == 8; }
 
-struct FnTable {
-  std::mutex lock;
-  std::unordered_map<uint64_t, DelegateFn> fns;
-};
-// Constructed on first use: registrations run from static initializers.
-FnTable& TheFns() {
-  static FnTable* t = new FnTable;
-  return *t;
-}
-
-uint64_t Fnv1a(const char* s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (; *s != '\0'; ++s) h = (h ^ uint8_t(*s)) * 0x100000001b3ull;
-  return h;
-}
+bool SameFn(const DelegateFn& a, const DelegateFn& b) { return a.run == b.run; }
 
 }  // namespace
 
 uint64_t RegisterDelegateFn(const char* name, DelegateFn fn) {
-  uint64_t id = Fnv1a(name);
-  FnTable& t = TheFns();
-  std::lock_guard<std::mutex> g(t.lock);
-  auto [it, fresh] = t.fns.emplace(id, fn);
-  if (!fresh && it->second.run != fn.run) {
-    std::fprintf(stderr, "apgas: two delegate functions share the id %#llx (%s): rename one\n", (unsigned long long)id,
-                 name);
-    std::abort();
-  }
-  return id;
+  return NamedTable<DelegateFn>::Get().Add("delegate functions", name, fn, &SameFn);
 }
 
-const DelegateFn* FindDelegateFn(uint64_t id) {
-  FnTable& t = TheFns();
-  std::lock_guard<std::mutex> g(t.lock);
-  auto it = t.fns.find(id);
-  return it == t.fns.end() ? nullptr : &it->second;  // entries never move (node-based map)
-}
+const DelegateFn* FindDelegateFn(uint64_t id) { return NamedTable<DelegateFn>::Get().Find(id); }
 
 const char* DelegateStatusName(DelegateStatus status) {
   switch (status) {

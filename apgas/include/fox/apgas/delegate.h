@@ -17,9 +17,9 @@
 // add_async, xor_async, call_async) return at once: the operation belongs
 // to the calling activity's finish, which returns only after it was applied
 // (or reports its failure). Asynchronous operations from one core to one
-// place go together in one message (a batch of Config's size, one network
-// frame by default), sent when full and when the issuing activity ends or
-// blocks; a blocking operation to a place first sends this core's batches
+// place go together in a batch (SetBatchBytes: one network message by
+// default), sent when full and when the issuing activity ends or blocks;
+// a blocking operation to a place first sends this core's batches
 // to it, so one activity's operations to one place apply in its order.
 //
 // Operations act on elements of trivially copyable types; add, xor and
@@ -243,10 +243,10 @@ void call_async(const GlobalAddress<T>& a, const F&, const A&... args) {
 }
 
 // How many bytes a batch of asynchronous operations to one place may reach
-// before it is sent (Config): up to one network message (the default, am's
-// kMaxMessageBytes), or more, sent as a large message in fragments (what a
-// larger batch costs and saves: make bench B=irregular). This place only;
-// any context.
+// before it is sent: one network message (the default, am's
+// kMaxMessageBytes), less (down to one operation per batch), or more, each
+// then sent as a large message (what a larger batch costs and saves: make
+// bench B=irregular). This place only; any context.
 void SetBatchBytes(size_t bytes);
 size_t BatchBytes();
 
