@@ -197,3 +197,42 @@ set_tests_properties(hosted.gups hosted.gups_one_per_batch hosted.gups_large_bat
   hosted.gups_bad_argument PROPERTIES LABELS hosted TIMEOUT 180)
 fox_cluster_test(gups NODES 2 SMP 2 IMAGE gups LOCAL PEERS ARGS "-- log2=16" TIMEOUT 150
   EXPECT "0:gups: table 2\\^16 words over 2 places, 262144 updates by 2 workers in " ${GUPS_VERIFIED})
+
+# apps/uts, Unbalanced Tree Search on lifeline-based global load balancing
+# (apgas/glb.h; issue 42): UTS's T1 counted over the places is the
+# benchmark's count and the count of place 0 alone, with one core and with
+# several cores per place (a worker per core); on QEMU nodes a smaller tree
+# of the same family. A place killed during the search: not resilient, the
+# DeadPlaceException that names it, exit status 1; resilient (epochs of
+# 200 ms, each saved), the exact count after the place died mid-search (its
+# workers restored elsewhere from the last saved epoch; fox.kill_at ends it
+# at the start of an epoch): T1 with depth 11
+# has 16,526,523 nodes (place 0 alone counts as many).
+set(UTS_T1 "0:uts: t1 tree \\(geometric, depth 10, b 4, seed 19\\): 4130071 nodes over")
+add_test(NAME hosted.uts COMMAND ${FOX_HOSTED_NODES} --nodes 3 --timeout 120 --expect "${UTS_T1} 3 places"
+  --expect "0:uts: counted alone at place 0: 4130071 nodes .*: the same count" $<TARGET_FILE:uts> tree=t1)
+add_test(NAME hosted.uts_cores COMMAND ${FOX_HOSTED_NODES} --nodes 2 --cores 3 --timeout 120
+  --expect "${UTS_T1} 2 places" --expect "0:uts: .*: the same count" $<TARGET_FILE:uts> tree=t1 n=64)
+add_test(NAME hosted.uts_kill COMMAND ${FOX_HOSTED_NODES} --nodes 3 --timeout 150
+  --kill-when "2:0:apgas: 3 places" --expect-exit 0:1
+  --expect "0:uts: a place died during the search: .*place 2.*: its work is lost" $<TARGET_FILE:uts> tree=t1l)
+add_test(NAME hosted.uts_resilient COMMAND ${FOX_HOSTED_NODES} --nodes 3 --timeout 120
+  --expect "${UTS_T1} 3 places" --expect "0:uts: resilient: [0-9]+ epochs of 200 ms, [0-9]+ saves .*, 0 places lost"
+  $<TARGET_FILE:uts> tree=t1 resilient=on epoch_ms=200 check=off)
+add_test(NAME hosted.uts_resilient_kill COMMAND ${FOX_HOSTED_NODES} --nodes 3 --cores 2 --timeout 150
+  --args fox.kill_at=2:step:3 --killed 2
+  --expect "0:glb: restored from epoch 3 after 1 places lost"
+  --expect "0:uts: t1 tree \\(geometric, depth 11, b 4, seed 19\\): 16526523 nodes over 3 places"
+  --expect "0:uts: resilient: .* 1 places lost, 1 restores"
+  $<TARGET_FILE:uts> tree=t1 depth=11 resilient=on epoch_ms=200 trace=on check=off)
+add_test(NAME hosted.uts_bad_argument COMMAND ${FOX_HOSTED_NODES} --nodes 2 --timeout 60 --expect-exit 0:2
+  --expect-exit 1:2 --expect "0:uts: bad argument 'tree=t9': expected tree=t1\\|t1l\\|t1xl, " $<TARGET_FILE:uts> tree=t9)
+set_tests_properties(hosted.uts hosted.uts_cores hosted.uts_kill hosted.uts_resilient hosted.uts_resilient_kill
+  hosted.uts_bad_argument PROPERTIES LABELS hosted TIMEOUT 180)
+fox_cluster_test(uts NODES 2 SMP 2 IMAGE uts LOCAL PEERS ARGS "-- tree=t1 depth=8 check=on" TIMEOUT 150
+  EXPECT "0:uts: t1 tree \\(geometric, depth 8, b 4, seed 19\\): [0-9]+ nodes over 2 places"
+         "0:uts: counted alone at place 0: .*: the same count")
+fox_cluster_test(uts_resilient_kill NODES 3 IMAGE uts LOCAL PEERS TIMEOUT 200 KILLED 2
+  ARGS "fox.kill_at=2:step:2 -- tree=t1 depth=9 resilient=on epoch_ms=300 trace=on check=on"
+  EXPECT "0:glb: restored from epoch 2 after 1 places lost" "0:uts: resilient: .* 1 places lost, 1 restores"
+         "0:uts: counted alone at place 0: .*: the same count")

@@ -16,13 +16,26 @@ median and spread (min..max) of GUP/s:
   irregular.gups_vs_mpi_ratio x      fox (default batches) / MPI (medians)
   irregular.gups_large_vs_mpi_ratio x  fox (64 KiB batches) / MPI
   irregular.gups_aggregation_ratio x fox (default batches) / one delegate per frame
+UTS (apps/uts: a geometric tree of UTS's T1 family on lifeline-based global
+load balancing, apgas/glb.h), on the same P hosted places, each run also
+counting the tree alone at place 0 (rounds as above):
+  irregular.uts_fox_mnodes_s         fox's rate over the places, M nodes/s
+  irregular.uts_alone_mnodes_s       the same tree counted alone at place 0
+  irregular.uts_efficiency x         fox's rate / (P x the alone rate), medians
+  irregular.uts_resilience_overhead_ratio x  resilient (epochs of 1 s, each saved) / not,
+                                     median times of the search, sides alternated
+  irregular.uts_downtime_s           a place killed at the start of epoch 2 (fox.kill_at, on
+                                     P+1 places): its death to the restore's end (detection
+                                     and restore; the epoch's work done again comes on top,
+                                     at most an epoch: here ~0, it dies as the epoch starts)
 Targets (issue 42): aggregation >= 25x (Grappa's gain), GUPS >= 1x MPI on
-hosted places. Every run verifies its table (0 errors) but the one-per-frame
+hosted places, UTS efficiency >= 0.9, resilient overhead <= 1.02x, downtime per
+failure <= 1 s. Every run verifies its table (0 errors) but the one-per-frame
 runs (check=off: they take ~70x longer). A side whose run fails is printed as
 failed; the other figures still are. OpenMPI comes from Debian (installed on
 the first run if missing).
 
-  irregular.py [--rounds N] [--log2 K] [--places P]
+  irregular.py [--rounds N] [--log2 K] [--places P] [--uts-depth D]
 """
 import argparse
 import os
@@ -37,12 +50,15 @@ ROOT = apps.ROOT
 GUPS = re.compile(r"gups: table .* in ([0-9.]+) s: ([0-9.]+) GUP/s")
 MPI_GUPS = re.compile(r"gups_mpi: table .* in ([0-9.]+) s: ([0-9.]+) GUP/s")
 VERIFIED = re.compile(r"gups(?:_mpi)?: verification: 0 errors")
+UTS = re.compile(r"uts: .* (\d+) nodes over .* in ([0-9.]+) s: ([0-9.]+) M nodes/s")
+UTS_ALONE = re.compile(r"uts: counted alone at place 0: (\d+) nodes in ([0-9.]+) s \(([0-9.]+) M nodes/s\): the same count")
 CHUNK = 8192  # updates a round per rank: HPCC's MPI versions bucket 1024..; more amortises the exchange here
 
 
-def run_fox(args, n, fox_args=""):
-    """gups on n hosted places (FOX_CORES=1, place i on CPU i); its output, or None if it failed."""
-    program = os.path.join(ROOT, "build", "host", "apps", "gups", "gups")
+def run_fox(args, n, fox_args="", app="gups", prefix=False):
+    """An app on n hosted places (FOX_CORES=1, place i on CPU i); place 0's output (prefix: every
+    place's, each line "placeI| "), or None if it failed."""
+    program = os.path.join(ROOT, "build", "host", "apps", app, app)
     base = apps.free_port_range(n)
     peers = "fox.peers=" + ",".join("%d@127.0.0.1:%d" % (i, base + i) for i in range(n))
     procs = []
@@ -54,17 +70,19 @@ def run_fox(args, n, fox_args=""):
                                       text=True, preexec_fn=lambda cpu=cpu: os.sched_setaffinity(0, {cpu})))
     try:
         out = procs[0].communicate(timeout=600)[0]
-        for p in procs[1:]:
-            p.communicate(timeout=60)
+        rest = [p.communicate(timeout=60)[0] for p in procs[1:]]
     except subprocess.TimeoutExpired:
         for p in procs:
             p.kill()
             p.wait()
-        print("bench irregular: fox gups %s timed out" % " ".join(args))
+        print("bench irregular: fox %s %s timed out" % (app, " ".join(args)))
         return None
     if procs[0].returncode != 0:
-        print("bench irregular: fox gups %s failed:\n%s" % (" ".join(args), out[-2000:]))
+        print("bench irregular: fox %s %s failed:\n%s" % (app, " ".join(args), out[-2000:]))
         return None
+    if prefix:  # every place's lines, "placeI| ..."
+        return "".join("".join("place%d| %s\n" % (i, line) for line in text.splitlines())
+                       for i, text in enumerate([out] + rest))
     return out
 
 
@@ -101,6 +119,7 @@ def main():
     ap.add_argument("--log2", type=int, default=22)
     ap.add_argument("--small-log2", type=int, default=16, help="the one-per-frame runs' table")
     ap.add_argument("--places", type=int, default=2)
+    ap.add_argument("--uts-depth", type=int, default=11, help="T1's depth (10: 4.1M nodes; 11: ~4x)")
     a = ap.parse_args()
     apps.ensure_mpi()
     binary = apps.build_mpi("gups")
@@ -137,9 +156,77 @@ def main():
             print("irregular.%s_ratio %.3f x" % (name, med[top] / med[bottom]))
         else:
             print("irregular.%s_ratio unavailable (a side failed)" % name)
+    uts(a)
+    uts_resilience(a)
     print("irregular: table 2^%s words (one per frame: 2^%d) over %d places or ranks, %d rounds" %
           (log2, a.small_log2, n, a.rounds))
     return 0
+
+
+UTS_TIME = re.compile(r"uts: .* nodes over .* in ([0-9.]+) s:")
+DIED = re.compile(r"place(\d+)\| apgas: place \d+ dies in step \d+ \(fox.kill_at\) at unix ([0-9.]+)")
+RESTORED = re.compile(r"glb: restored from epoch \d+ after 1 places lost at unix ([0-9.]+)")
+
+
+def uts_resilience(a):
+    """UTS resilient against not (alternated), and the downtime of a place killed at the start of
+    epoch 2 (its death to the restore's end, on the realtime clock the hosted places share)."""
+    base = ["tree=t1", "depth=%d" % a.uts_depth, "check=off"]
+    sides = {"plain": base, "resilient": base + ["resilient=on", "epoch_ms=1000"]}
+    times = {side: [] for side in sides}
+    downtimes = []
+    order = list(sides)
+    for k in range(a.rounds):
+        for side in order[k % len(order):] + order[:k % len(order)]:
+            out = run_fox(sides[side], a.places, app="uts")
+            m = out and UTS_TIME.search(out)
+            if m:
+                times[side].append(float(m.group(1)))
+            else:
+                print("bench irregular: uts %s round %d failed" % (side, k + 1))
+        out = run_fox(base + ["resilient=on", "epoch_ms=1000", "trace=on"], a.places + 1, "fox.kill_at=1:step:2",
+                      app="uts", prefix=True)
+        died, restored = out and DIED.search(out), out and RESTORED.search(out)
+        if died and restored:
+            downtimes.append(float(restored.group(1)) - float(died.group(2)))
+        else:
+            print("bench irregular: uts kill round %d: no death and restore seen" % (k + 1))
+        print("bench irregular: uts round %d: %s; downtime %s" % (k + 1, ", ".join(
+            "%s %.3f s" % (s, times[s][-1]) if times[s] else "%s failed" % s for s in order),
+            "%.3f s" % downtimes[-1] if downtimes else "failed"), flush=True)
+    med = {s: statistics.median(v) for s, v in times.items() if v}
+    for side in order:
+        if side in med:
+            print("irregular.uts_%s_s %.3f (%.3f..%.3f, %d runs)" % (side, med[side], min(times[side]),
+                                                                  max(times[side]), len(times[side])))
+    if "plain" in med and "resilient" in med:
+        print("irregular.uts_resilience_overhead_ratio %.3f x" % (med["resilient"] / med["plain"]))
+    if downtimes:
+        print("irregular.uts_downtime_s %.3f (%.3f..%.3f, %d runs; %d places, place 1 killed)" % (
+            statistics.median(downtimes), min(downtimes), max(downtimes), len(downtimes), a.places + 1))
+
+
+def uts(a):
+    """UTS's efficiency: fox's rate over the places against place 0's alone, in the same runs."""
+    rates, alone = [], []
+    args = ["tree=t1", "depth=%d" % a.uts_depth, "check=on"]
+    for k in range(a.rounds):
+        out = run_fox(args, a.places, app="uts")
+        m, m_alone = out and UTS.search(out), out and UTS_ALONE.search(out)
+        if not (m and m_alone):
+            print("bench irregular: uts round %d failed%s" % (k + 1, ":\n" + out[-1500:] if out else ""))
+            continue
+        rates.append(float(m.group(3)))
+        alone.append(float(m_alone.group(3)))
+        print("bench irregular: uts round %d: %s nodes, %.3f M nodes/s over %d places, %.3f alone" %
+              (k + 1, m.group(1), rates[-1], a.places, alone[-1]), flush=True)
+    if not rates:
+        print("irregular.uts_efficiency unavailable (every run failed)")
+        return
+    print("irregular.uts_fox_mnodes_s %.3f (%.3f..%.3f, %d runs)" % (statistics.median(rates), min(rates), max(rates),
+                                                                    len(rates)))
+    print("irregular.uts_alone_mnodes_s %.3f (%.3f..%.3f)" % (statistics.median(alone), min(alone), max(alone)))
+    print("irregular.uts_efficiency %.3f x" % (statistics.median(rates) / (a.places * statistics.median(alone))))
 
 
 if __name__ == "__main__":
