@@ -160,6 +160,22 @@ extern "C" int64_t SyscallDispatch(fox::syscall::Args* args) {
         uint64_t len;
       };
       auto* iov = reinterpret_cast<const Iov*>(a[1]);
+      // One console write when the pieces fit together: musl writes a
+      // stream's buffer and the bytes that overflowed it as two pieces (a
+      // printf's line as "core 1 here (..., APIC id 2" and ")\n"), and
+      // written apart another core's line could land between them
+      // (vm.cores_deaf_first saw a log line there).
+      char joined[2048];
+      size_t length = 0;
+      bool fits = true;
+      for (uint64_t i = 0; i < a[2] && fits; ++i) {
+        fits = iov[i].len <= sizeof joined - length;
+        if (fits) {
+          std::memcpy(joined + length, iov[i].base, iov[i].len);
+          length += iov[i].len;
+        }
+      }
+      if (fits) return WriteConsole(a[0], joined, length);
       int64_t total = 0;
       for (uint64_t i = 0; i < a[2]; ++i) {
         int64_t r = WriteConsole(a[0], iov[i].base, iov[i].len);
