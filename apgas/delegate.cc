@@ -387,7 +387,10 @@ void DelegateService::OnAnswer(uint16_t handler, const uint8_t* data, size_t len
   Pending p;
   if (!TakePending(Load<uint64_t>(data), &p)) return;  // settled already (its home died)
   if (handler == kDelegateResult) {
-    if (!p.call) return;
+    if (!p.call) {  // a result for a batch: not our home's answer; the batch is settled, not left open
+      Runtime::Get()->Done(p.finish, RefusedError(p.place, 1, DelegateStatus::kBadOp));
+      return;
+    }
     auto status = DelegateStatus(data[8]);
     if (status == DelegateStatus::kOk) p.call->result.assign(data + kDelegateResultHeaderBytes, data + length);
     p.call->done.SetValue(status);

@@ -30,10 +30,11 @@
 //
 // Failures: a home known dead throws DeadPlaceException (either form); one
 // that dies with asynchronous operations on their way gives their finish
-// one DeadPlaceException (however many there were); an index past the array's end throws
-// std::out_of_range before anything is sent; an operation the home refuses
-// (the array destroyed there, a function that program lacks) throws
-// std::runtime_error saying why, or gives the finish one.
+// one DeadPlaceException (however many there were); an index past the
+// array's end throws std::out_of_range before anything is sent; an
+// operation the home refuses (the array destroyed there, a function that
+// program lacks) throws std::runtime_error saying why, or gives the finish
+// one.
 //
 // Event context, inside an activity.
 #pragma once
