@@ -6,6 +6,7 @@
 #   make boot    boot one node that runs APP (apps/hello), then stop it
 #   make iso     build/fox.iso, bootable through GRUB
 #   make bench [B=NAME]   run tests/bench programs; figures as `NAME.metric value unit`
+#   make faults  the fault campaign (tests/faults/campaign.py): apps through kills and pauses, a table
 #   make debug   boot a node paused under QEMU's gdb stub and attach gdb
 #   make format  apply .clang-format to the tree (format-check: list what differs)
 SHELL := /bin/bash
@@ -23,7 +24,7 @@ DEB_PACKAGES := dpkg-dev clang lld llvm cmake ninja-build g++ libstdc++-12-dev m
   libmemcached-tools python3-pymemcache memcached dnsmasq-base ipxe
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps native host test run boot iso bench debug clean format format-check
+.PHONY: all deps native host test run boot iso bench faults debug clean format format-check
 all: native host $(BUILD)/bin/fox
 
 # The frontend (boot/fox, a Python package): build/bin/fox runs it, with the interpreter it
@@ -72,6 +73,10 @@ boot: deps native
 bench: all
 	@set -e; for b in $(if $(B),$(B),$(filter-out am_cluster tcp_sink,$(notdir $(basename $(wildcard tests/bench/*.py))))); do \
 	  echo "== bench $$b"; python3 tests/bench/$$b.py; done
+
+# FAULTS_ARGS: campaign.py's options (--runs N --seed S --apps ... --kinds ... --only APP:KIND:RUN).
+faults: all
+	python3 tests/faults/campaign.py $(FAULTS_ARGS)
 
 debug: native
 	python3 boot/qemu_run.py --image $(NATIVE)/$(APP).elf --append "$(ARGS)" --gdb & \

@@ -233,6 +233,6 @@ fox_cluster_test(uts NODES 2 SMP 2 IMAGE uts LOCAL PEERS ARGS "-- tree=t1 depth=
   EXPECT "0:uts: t1 tree \\(geometric, depth 8, b 4, seed 19\\): [0-9]+ nodes over 2 places"
          "0:uts: counted alone at place 0: .*: the same count")
 fox_cluster_test(uts_resilient_kill NODES 3 IMAGE uts LOCAL PEERS TIMEOUT 200 KILLED 2
-  ARGS "fox.kill_at=2:step:2 -- tree=t1 depth=9 resilient=on epoch_ms=300 trace=on check=on"
-  EXPECT "0:glb: restored from epoch 2 after 1 places lost" "0:uts: resilient: .* 1 places lost, 1 restores"
-         "0:uts: counted alone at place 0: .*: the same count")
+  ARGS "fox.kill_at=2:step:2 -- tree=t1 resilient=on epoch_ms=100 trace=on check=on"
+  EXPECT "0:glb: restored from epoch 2 after 1 places lost" "${UTS_T1} 3 places"
+         "0:uts: resilient: .* 1 places lost, 1 restores" "0:uts: counted alone at place 0: .*: the same count")

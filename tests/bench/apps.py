@@ -435,15 +435,22 @@ def main():
 
 def charts():
     """The PNG charts (tests/bench/apps_charts.py, with the virtualenv's matplotlib)."""
+    draw_charts("apps", "apps_charts.py", CHARTS)
+
+
+def draw_charts(bench, script, figures):
+    """Runs tests/bench/SCRIPT FIGURES_JSON build/bench with the virtualenv's matplotlib (installed
+    from PyPI on the first run); prints what it drew, or why it drew nothing."""
     python = os.path.join(SPARK_VENV, "bin", "python")
     outdir = os.path.join(ROOT, "build", "bench")
-    figures = os.path.join(outdir, "apps_figures.json")
-    with open(figures, "w") as f:
-        json.dump(CHARTS, f)
+    path = os.path.join(outdir, "%s_figures.json" % bench)
+    os.makedirs(outdir, exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(figures, f)
     why = None
     if not (os.path.exists(python) and subprocess.run([python, "-c", "import matplotlib"],
                                                       capture_output=True).returncode == 0):
-        print("bench apps: installing matplotlib (pip) into %s" % os.path.relpath(SPARK_VENV, ROOT), flush=True)
+        print("bench %s: installing matplotlib (pip) into %s" % (bench, os.path.relpath(SPARK_VENV, ROOT)), flush=True)
         for step in ([sys.executable, "-m", "venv", SPARK_VENV], [python, "-m", "pip", "install", "-q"] + CHART_PACKAGES):
             if os.path.exists(python) and step[1] == "-m" and step[2] == "venv":
                 continue
@@ -452,10 +459,10 @@ def charts():
                 why = "`%s` failed: %s" % (" ".join(step[:4]), ((r.stderr or r.stdout).strip().splitlines() or ["?"])[-1])
                 break
     if why is None:
-        r = subprocess.run([python, os.path.join(ROOT, "tests", "bench", "apps_charts.py"), figures, outdir],
+        r = subprocess.run([python, os.path.join(ROOT, "tests", "bench", script), path, outdir],
                            capture_output=True, text=True)
         why = None if r.returncode == 0 else ((r.stderr.strip().splitlines() or ["?"])[-1])
-    print("bench apps: no charts: %s" % why if why else r.stdout.strip())
+    print("bench %s: no charts: %s" % (bench, why) if why else r.stdout.strip())
 
 
 if __name__ == "__main__":

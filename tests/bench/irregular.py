@@ -32,7 +32,8 @@ counting the tree alone at place 0 (rounds as above):
                                      here ~0, it dies as the epoch starts)
 Targets (issue 42): aggregation >= 25x (Grappa's gain), GUPS >= 1x MPI on
 hosted places, UTS efficiency >= 0.9, resilient overhead <= 1.02x, downtime per
-failure <= 1 s. Every run verifies its table (0 errors) but the one-per-frame
+failure <= 1 s. Charts: build/bench/irregular_gups.png and irregular_uts.png
+(tests/bench/irregular_charts.py, matplotlib from PyPI in the bench's virtualenv). Every run verifies its table (0 errors) but the one-per-frame
 runs (check=off: they take ~70x longer). A side whose run fails is printed as
 failed; the other figures still are. OpenMPI comes from Debian (installed on
 the first run if missing).
@@ -52,6 +53,8 @@ ROOT = apps.ROOT
 GUPS = re.compile(r"gups: table .* in ([0-9.]+) s: ([0-9.]+) GUP/s")
 MPI_GUPS = re.compile(r"gups_mpi: table .* in ([0-9.]+) s: ([0-9.]+) GUP/s")
 VERIFIED = re.compile(r"gups(?:_mpi)?: verification: 0 errors")
+CHARTS = {}  # what irregular_charts.py draws: per app, each side's runs
+
 UTS = re.compile(r"uts: .* (\d+) nodes over .* in ([0-9.]+) s: ([0-9.]+) M nodes/s")
 UTS_ALONE = re.compile(r"uts: counted alone at place 0: (\d+) nodes in ([0-9.]+) s \(([0-9.]+) M nodes/s\): the same count")
 CHUNK = 8192  # updates a round per rank: HPCC's MPI versions bucket 1024..; more amortises the exchange here
@@ -127,8 +130,10 @@ def main():
     if a.only != "uts":
         gups(a)
     if a.only != "gups":
+        CHARTS["uts"] = {"places": a.places}
         uts(a)
         uts_resilience(a)
+    apps.draw_charts("irregular", "irregular_charts.py", CHARTS)
     return 0
 
 
@@ -162,6 +167,7 @@ def gups(a):
                                                   "; %d runs failed" % failed[side] if failed[side] else ""))
         else:
             print("irregular.gups_%s_gups FAILED (every run)" % side)
+    CHARTS["gups"] = dict(results, places=n)
     med = {s: statistics.median(v) for s, v in results.items() if v}
     for name, top, bottom in (("gups_vs_mpi", "fox", "mpi"), ("gups_large_vs_mpi", "fox_large", "mpi"),
                               ("gups_aggregation", "fox", "fox_one_per_frame")):
@@ -219,6 +225,7 @@ def uts_resilience(a):
         print("bench irregular: uts round %d: %s; downtime %s" % (k + 1, ", ".join(
             "%s %.3f s" % (s, times[s][-1]) if times[s] else "%s failed" % s for s in order),
             "%.3f s" % downtimes[-1] if downtimes else "failed"), flush=True)
+    CHARTS["uts"].update(times)
     med = {s: statistics.median(v) for s, v in times.items() if v}
     for side in order:
         if side in med:
@@ -248,6 +255,7 @@ def uts(a):
     if not rates:
         print("irregular.uts_efficiency unavailable (every run failed)")
         return
+    CHARTS["uts"].update(rates=rates, alone=alone)
     print("irregular.uts_fox_mnodes_s %.3f (%.3f..%.3f, %d runs)" % (statistics.median(rates), min(rates), max(rates),
                                                                     len(rates)))
     print("irregular.uts_alone_mnodes_s %.3f (%.3f..%.3f)" % (statistics.median(alone), min(alone), max(alone)))

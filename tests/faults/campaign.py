@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""A fault campaign (issue 43; `make faults`, and a bounded one in `make test`): applications run
+through faults injected at random moments, each run judged against the failure-free answer, and a
+table of what survived.
+
+  campaign.py [--runs N] [--seed S] [--apps pi,uts,kmeans,gups] [--kinds kill,pause,pause_long]
+              [--deadline S] [--only APP:KIND:RUN]
+
+Every run is `fox run APP --hosted` (every place a Linux process here; the frontend tells the
+places of a death it sees, as users run it) with one fault drawn from the campaign's seed and the
+run's number, at a time drawn between 10% and 70% of the failure-free run's, printed with the run so
+that `--only APP:KIND:RUN` (with the same --seed, on a machine as fast) replays it:
+  kill        place K (never place 0) SIGKILLed T ms after the places started
+  pause       place K stopped (SIGSTOP) for less than the suspicion timeout (fox.suspect_ms,
+              1000 ms hosted), then continued: it must stay alive, and the job right
+  pause_long  place K stopped for 3 s, longer than the suspicion timeout, then continued: it is
+              declared dead (and fenced when it resumes), and the job ends as after a kill
+A run is correct when place 0 prints the app's failure-free answer (taken from a run without
+faults, once per app), a documented error when it prints the error the app documents for a failure
+it does not survive (gups: not resilient), wrong when it prints another answer or nothing, and a
+hang when the job has not ended by the deadline (the campaign then stops it).
+
+The table: per app and kind, runs, faults injected (the fault happened before the job ended),
+correct, documented errors, wrong, hangs; then one line for scripts:
+  faults: R runs, F faults, C correct, E documented errors, W wrong, H hangs, L writes lost
+(L: acknowledged writes lost, for the apps that write to a store; none of these does yet: 0).
+Exit status 1 if any run was wrong or hung.
+"""
+import argparse
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+FOX = os.path.join(ROOT, "build", "bin", "fox")
+PIDS = re.compile(r"fox run: (\d+) hosted places of \S+ on 127\.0\.0\.1 \(job \d+\): pids (.*)")
+
+# app: places, spares, arguments, the answer's regex (place 0's line), the documented error's regex
+# (None: the app survives every fault but place 0's). A fault comes between 10% and 70% of the
+# failure-free run's time (from its places' start to its end).
+APPS = {
+    "pi": (3, 0, ["samples=2000000000", "chunks=256"], r"place0\| pi: (\S+ from \d+ hits of \d+ samples)", None),
+    "uts": (3, 0, ["tree=t1", "depth=11", "resilient=on", "epoch_ms=200", "check=off"],
+            r"place0\| uts: t1 tree \(geometric, depth 11, b 4, seed 19\): (\d+) nodes", None),
+    "kmeans": (4, 1, ["points=1000000", "k=8", "iterations=40", "every=5", "seed=1"],
+               r"place0\| kmeans: (cost [0-9.]+ after \d+ steps)", None),
+    "gups": (3, 0, ["log2=22"], r"place0\| gups: verification: (0 errors in \d+ words)",
+             r"place0\| gups: a place died during the updates: .*: the table is lost"),
+}
+KINDS = ("kill", "pause", "pause_long")
+SHORT_PAUSE_MS = 300  # under the hosted suspicion timeout (1000 ms)
+LONG_PAUSE_MS = 3000
+
+
+class Run:
+    """One `fox run`, its output read as it comes, faults injected into its places."""
+
+    def __init__(self, app, deadline):
+        places, spares, args, _, _ = APPS[app]
+        cmd = [FOX, "run", app, "--hosted", "--places", str(places), "--timeout", str(deadline)]
+        if spares:
+            cmd += ["--spares", str(spares)]
+        self.proc = subprocess.Popen(cmd + ["--"] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, start_new_session=True)
+        self.lines, self.pids, self.started, self.ended_at = [], {}, None, None
+        self.ready = threading.Event()
+        self.reader = threading.Thread(target=self.read, daemon=True)
+        self.reader.start()
+
+    def read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+            m = PIDS.search(line)
+            if m:
+                self.pids = {int(i): int(p) for i, p in (e.split(":") for e in m.group(2).split())}
+                self.started = time.monotonic()
+                self.ready.set()
+        self.ready.set()
+
+    def signal(self, place, sig):
+        """True if the place was still there to receive it."""
+        try:
+            os.kill(self.pids[place], sig)
+            return True
+        except (KeyError, ProcessLookupError):
+            return False
+
+    def ended(self):
+        return self.proc.poll() is not None
+
+    def seconds(self):
+        """From the places' start to the job's end."""
+        return (self.ended_at or time.monotonic()) - (self.started or time.monotonic())
+
+    def wait(self, deadline):
+        try:
+            self.proc.wait(timeout=deadline)
+            self.ended_at = time.monotonic()
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+            self.reader.join(5)
+            return False
+        self.reader.join(10)
+        return True
+
+    def output(self):
+        return "\n".join(self.lines)
+
+
+def sleep_until(run, at):
+    while not run.ended() and time.monotonic() < at:
+        time.sleep(0.005)
+    return not run.ended()
+
+
+def inject(run, kind, place, at_ms):
+    """The fault; True if it happened while the job ran."""
+    if not run.ready.wait(60) or run.started is None:
+        return False
+    if not sleep_until(run, run.started + at_ms / 1000.0):
+        return False
+    if kind == "kill":
+        return run.signal(place, signal.SIGKILL)
+    if not run.signal(place, signal.SIGSTOP):
+        return False
+    time.sleep((SHORT_PAUSE_MS if kind == "pause" else LONG_PAUSE_MS) / 1000.0)
+    run.signal(place, signal.SIGCONT)
+    return True
+
+
+def one(app, kind, k, seed, deadline, expected, base_s):
+    """Run k of (app, kind): its fault drawn from (seed, app, kind, k) and the failure-free run's time;
+    returns (verdict, fault, injected, output)."""
+    places, _, _, answer, documented = APPS[app]
+    rng = random.Random("%d:%s:%s:%d" % (seed, app, kind, k))
+    place = rng.randrange(1, places)
+    at_ms = int(rng.uniform(0.1, 0.7) * base_s * 1000)
+    fault = "%s place %d at %d ms" % (kind, place, at_ms)
+    run = Run(app, deadline)
+    injected = inject(run, kind, place, at_ms)
+    finished = run.wait(deadline + 30)
+    out = run.output()
+    m = re.search(answer, out, re.M)
+    if not finished:
+        verdict = "hang"
+    elif m and (expected is None or m.group(1) == expected):
+        verdict = "correct"
+    elif documented and re.search(documented, out, re.M):
+        verdict = "documented"
+    else:
+        verdict = "wrong"
+    if kind == "pause" and verdict == "correct" and re.search(r"place %d (dies|died)|declared dead" % place, out):
+        verdict = "wrong"  # a pause under the suspicion timeout must not cost the place its life
+    return verdict, fault if injected else fault + " (after the job ended)", injected, out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=20, help="runs per app and kind")
+    ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
+    ap.add_argument("--apps", default=",".join(APPS))
+    ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--deadline", type=int, default=120, help="seconds a run may take before it is a hang")
+    ap.add_argument("--only", help="APP:KIND:RUN, one run to replay (with the campaign's --seed)")
+    a = ap.parse_args()
+    if not os.path.exists(FOX):
+        sys.exit("faults: %s is missing: run make first" % os.path.relpath(FOX))
+    apps = a.apps.split(",")
+    kinds = a.kinds.split(",")
+    for name in apps + kinds:
+        if name not in APPS and name not in KINDS:
+            sys.exit("faults: unknown app or kind '%s' (apps: %s; kinds: %s)" % (name, ", ".join(APPS), ", ".join(KINDS)))
+    only = None
+    if a.only:
+        app, kind, k = a.only.split(":")
+        only, apps, kinds = (app, kind, int(k)), [app], [kind]
+    print("faults: seed %d (replay one run with --seed %d --only APP:KIND:RUN)" % (a.seed, a.seed), flush=True)
+    table, bad = [], 0
+    totals = dict(runs=0, faults=0, correct=0, documented=0, wrong=0, hang=0)
+    for app in apps:
+        # The failure-free answer: a run without faults.
+        base = Run(app, a.deadline)
+        base.wait(a.deadline + 30)
+        m = re.search(APPS[app][3], base.output(), re.M)
+        if not m:
+            print("faults: %s: the run without faults printed no answer:\n%s" % (app, base.output()[-2000:]))
+            return 1
+        expected, base_s = m.group(1), base.seconds()
+        print("faults: %s: failure-free answer: %s (%.2f s)" % (app, expected, base_s), flush=True)
+        for kind in kinds:
+            row = dict(runs=0, faults=0, correct=0, documented=0, wrong=0, hang=0)
+            for k in range(a.runs) if only is None else [only[2]]:
+                verdict, fault, injected, out = one(app, kind, k, a.seed, a.deadline, expected, base_s)
+                row["runs"] += 1
+                row["faults"] += 1 if injected else 0
+                row[verdict] += 1
+                print("faults: %s %s run %d: %s: %s" % (app, kind, k, fault, verdict), flush=True)
+                if verdict in ("wrong", "hang"):
+                    bad += 1
+                    print("faults: %s %s run %d's output (replay: --seed %d --only %s:%s:%d):\n%s" %
+                          (app, kind, k, a.seed, app, kind, k, out[-3000:]), flush=True)
+            table.append((app, kind, row))
+            for key in totals:
+                totals[key] += row[key]
+    print("\n%-8s %-11s %5s %6s %8s %10s %6s %6s" % ("app", "fault", "runs", "faults", "correct", "documented",
+                                                      "wrong", "hangs"))
+    for app, kind, r in table:
+        print("%-8s %-11s %5d %6d %8d %10d %6d %6d" % (app, kind, r["runs"], r["faults"], r["correct"],
+                                                       r["documented"], r["wrong"], r["hang"]))
+    print("faults: %d runs, %d faults, %d correct, %d documented errors, %d wrong, %d hangs, 0 writes lost" %
+          (totals["runs"], totals["faults"], totals["correct"], totals["documented"], totals["wrong"], totals["hang"]))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
