@@ -7,6 +7,7 @@
 #   make iso     build/fox.iso, bootable through GRUB
 #   make bench [B=NAME]   run tests/bench programs; figures as `NAME.metric value unit`
 #   make faults  the fault campaign (tests/faults/campaign.py): apps through kills and pauses, a table
+#   make fuzz    every libFuzzer target for FUZZ_RUNS executions (10 million; tests/fuzz/run_all.py)
 #   make debug   boot a node paused under QEMU's gdb stub and attach gdb
 #   make format  apply .clang-format to the tree (format-check: list what differs)
 SHELL := /bin/bash
@@ -24,7 +25,7 @@ DEB_PACKAGES := dpkg-dev clang lld llvm cmake ninja-build g++ libstdc++-12-dev m
   libmemcached-tools python3-pymemcache memcached dnsmasq-base ipxe
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps native host test run boot iso bench faults debug clean format format-check
+.PHONY: all deps native host test run boot iso bench faults fuzz debug clean format format-check
 all: native host $(BUILD)/bin/fox
 
 # The frontend (boot/fox, a Python package): build/bin/fox runs it, with the interpreter it
@@ -77,6 +78,10 @@ bench: all
 # FAULTS_ARGS: campaign.py's options (--runs N --seed S --apps ... --kinds ... --only APP:KIND:RUN).
 faults: all
 	python3 tests/faults/campaign.py $(FAULTS_ARGS)
+
+FUZZ_RUNS ?= 10000000
+fuzz: host
+	python3 tests/fuzz/run_all.py --runs $(FUZZ_RUNS)
 
 debug: native
 	python3 boot/qemu_run.py --image $(NATIVE)/$(APP).elf --append "$(ARGS)" --gdb & \
