@@ -21,7 +21,10 @@ it does not survive (gups: not resilient), wrong when it prints another answer o
 hang when the job has not ended by the deadline (the campaign then stops it).
 
 The table: per app and kind, runs, faults injected (the fault happened before the job ended),
-correct, documented errors, wrong, hangs; then one line for scripts:
+correct, documented errors, wrong, hangs, and the downtime per failure where the app says when it
+was whole again (uts: its restore's end; kmeans: its catch plus rebuild, remake and restore): median
+and maximum seconds from the fault (a kill, or a long pause's start) to then, detection included;
+then one line for scripts:
   faults: R runs, F faults, C correct, E documented errors, W wrong, H hangs, L writes lost
 (L: acknowledged writes lost, for the apps that write to a store; none of these does yet: 0).
 Exit status 1 if any run was wrong or hung.
@@ -31,6 +34,7 @@ import os
 import random
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -42,16 +46,31 @@ PIDS = re.compile(r"fox run: (\d+) hosted places of \S+ on 127\.0\.0\.1 \(job \d
 
 # app: places, spares, arguments, the answer's regex (place 0's line), the documented error's regex
 # (None: the app survives every fault but place 0's). A fault comes between 10% and 70% of the
-# failure-free run's time (from its places' start to its end).
+# failure-free run's time (from its places' start to its end). RECOVERED: how an app tells when it
+# was whole again after a failure (the realtime clock, which hosted places share with this script).
 APPS = {
     "pi": (3, 0, ["samples=2000000000", "chunks=256"], r"place0\| pi: (\S+ from \d+ hits of \d+ samples)", None),
-    "uts": (3, 0, ["tree=t1", "depth=11", "resilient=on", "epoch_ms=200", "check=off"],
+    "uts": (3, 0, ["tree=t1", "depth=11", "resilient=on", "epoch_ms=200", "check=off", "trace=on"],
             r"place0\| uts: t1 tree \(geometric, depth 11, b 4, seed 19\): (\d+) nodes", None),
-    "kmeans": (4, 1, ["points=1000000", "k=8", "iterations=40", "every=5", "seed=1"],
+    "kmeans": (4, 1, ["points=1000000", "k=8", "iterations=40", "every=5", "seed=1", "trace=1"],
                r"place0\| kmeans: (cost [0-9.]+ after \d+ steps)", None),
     "gups": (3, 0, ["log2=22"], r"place0\| gups: verification: (0 errors in \d+ words)",
              r"place0\| gups: a place died during the updates: .*: the table is lost"),
 }
+# A death's end, in seconds of the realtime clock, from a run's output: uts, the restore's end
+# (glb.h's trace); kmeans, the executor's catch plus its rebuild, remake and restore (not the new
+# spare's wait, which runs while the job goes on).
+def recovered_at(app, out):
+    if app == "uts":
+        m = re.search(r"glb: restored from epoch \d+ after \d+ places lost at unix ([0-9.]+)", out)
+        return float(m.group(1)) if m else None
+    if app == "kmeans":
+        caught = re.search(r"kmeans: the last failure caught at unix ([0-9.]+)", out)
+        parts = re.search(r"restores \(rebuild ([0-9.]+) s, remake ([0-9.]+) s, restore ([0-9.]+) s", out)
+        return float(caught.group(1)) + sum(float(x) for x in parts.groups()) if caught and parts else None
+    return None
+
+
 KINDS = ("kill", "pause", "pause_long")
 SHORT_PAUSE_MS = 300  # under the hosted suspicion timeout (1000 ms)
 LONG_PAUSE_MS = 3000
@@ -120,18 +139,19 @@ def sleep_until(run, at):
 
 
 def inject(run, kind, place, at_ms):
-    """The fault; True if it happened while the job ran."""
+    """The fault; its time on the realtime clock if it happened while the job ran, else None."""
     if not run.ready.wait(60) or run.started is None:
-        return False
+        return None
     if not sleep_until(run, run.started + at_ms / 1000.0):
-        return False
+        return None
+    at = time.time()
     if kind == "kill":
-        return run.signal(place, signal.SIGKILL)
+        return at if run.signal(place, signal.SIGKILL) else None
     if not run.signal(place, signal.SIGSTOP):
-        return False
+        return None
     time.sleep((SHORT_PAUSE_MS if kind == "pause" else LONG_PAUSE_MS) / 1000.0)
     run.signal(place, signal.SIGCONT)
-    return True
+    return at
 
 
 def one(app, kind, k, seed, deadline, expected, base_s):
@@ -143,9 +163,12 @@ def one(app, kind, k, seed, deadline, expected, base_s):
     at_ms = int(rng.uniform(0.1, 0.7) * base_s * 1000)
     fault = "%s place %d at %d ms" % (kind, place, at_ms)
     run = Run(app, deadline)
-    injected = inject(run, kind, place, at_ms)
+    fault_at = inject(run, kind, place, at_ms)
+    injected = fault_at is not None
     finished = run.wait(deadline + 30)
     out = run.output()
+    back = recovered_at(app, out)
+    downtime = back - fault_at if injected and back is not None and kind != "pause" else None
     m = re.search(answer, out, re.M)
     if not finished:
         verdict = "hang"
@@ -157,7 +180,9 @@ def one(app, kind, k, seed, deadline, expected, base_s):
         verdict = "wrong"
     if kind == "pause" and verdict == "correct" and re.search(r"place %d (dies|died)|declared dead" % place, out):
         verdict = "wrong"  # a pause under the suspicion timeout must not cost the place its life
-    return verdict, fault if injected else fault + " (after the job ended)", injected, out
+    if downtime is not None:
+        fault += ", whole again %.3f s later" % downtime
+    return verdict, fault if injected else fault + " (after the job ended)", injected, out, downtime
 
 
 def main():
@@ -194,9 +219,11 @@ def main():
         expected, base_s = m.group(1), base.seconds()
         print("faults: %s: failure-free answer: %s (%.2f s)" % (app, expected, base_s), flush=True)
         for kind in kinds:
-            row = dict(runs=0, faults=0, correct=0, documented=0, wrong=0, hang=0)
+            row = dict(runs=0, faults=0, correct=0, documented=0, wrong=0, hang=0, downtimes=[])
             for k in range(a.runs) if only is None else [only[2]]:
-                verdict, fault, injected, out = one(app, kind, k, a.seed, a.deadline, expected, base_s)
+                verdict, fault, injected, out, downtime = one(app, kind, k, a.seed, a.deadline, expected, base_s)
+                if downtime is not None:
+                    row["downtimes"].append(downtime)
                 row["runs"] += 1
                 row["faults"] += 1 if injected else 0
                 row[verdict] += 1
@@ -208,11 +235,13 @@ def main():
             table.append((app, kind, row))
             for key in totals:
                 totals[key] += row[key]
-    print("\n%-8s %-11s %5s %6s %8s %10s %6s %6s" % ("app", "fault", "runs", "faults", "correct", "documented",
-                                                      "wrong", "hangs"))
+    print("\n%-8s %-11s %5s %6s %8s %10s %6s %6s  %s" % ("app", "fault", "runs", "faults", "correct", "documented",
+                                                          "wrong", "hangs", "downtime s (median, max)"))
     for app, kind, r in table:
-        print("%-8s %-11s %5d %6d %8d %10d %6d %6d" % (app, kind, r["runs"], r["faults"], r["correct"],
-                                                       r["documented"], r["wrong"], r["hang"]))
+        d = r["downtimes"]
+        down = "%.3f, %.3f" % (statistics.median(d), max(d)) if d else "-"
+        print("%-8s %-11s %5d %6d %8d %10d %6d %6d  %s" % (app, kind, r["runs"], r["faults"], r["correct"],
+                                                           r["documented"], r["wrong"], r["hang"], down))
     print("faults: %d runs, %d faults, %d correct, %d documented errors, %d wrong, %d hangs, 0 writes lost" %
           (totals["runs"], totals["faults"], totals["correct"], totals["documented"], totals["wrong"], totals["hang"]))
     return 1 if bad else 0
