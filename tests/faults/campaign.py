@@ -15,6 +15,10 @@ that `--only APP:KIND:RUN` (with the same --seed, on a machine as fast) replays 
               1000 ms hosted), then continued: it must stay alive, and the job right
   pause_long  place K stopped for 3 s, longer than the suspicion timeout, then continued: it is
               declared dead (and fenced when it resumes), and the job ends as after a kill
+  rogue       frames sent to every place's AM port from 127.0.0.1 for about a second: sealed with
+              another key, of another job, from a forged node id, cut short, too long, and noise;
+              the job must end right, nobody declared dead, and the places must say that they
+              dropped frames of a bad MAC, naming the sender's address
 A run is correct when place 0 prints the app's failure-free answer (taken from a run without
 faults, once per app), a documented error when it prints the error the app documents for a failure
 it does not survive (gups: not resilient), wrong when it prints another answer or nothing, and a
@@ -34,6 +38,7 @@ import os
 import random
 import re
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -41,6 +46,8 @@ import threading
 import time
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "boot"))
+from fox import siphash  # noqa: E402  (the AM frame's MAC)
 FOX = os.path.join(ROOT, "build", "bin", "fox")
 PIDS = re.compile(r"fox run: (\d+) hosted places of \S+ on 127\.0\.0\.1 \(job \d+\): pids (.*)")
 
@@ -71,7 +78,8 @@ def recovered_at(app, out):
     return None
 
 
-KINDS = ("kill", "pause", "pause_long")
+KINDS = ("kill", "pause", "pause_long", "rogue")
+ROGUE_FRAMES = 600  # per place, over about a second
 SHORT_PAUSE_MS = 300  # under the hosted suspicion timeout (1000 ms)
 LONG_PAUSE_MS = 3000
 
@@ -138,13 +146,62 @@ def sleep_until(run, at):
     return not run.ended()
 
 
-def inject(run, kind, place, at_ms):
+def place_port(pid):
+    """A hosted place's AM port (fox.amport in its FOX_ARGS), or None."""
+    try:
+        env = open("/proc/%d/environ" % pid, "rb").read().split(b"\0")
+    except OSError:
+        return None
+    for var in env:
+        if var.startswith(b"FOX_ARGS="):
+            m = re.search(rb"fox\.amport=(\d+)", var)
+            return int(m.group(1)) if m else None
+    return None
+
+
+def rogue_frames(rng, job, destination):
+    """Frames the job must refuse: sealed with another key, of another job, from a node id nobody
+    has, cut short, too long, and noise."""
+    other = (rng.getrandbits(64), rng.getrandbits(64))
+    record = [(0x1234, 1, bytes(rng.getrandbits(8) for _ in range(rng.randrange(0, 64))))]
+    sealed = siphash.seal_frame(other, job, 1, destination, record)
+    return [
+        sealed,                                                      # another job's key
+        siphash.seal_frame(other, job + 1, 1, destination, record),  # another job
+        siphash.seal_frame(other, job, 9999, destination, record),   # a forged source
+        sealed[:rng.randrange(1, len(sealed))],                      # truncated
+        sealed + bytes(rng.getrandbits(8) for _ in range(1500)),     # oversized
+        bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 1600))),  # noise
+    ]
+
+
+def rogue(run, rng):
+    """ROGUE_FRAMES frames at every place's port, from a socket of this script's (127.0.0.1)."""
+    job = int(PIDS.search(run.output()).group(0).split("(job ")[1].split(")")[0])
+    ports = {i: place_port(pid) for i, pid in run.pids.items()}
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for n in range(ROGUE_FRAMES):
+            for i, port in ports.items():
+                if port is None or run.ended():
+                    continue
+                frames = rogue_frames(rng, job, i)
+                try:
+                    sock.sendto(frames[n % len(frames)], ("127.0.0.1", port))
+                except OSError:
+                    pass
+            time.sleep(1.0 / ROGUE_FRAMES)
+    return any(p is not None for p in ports.values())
+
+
+def inject(run, kind, place, at_ms, rng=None):
     """The fault; its time on the realtime clock if it happened while the job ran, else None."""
     if not run.ready.wait(60) or run.started is None:
         return None
     if not sleep_until(run, run.started + at_ms / 1000.0):
         return None
     at = time.time()
+    if kind == "rogue":
+        return at if rogue(run, rng) else None
     if kind == "kill":
         return at if run.signal(place, signal.SIGKILL) else None
     if not run.signal(place, signal.SIGSTOP):
@@ -162,8 +219,10 @@ def one(app, kind, k, seed, deadline, expected, base_s):
     place = rng.randrange(1, places)
     at_ms = int(rng.uniform(0.1, 0.7) * base_s * 1000)
     fault = "%s place %d at %d ms" % (kind, place, at_ms)
+    if kind == "rogue":
+        fault = "rogue frames at every place from %d ms" % at_ms
     run = Run(app, deadline)
-    fault_at = inject(run, kind, place, at_ms)
+    fault_at = inject(run, kind, place, at_ms, rng)
     injected = fault_at is not None
     finished = run.wait(deadline + 30)
     out = run.output()
@@ -180,6 +239,12 @@ def one(app, kind, k, seed, deadline, expected, base_s):
         verdict = "wrong"
     if kind == "pause" and verdict == "correct" and re.search(r"place %d (dies|died)|declared dead" % place, out):
         verdict = "wrong"  # a pause under the suspicion timeout must not cost the place its life
+    if kind == "rogue" and verdict == "correct" and injected:
+        # Refused and said so, naming the sender: at least the frames of another key.
+        if not re.search(r"am: dropping frames from 127\.0\.0\.1:\d+: MAC check failed", out):
+            verdict = "wrong"
+        if re.search(r"place \d+ (dies|died)|declared dead", out):
+            verdict = "wrong"  # rogue frames must not cost anyone its life
     if downtime is not None:
         fault += ", whole again %.3f s later" % downtime
     return verdict, fault if injected else fault + " (after the job ended)", injected, out, downtime
