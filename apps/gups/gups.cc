@@ -55,6 +55,59 @@ void Updates(uint64_t w, GlobalArray<uint64_t> table, uint64_t updates, uint64_t
 
 double Seconds(uint64_t ns) { return double(ns) / 1e9; }
 
+// The run: the table made and filled, the updates timed, then (check)
+// applied again and the table verified. Deaths reach main as exceptions.
+void Run(bool batch_given, uint64_t batch, uint64_t log2, bool check) {
+  std::vector<Place> live;
+  for (Place p : fox::apgas::places()) {
+    if (!fox::apgas::isDead(p)) live.push_back(p);
+  }
+  if (batch_given) {
+    fox::apgas::finish([&] {
+      for (Place p : live) {
+        fox::apgas::asyncAt(
+            p, [](uint64_t bytes) { delegate::SetBatchBytes(bytes); }, batch);
+      }
+    });
+  }
+  const uint64_t size = uint64_t(1) << log2, updates = 4 * size;
+  const uint64_t workers = live.size() * uint64_t(std::max(1, fox::apgas::activityCores()));
+  auto table = GlobalArray<uint64_t>::Make(size, live);
+  fox::apgas::forall(table, [](uint64_t i, uint64_t& word) { word = i; });
+  auto run = [&] {
+    fox::apgas::forall(
+        0, workers, live, [](uint64_t w, GlobalArray<uint64_t> t, uint64_t n, uint64_t k) { Updates(w, t, n, k); },
+        table, updates, workers);
+  };
+  uint64_t t0 = fox::clock::NowNs();
+  run();
+  uint64_t ns = fox::clock::NowNs() - t0;
+  std::printf("gups: table 2^%" PRIu64 " words over %zu places, %" PRIu64 " updates by %" PRIu64
+              " workers in %.3f s: %.6f GUP/s (batches of %zu bytes)\n",
+              log2, live.size(), updates, workers, Seconds(ns), double(updates) / Seconds(ns) / 1e9,
+              delegate::BatchBytes());
+  if (check) {
+    run();  // the same updates again: XOR undoes them
+    uint64_t errors = 0;
+    for (Place p : live) {
+      errors += fox::apgas::at(
+          p,
+          [](GlobalArray<uint64_t> t) {
+            uint64_t wrong = 0, begin = t.localBegin();
+            const uint64_t* words = t.local();
+            for (uint64_t j = 0; j < t.localCount(); ++j) wrong += words[j] != begin + j;
+            return wrong;
+          },
+          table);
+    }
+    bool passed = errors * 100 <= size;  // HPCC: at most 1% of the table
+    std::printf("gups: verification: %" PRIu64 " errors in %" PRIu64 " words (%.4f%%): %s\n", errors, size,
+                100.0 * double(errors) / double(size), passed ? "PASSED" : "FAILED");
+    if (!passed) throw std::runtime_error("gups: verification failed");
+  }
+  table.Destroy();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,58 +119,15 @@ int main(int argc, char** argv) {
   args.UInt("log2", &log2, 4, 36).UInt("batch", &batch, 0, 64 << 20).Choice("check", &check, "on|off");
   if (!args.Parse(argc, argv)) return 2;
   return fox::apgas::Main(argc, argv, [=] {
-    std::vector<Place> live;
-    for (Place p : fox::apgas::places()) {
-      if (!fox::apgas::isDead(p)) live.push_back(p);
+    try {
+      Run(batch_given, batch, log2, check == "on");
+    } catch (const fox::apgas::MultipleExceptions& m) {
+      if (m.DeadPlaces() == 0) throw;
+      std::printf("gups: a place died: %s: the table is lost (gups is not resilient)\n", m.what());
+      throw;
+    } catch (const fox::apgas::DeadPlaceException& e) {
+      std::printf("gups: a place died: %s: the table is lost (gups is not resilient)\n", e.what());
+      throw;
     }
-    if (batch_given) {
-      fox::apgas::finish([&] {
-        for (Place p : live) {
-          fox::apgas::asyncAt(
-              p, [](uint64_t bytes) { delegate::SetBatchBytes(bytes); }, batch);
-        }
-      });
-    }
-    const uint64_t size = uint64_t(1) << log2, updates = 4 * size;
-    const uint64_t workers = live.size() * uint64_t(std::max(1, fox::apgas::activityCores()));
-    auto table = GlobalArray<uint64_t>::Make(size, live);
-    fox::apgas::forall(table, [](uint64_t i, uint64_t& word) { word = i; });
-    auto run = [&] {
-      try {
-        fox::apgas::forall(
-            0, workers, live, [](uint64_t w, GlobalArray<uint64_t> t, uint64_t n, uint64_t k) { Updates(w, t, n, k); },
-            table, updates, workers);
-      } catch (const fox::apgas::MultipleExceptions& m) {
-        std::printf("gups: a place died during the updates: %s: the table is lost (gups is not resilient)\n", m.what());
-        throw;
-      }
-    };
-    uint64_t t0 = fox::clock::NowNs();
-    run();
-    uint64_t ns = fox::clock::NowNs() - t0;
-    std::printf("gups: table 2^%" PRIu64 " words over %zu places, %" PRIu64 " updates by %" PRIu64
-                " workers in %.3f s: %.6f GUP/s (batches of %zu bytes)\n",
-                log2, live.size(), updates, workers, Seconds(ns), double(updates) / Seconds(ns) / 1e9,
-                delegate::BatchBytes());
-    if (check == "on") {
-      run();  // the same updates again: XOR undoes them
-      uint64_t errors = 0;
-      for (Place p : live) {
-        errors += fox::apgas::at(
-            p,
-            [](GlobalArray<uint64_t> t) {
-              uint64_t wrong = 0, begin = t.localBegin();
-              const uint64_t* words = t.local();
-              for (uint64_t j = 0; j < t.localCount(); ++j) wrong += words[j] != begin + j;
-              return wrong;
-            },
-            table);
-      }
-      bool passed = errors * 100 <= size;  // HPCC: at most 1% of the table
-      std::printf("gups: verification: %" PRIu64 " errors in %" PRIu64 " words (%.4f%%): %s\n", errors, size,
-                  100.0 * double(errors) / double(size), passed ? "PASSED" : "FAILED");
-      if (!passed) throw std::runtime_error("gups: verification failed");
-    }
-    table.Destroy();
   });
 }

@@ -188,7 +188,7 @@ add_test(NAME hosted.gups_large_batches COMMAND ${FOX_HOSTED_NODES} --nodes 3 --
   --expect "0:gups: .* \\(batches of 65536 bytes\\)" --expect ${GUPS_VERIFIED} $<TARGET_FILE:gups> log2=16 batch=65536)
 add_test(NAME hosted.gups_kill COMMAND ${FOX_HOSTED_NODES} --nodes 3 --timeout 150
   --kill-when "2:0:gups: table 2\\^22 words" --expect-exit 0:1
-  --expect "0:gups: a place died during the updates: .*place 2.*: the table is lost \\(gups is not resilient\\)"
+  --expect "0:gups: a place died: .*place 2.*: the table is lost \\(gups is not resilient\\)"
   $<TARGET_FILE:gups> log2=22)
 add_test(NAME hosted.gups_bad_argument COMMAND ${FOX_HOSTED_NODES} --nodes 2 --timeout 60 --expect-exit 0:2
   --expect-exit 1:2 --expect "0:gups: bad argument 'log2=40': expected log2=N \\(4\\.\\.36\\), batch=N .* or check=on\\|off"

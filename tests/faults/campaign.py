@@ -62,7 +62,7 @@ APPS = {
     "kmeans": (4, 1, ["points=1000000", "k=8", "iterations=40", "every=5", "seed=1", "trace=1"],
                r"place0\| kmeans: (cost [0-9.]+ after \d+ steps)", None),
     "gups": (3, 0, ["log2=22"], r"place0\| gups: verification: (0 errors in \d+ words)",
-             r"place0\| gups: a place died during the updates: .*: the table is lost"),
+             r"place0\| gups: a place died: .*: the table is lost"),
 }
 # A death's end, in seconds of the realtime clock, from a run's output: uts, the restore's end
 # (glb.h's trace); kmeans, the executor's catch plus its rebuild, remake and restore (not the new
