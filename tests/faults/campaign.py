@@ -125,16 +125,39 @@ class Run:
         return (self.ended_at or time.monotonic()) - (self.started or time.monotonic())
 
     def wait(self, deadline):
+        """True if the job ended by `deadline` (seconds); else it is stopped, and False."""
         try:
             self.proc.wait(timeout=deadline)
             self.ended_at = time.monotonic()
         except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-            self.reader.join(5)
+            self.stop()
             return False
         self.reader.join(10)
         return True
+
+    def stop(self):
+        """Stops the job and every place it started, whatever state they are in: a place paused is
+        continued (fox run, alive, has not reaped it: its pid is its own), then fox run is asked to
+        stop its places (SIGTERM), and killed with them if it does not. Nothing once fox run ended
+        (it stopped its places itself; their pids may be another process's by now)."""
+        if self.proc.poll() is None:
+            for pid in self.pids.values():
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                for pid in self.pids.values():
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.reader.join(5)
 
     def output(self):
         return "\n".join(self.lines)
@@ -222,14 +245,17 @@ def one(app, kind, k, seed, deadline, expected, base_s):
     if kind == "rogue":
         fault = "rogue frames at every place from %d ms" % at_ms
     run = Run(app, deadline)
-    fault_at = inject(run, kind, place, at_ms, rng)
+    try:
+        fault_at = inject(run, kind, place, at_ms, rng)
+        finished = run.wait(deadline + 30)
+    finally:
+        run.stop()  # nothing of it left behind, even when this script is interrupted
     injected = fault_at is not None
-    finished = run.wait(deadline + 30)
     out = run.output()
     back = recovered_at(app, out)
     downtime = back - fault_at if injected and back is not None and kind != "pause" else None
     m = re.search(answer, out, re.M)
-    if not finished:
+    if not finished or run.proc.returncode == 124:  # 124: fox run stopped it at its --timeout
         verdict = "hang"
     elif m and (expected is None or m.group(1) == expected):
         verdict = "correct"
@@ -276,7 +302,10 @@ def main():
     for app in apps:
         # The failure-free answer: a run without faults.
         base = Run(app, a.deadline)
-        base.wait(a.deadline + 30)
+        try:
+            base.wait(a.deadline + 30)
+        finally:
+            base.stop()
         m = re.search(APPS[app][3], base.output(), re.M)
         if not m:
             print("faults: %s: the run without faults printed no answer:\n%s" % (app, base.output()[-2000:]))
