@@ -324,7 +324,8 @@ void DelegateService::Apply(NodeId from, uint16_t handler, const uint8_t* data, 
   const char* why = nullptr;
   DelegateStatus first = DelegateStatus::kOk;
   uint32_t refused = 0;
-  uint8_t answer[kDelegateResultHeaderBytes + kMaxDelegateResultBytes] = {};
+  uint8_t answer[kDelegateResultHeaderBytes + kMaxDelegateResultBytes];
+  std::memset(answer, 0, kDelegateResultHeaderBytes);  // the rest is written before it is sent
   bool ok = ReadDelegateHeader(data, length, &h, &why);
   if (ok && (handler == kDelegateCall ? h.count != 1 : h.result_bytes != 0)) {
     ok = false;

@@ -111,16 +111,14 @@ void Run(bool batch_given, uint64_t batch, uint64_t log2, bool check) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  uint64_t log2 = 20, batch = 0;
+  uint64_t log2 = 20, batch = UINT64_MAX;  // UINT64_MAX: not given (Args sets only what it reads)
   std::string check = "on";
-  bool batch_given = false;
-  for (int i = 1; i < argc; ++i) batch_given |= std::string(argv[i]).rfind("batch=", 0) == 0;
   fox::apps::Args args("gups");
   args.UInt("log2", &log2, 4, 36).UInt("batch", &batch, 0, 64 << 20).Choice("check", &check, "on|off");
   if (!args.Parse(argc, argv)) return 2;
   return fox::apgas::Main(argc, argv, [=] {
     try {
-      Run(batch_given, batch, log2, check == "on");
+      Run(batch != UINT64_MAX, batch, log2, check == "on");
     } catch (const fox::apgas::MultipleExceptions& m) {
       if (m.DeadPlaces() == 0) throw;
       std::printf("gups: a place died: %s: the table is lost (gups is not resilient)\n", m.what());

@@ -337,18 +337,14 @@ struct Glb {
   }
   static std::string Key(uint64_t u, uint64_t parity) { return "w" + std::to_string(u) + "/" + std::to_string(parity); }
 
-  // Saves this place's workers' queues (one write: all or none); returns
-  // how many have work left.
-  static uint64_t Save(Handle h, const std::string& store, uint64_t parity) {
+  // Saves this place's workers' queues (one write: all or none).
+  static void Save(Handle h, const std::string& store, uint64_t parity) {
     BuddyStore::Write write;
-    uint64_t busy = 0;
     for (auto& [u, me] : h()->workers) {
       SpinGuard g(me->lock);
       write.Put(Key(u, parity), me->queue);
-      busy += me->queue.empty() ? 0 : 1;
     }
     BuddyStore::Make(store).Commit(std::move(write));
-    return busy;
   }
   static uint64_t Busy(Handle h) {
     uint64_t busy = 0;
@@ -360,9 +356,6 @@ struct Glb {
   }
 };
 
-}  // namespace detail
-
-namespace detail {
 // The places of `home` that are alive, in order, once each.
 inline std::vector<Place> LivePlaces(const std::vector<uint32_t>& home) {
   std::vector<Place> out;
@@ -443,9 +436,11 @@ R glb(const std::vector<Place>& group, const Make& make, const Reduce& reduce, G
           std::vector<Place> live = detail::LivePlaces(home);
           if (live.empty()) throw std::runtime_error("glb: every place died");
           size_t next = 0;
+          std::set<uint32_t> lost;  // places, not workers: a place may have had several
           for (uint32_t& p : home) {
-            if (isDead(Place{p})) p = live[next++ % live.size()].id, ++sum.failures;
+            if (isDead(Place{p})) lost.insert(p), p = live[next++ % live.size()].id;
           }
+          sum.failures += lost.size();
           if (committed == UINT64_MAX) {
             build(&make, {}, 0);
           } else {
@@ -468,8 +463,8 @@ R glb(const std::vector<Place>& group, const Make& make, const Reduce& reduce, G
         if (committed != epoch) {
           uint64_t t0 = clock::NowNs();
           for (Place p : detail::LivePlaces(home)) {
-            (void)at(
-                p, [](Handle h, std::string store, uint64_t parity) { return G::Save(h, store, parity); }, h, store,
+            at(
+                p, [](Handle h, std::string store, uint64_t parity) { G::Save(h, store, parity); }, h, store,
                 epoch % 2);
           }
           committed = epoch;
@@ -492,7 +487,7 @@ R glb(const std::vector<Place>& group, const Make& make, const Reduce& reduce, G
       }
     }
   }
-  std::optional<R> total;
+  std::vector<std::pair<uint64_t, R>> all;  // every worker's result, reduced in worker order
   for (Place p : detail::LivePlaces(home)) {
     auto [results, s] = at(
         p,
@@ -507,9 +502,12 @@ R glb(const std::vector<Place>& group, const Make& make, const Reduce& reduce, G
           return std::make_pair(results, s);
         },
         h);
-    for (auto& [u, r] : results) total = total ? reduce(*total, r) : r;
+    all.insert(all.end(), results.begin(), results.end());
     sum.Add(s);
   }
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::optional<R> total;
+  for (auto& [u, r] : all) total = total ? reduce(*total, r) : r;
   h.Destroy(detail::LivePlaces(home));
   if (stats != nullptr) *stats = sum;
   return *total;

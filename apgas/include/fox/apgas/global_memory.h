@@ -72,6 +72,16 @@ void MakeRegionAt(const std::vector<Place>& group, uint64_t id, uint64_t n, uint
     }
   });
 }
+// body(lo, hi) over [0, count) in parts, one activity per activity core
+// of this place (each a copy of body).
+template <class Body>
+void OverCores(uint64_t count, const Body& body) {
+  uint64_t parts = std::min<uint64_t>(count, uint64_t(std::max(1, activityCores())));
+  for (uint64_t k = 0; k < parts; ++k) {
+    uint64_t lo = count * k / parts, hi = count * (k + 1) / parts;
+    async([=] { body(lo, hi); });
+  }
+}
 template <class = void>
 void DropRegionAt(const std::vector<Place>& group, uint64_t id) {
   finish([&] {
@@ -161,13 +171,10 @@ void forall(const GlobalArray<T>& array, const F& f, const A&... args) {
           p,
           [](GlobalArray<T> array, F f, A... args) {
             T* base = array.local();
-            uint64_t begin = array.localBegin(), count = array.localCount();
-            uint64_t parts = std::min<uint64_t>(count, uint64_t(std::max(1, activityCores())));
-            for (uint64_t k = 0; k < parts; ++k) {
-              async([=] {
-                for (uint64_t j = count * k / parts; j < count * (k + 1) / parts; ++j) f(begin + j, base[j], args...);
-              });
-            }
+            uint64_t begin = array.localBegin();
+            detail::OverCores(array.localCount(), [=](uint64_t lo, uint64_t hi) {
+              for (uint64_t j = lo; j < hi; ++j) f(begin + j, base[j], args...);
+            });
           },
           array, f, args...);
     }
@@ -191,13 +198,9 @@ void forall(uint64_t begin, uint64_t end, std::vector<Place> group, const F& f, 
       asyncAt(
           group[k],
           [](uint64_t lo, uint64_t hi, F f, A... args) {
-            uint64_t count = hi - lo;
-            uint64_t parts = std::min<uint64_t>(count, uint64_t(std::max(1, activityCores())));
-            for (uint64_t k = 0; k < parts; ++k) {
-              async([=] {
-                for (uint64_t i = lo + count * k / parts; i < lo + count * (k + 1) / parts; ++i) f(i, args...);
-              });
-            }
+            detail::OverCores(hi - lo, [=](uint64_t a, uint64_t b) {
+              for (uint64_t i = lo + a; i < lo + b; ++i) f(i, args...);
+            });
           },
           lo, hi, f, args...);
     }
