@@ -94,6 +94,11 @@ class TeamService : public ebb::SharedEbb<TeamService> {
   std::deque<uint64_t> given_order_ GUARDED_BY(lock_);  // given_'s teams, oldest first
   std::function<bool(uint64_t, uint32_t)> deliver_filter_;
   std::map<TreeKey, std::vector<uint8_t>> tree_arrived_ GUARDED_BY(lock_);
+  struct Assembly {
+    std::vector<uint8_t> bytes;  // the value's length
+    uint64_t got = 0;            // bytes of it arrived
+  };
+  std::map<TreeKey, Assembly> tree_assembling_ GUARDED_BY(lock_);  // values sent in pieces
   std::map<TreeKey, std::shared_ptr<TreeWait>> tree_waiting_ GUARDED_BY(lock_);
 };
 

@@ -2,10 +2,14 @@
 // along a binomial tree rooted at a member, alltoall member to member, and
 // the messages they travel in (kTree of the TeamService Ebb, team.cc): the
 // bytes, then a trailer of team id, operation, a tag (the step of the
-// algorithm), the sender's member index and the bytes' length (the bytes
-// first, so that a large message's buffer becomes the bytes without a
-// copy). A member receives only from the members the algorithm names; the
-// message may come before the receiver asks (kept until it does).
+// algorithm), the sender's member index, the bytes' length, and where they
+// go in the whole value and its length (the bytes first, so that a large
+// message's buffer becomes the bytes without a copy). A value longer than
+// the largest message the Messenger carries goes in pieces, put together at
+// the receiver, so a collective takes values of any size (an alltoall of a
+// graph's edges). A member receives only from the members the algorithm
+// names; the message may come before the receiver asks (kept until it
+// does).
 //
 // Failures: a receive fails with DeadPlaceException once any member of the
 // team is dead (known here first, or learnt while waiting), so that no
@@ -26,16 +30,12 @@ namespace fox::apgas {
 namespace detail {
 namespace {
 constexpr uint16_t kTree = 4;
-constexpr size_t kTrailerBytes = 8 + 8 + 4 + 4 + 8;  // team, op, tag, from, length
-}  // namespace
+constexpr size_t kTrailerBytes = 8 + 8 + 4 + 4 + 8 + 8 + 8;  // team, op, tag, from, length, offset, total
+constexpr size_t kPieceBytes = ebb::Messenger::kMaxLargeBytes - kTrailerBytes;
+constexpr uint64_t kMaxValueBytes = uint64_t(1) << 36;  // a larger total is a malformed message
 
-struct TeamService::TreeWait {
-  std::vector<uint32_t> members;
-  Promise<std::vector<uint8_t>> promise;
-};
-
-void TeamService::TreeSend(uint32_t place, uint64_t team, uint64_t op, uint32_t tag, uint32_t from,
-                           std::vector<uint8_t> bytes) {
+std::vector<uint8_t> WithTrailer(std::vector<uint8_t> bytes, uint64_t team, uint64_t op, uint32_t tag, uint32_t from,
+                                 uint64_t offset, uint64_t total) {
   size_t length = bytes.size();
   bytes.resize(length + kTrailerBytes);
   uint8_t* t = bytes.data() + length;
@@ -44,7 +44,33 @@ void TeamService::TreeSend(uint32_t place, uint64_t team, uint64_t op, uint32_t 
   net::wire::Store32(t + 16, tag);
   net::wire::Store32(t + 20, from);
   net::wire::Store64(t + 24, length);
-  (void)ebb::Messenger::Get()->SendAny(place, ebb::kTeamId, kTree, std::move(bytes));
+  net::wire::Store64(t + 32, offset);
+  net::wire::Store64(t + 40, total);
+  return bytes;
+}
+}  // namespace
+
+struct TeamService::TreeWait {
+  std::vector<uint32_t> members;
+  Promise<std::vector<uint8_t>> promise;
+};
+
+// A send to a dead place is lost, which its receivers learn as a death
+// (the Messenger's errors otherwise mean the same).
+void TeamService::TreeSend(uint32_t place, uint64_t team, uint64_t op, uint32_t tag, uint32_t from,
+                           std::vector<uint8_t> bytes) {
+  const uint64_t total = bytes.size();
+  if (total <= kPieceBytes) {
+    (void)ebb::Messenger::Get()->SendAny(place, ebb::kTeamId, kTree,
+                                         WithTrailer(std::move(bytes), team, op, tag, from, 0, total));
+    return;
+  }
+  for (uint64_t offset = 0; offset < total; offset += kPieceBytes) {
+    uint64_t end = std::min<uint64_t>(total, offset + kPieceBytes);
+    std::vector<uint8_t> piece(bytes.begin() + long(offset), bytes.begin() + long(end));
+    (void)ebb::Messenger::Get()->SendAny(place, ebb::kTeamId, kTree,
+                                         WithTrailer(std::move(piece), team, op, tag, from, offset, total));
+  }
 }
 
 void TeamService::OnTree(std::vector<uint8_t> message) {
@@ -53,10 +79,27 @@ void TeamService::OnTree(std::vector<uint8_t> message) {
   const uint8_t* t = message.data() + length;
   if (net::wire::Load64(t + 24) != length) throw std::invalid_argument("a tree message of the wrong length");
   TreeKey key{net::wire::Load64(t), net::wire::Load64(t + 8), net::wire::Load32(t + 16), net::wire::Load32(t + 20)};
+  uint64_t offset = net::wire::Load64(t + 32), total = net::wire::Load64(t + 40);
+  if (total > kMaxValueBytes || offset > total || length > total - offset) {
+    throw std::invalid_argument("a tree message's piece outside its value");
+  }
   message.resize(length);
   std::shared_ptr<TreeWait> w;
   {
     SpinGuard g(lock_);
+    if (length != total) {  // a piece: kept until the value is whole
+      Assembly& a = tree_assembling_[key];
+      if (a.bytes.empty()) a.bytes.resize(total);
+      if (a.bytes.size() != total || a.got + length > total) {
+        tree_assembling_.erase(key);
+        throw std::invalid_argument("a tree message's pieces disagree on its length");
+      }
+      std::copy(message.begin(), message.end(), a.bytes.begin() + long(offset));
+      a.got += length;
+      if (a.got < total) return;
+      message = std::move(a.bytes);
+      tree_assembling_.erase(key);
+    }
     auto it = tree_waiting_.find(key);
     if (it == tree_waiting_.end()) {
       tree_arrived_[key] = std::move(message);
@@ -115,6 +158,9 @@ void TeamService::FailTreeWaitsLocked(uint32_t dead, std::vector<std::shared_ptr
   // What came for those teams' operations will not be asked for.
   for (auto it = tree_arrived_.begin(); it != tree_arrived_.end();) {
     it = teams.count(std::get<0>(it->first)) != 0 ? tree_arrived_.erase(it) : std::next(it);
+  }
+  for (auto it = tree_assembling_.begin(); it != tree_assembling_.end();) {
+    it = teams.count(std::get<0>(it->first)) != 0 ? tree_assembling_.erase(it) : std::next(it);
   }
 }
 

@@ -1,13 +1,15 @@
 // Team's collectives (team.h, team_tree.cc) over every place, an APGAS
 // program of its own, built as a node image and a hosted program.
 //
-//   team_ops ELEMENTS
+//   team_ops ELEMENTS [MIB]
 //
 // At every place of a team over all places (at least 4): broadcast from
 // place 1, reduce to place 2, gather at place 3, scatter from place 1,
 // alltoall, split by the parity of the index (each half then allreduces
 // its own), allreduce of ELEMENTS doubles (each element the sum of the
-// members' values, exact in a double; each half too), barrier; then the last place dies
+// members' values, exact in a double; each half too), an alltoall in which
+// each member sends the next one MIB MiB (a value larger than the largest
+// message goes in pieces; 0: none), barrier; then the last place dies
 // in an allreduce of ELEMENTS doubles before it contributes: every
 // survivor's allreduce throws DeadPlaceException naming it (none hangs). Place 0 checks what
 // every place got. Run by hosted_nodes.py and cluster.py (tests.cmake); a
@@ -45,7 +47,7 @@ void Report(const std::string& line) {
 
 // Every member's part of the checks; returns what it found wrong ("" if
 // nothing).
-std::string Member(const std::vector<Place>& group, uint64_t elements) {
+std::string Member(const std::vector<Place>& group, uint64_t elements, uint64_t mib) {
   Team team(group);
   size_t n = group.size(), me = team.rank();
   std::string wrong;
@@ -94,6 +96,17 @@ std::string Member(const std::vector<Place>& group, uint64_t elements) {
   bool summed = sum.size() == elements;
   for (uint64_t i = 0; summed && i < elements; ++i) summed = sum[i] == double(i % 1024) * scale;
   expect(summed, "allreduce of " + std::to_string(elements) + " doubles");
+  if (mib > 0) {
+    std::vector<std::vector<uint8_t>> pieces(n);
+    pieces[(me + 1) % n].resize(mib << 20);
+    for (size_t i = 0; i < pieces[(me + 1) % n].size(); ++i) pieces[(me + 1) % n][i] = uint8_t(i * 7 + me);
+    auto got = team.alltoall(pieces);
+    size_t from = (me + n - 1) % n;
+    bool whole = got.size() == n && got[from].size() == (mib << 20);
+    for (size_t i = 0; whole && i < got[from].size(); ++i) whole = got[from][i] == uint8_t(i * 7 + from);
+    for (size_t i = 0; whole && i < n; ++i) whole = i == from || got[i].empty();
+    expect(whole, "alltoall of " + std::to_string(mib) + " MiB");
+  }
   team.barrier();
   char line[160];
   std::snprintf(line, sizeof line, "place %u: %s (allreduce of %" PRIu64 " doubles in %.3f s)", group[me].id,
@@ -117,14 +130,14 @@ std::string Member(const std::vector<Place>& group, uint64_t elements) {
   return wrong;
 }
 
-void Run(uint64_t elements) {
+void Run(uint64_t elements, uint64_t mib) {
   auto group = fox::apgas::places();
   CHECK(group.size() >= 4, "%zu places: 4 at least", group.size());
   try {
     fox::apgas::finish([&] {
       for (Place p : group) {
         fox::apgas::asyncAt(
-            p, [](std::vector<Place> g, uint64_t e) { (void)Member(g, e); }, group, elements);
+            p, [](std::vector<Place> g, uint64_t e, uint64_t m) { (void)Member(g, e, m); }, group, elements, mib);
       }
     });
   } catch (const fox::apgas::MultipleExceptions& e) {
@@ -146,9 +159,10 @@ void Run(uint64_t elements) {
 
 int main(int argc, char** argv) {
   uint64_t elements = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1 << 20;
-  if (elements == 0 || elements > (uint64_t(1) << 26)) {
-    std::printf("team_ops: expected ELEMENTS in 1..2^26\n");
+  uint64_t mib = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 0;
+  if (elements == 0 || elements > (uint64_t(1) << 26) || mib > 1024) {
+    std::printf("team_ops: expected ELEMENTS in 1..2^26 and MIB in 0..1024\n");
     return 2;
   }
-  return fox::apgas::Main(argc, argv, [elements] { Run(elements); });
+  return fox::apgas::Main(argc, argv, [elements, mib] { Run(elements, mib); });
 }

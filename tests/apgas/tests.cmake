@@ -234,11 +234,12 @@ fox_cluster_test(apgas_buddy_store NODES 5 IMAGE buddy_store LOCAL PEERS ARGS "-
 
 # Team's collectives on 5 places (tests/apgas/team_ops.cc): broadcast,
 # reduce, gather, scatter, alltoall, split, an allreduce of 2^20 doubles
-# (8 MiB), barrier; then the last place dies inside an allreduce and every
+# (8 MiB), an alltoall of 65 MiB values (more than the largest message:
+# sent in pieces), barrier; then the last place dies inside an allreduce and every
 # survivor's throws DeadPlaceException.
 add_test(NAME hosted.apgas_team_ops COMMAND ${FOX_HOSTED_NODES} --nodes 5 --cores 2 --timeout 150 --killed 4
   --expect "0:team_ops: 5 of 5 places right. 4 of 4 survivors threw DeadPlaceException\\(4\\)"
-  $<TARGET_FILE:team_ops> 1048576)
+  $<TARGET_FILE:team_ops> 1048576 65)
 set_tests_properties(hosted.apgas_team_ops PROPERTIES LABELS hosted TIMEOUT 180)
 fox_cluster_test(apgas_team_ops NODES 4 IMAGE team_ops LOCAL PEERS ARGS "-- 65536" TIMEOUT 150 KILLED 3
   EXPECT "0:team_ops: 4 of 4 places right. 3 of 3 survivors threw DeadPlaceException\\(3\\)")

@@ -236,3 +236,33 @@ fox_cluster_test(uts_resilient_kill NODES 3 IMAGE uts LOCAL PEERS TIMEOUT 200 KI
   ARGS "fox.kill_at=2:step:2 -- tree=t1 resilient=on epoch_ms=100 trace=on check=on"
   EXPECT "0:glb: restored from epoch 2 after 1 places lost" "${UTS_T1} 3 places"
          "0:uts: resilient: .* 1 places lost, 1 restores" "0:uts: counted alone at place 0: .*: the same count")
+
+# apps/bfs, Graph500's BFS (direction-optimizing, 1-D partition, Team
+# exchanges; issue 42) on a scale-12 Kronecker graph: every tree validated
+# as Graph500 validates it, and the same trees (vertices and edges reached,
+# steps, depth sums) over 1 and 3 places, with 2 activity cores a place,
+# and on QEMU nodes. A place killed during the searches: the
+# DeadPlaceException that names it, exit status 1 (bfs is not resilient).
+set(BFS_ROOT "0:bfs: root 3503: 3375 vertices and 65536 edges reached in 6 steps \\(3 bottom-up\\), depth sum 10130, .*: valid")
+set(BFS_VALID "0:bfs: 4 roots: harmonic mean [0-9.]+ MTEPS .*: every tree valid")
+add_test(NAME hosted.bfs COMMAND ${FOX_HOSTED_NODES} --nodes 3 --timeout 120
+  --expect "0:bfs: graph500 kronecker graph, scale 12, edgefactor 16: 4096 vertices, 65536 edges over 3 places"
+  --expect ${BFS_ROOT} --expect "0:bfs: root 858: 3375 vertices .* depth sum 6749, .*: valid" --expect ${BFS_VALID}
+  $<TARGET_FILE:bfs> scale=12 roots=4)
+add_test(NAME hosted.bfs_one_place COMMAND ${FOX_HOSTED_NODES} --nodes 1 --timeout 120 --expect ${BFS_ROOT}
+  --expect "0:bfs: root 858: 3375 vertices .* depth sum 6749, .*: valid" --expect ${BFS_VALID}
+  $<TARGET_FILE:bfs> scale=12 roots=4)
+add_test(NAME hosted.bfs_cores COMMAND ${FOX_HOSTED_NODES} --nodes 2 --cores 3 --timeout 120
+  --expect "0:bfs: .* over 2 places \\(2 activity cores a place\\)" --expect ${BFS_ROOT} --expect ${BFS_VALID}
+  $<TARGET_FILE:bfs> scale=12 roots=4)
+add_test(NAME hosted.bfs_kill COMMAND ${FOX_HOSTED_NODES} --nodes 3 --timeout 150
+  --kill-when "2:0:bfs: root " --expect-exit 0:1
+  --expect "0:bfs: a place died: .*place 2.*: the graph is lost \\(bfs is not resilient\\)"
+  $<TARGET_FILE:bfs> scale=18 roots=64)
+add_test(NAME hosted.bfs_bad_argument COMMAND ${FOX_HOSTED_NODES} --nodes 2 --timeout 60 --expect-exit 0:2
+  --expect-exit 1:2 --expect "0:bfs: bad argument 'scale=31': expected scale=N \\(1\\.\\.30\\)"
+  $<TARGET_FILE:bfs> scale=31)
+set_tests_properties(hosted.bfs hosted.bfs_one_place hosted.bfs_cores hosted.bfs_kill hosted.bfs_bad_argument
+  PROPERTIES LABELS hosted TIMEOUT 180)
+fox_cluster_test(bfs NODES 2 SMP 2 IMAGE bfs LOCAL PEERS ARGS "-- scale=12 roots=4" TIMEOUT 150
+  EXPECT "0:bfs: .* over 2 places" ${BFS_ROOT} ${BFS_VALID})

@@ -30,7 +30,17 @@ counting the tree alone at place 0 (rounds as above):
                                      death to the restore's end (detection and restore; the
                                      epoch's work done again comes on top, at most an epoch:
                                      here ~0, it dies as the epoch starts)
-Targets (issue 42): aggregation >= 25x (Grappa's gain), GUPS >= 1x MPI on
+BFS (apps/bfs: Graph500's search, direction-optimizing over a 1-D partition,
+on a Kronecker graph of scale S, edgefactor 16, R roots, every tree
+validated) on P hosted places against its MPI peer (tests/bench/mpi/bfs_mpi.cc:
+the same search loop, apps/bfs/search.h, its levels' exchanges by
+MPI_Alltoallv and MPI_Allgather), rounds as above; Graph500's figure, the
+harmonic mean of the roots' TEPS:
+  irregular.bfs_fox_mteps / irregular.bfs_mpi_mteps   median (min..max) MTEPS
+  irregular.bfs_vs_mpi_ratio x       fox / MPI (medians)
+  and whether both sides found the same trees in every run (each root's
+  vertices, edges, steps and depth sum: the same search, other transport)
+Targets (issue 42): aggregation >= 25x (Grappa's gain), GUPS and BFS >= 1x MPI on
 hosted places, UTS efficiency >= 0.9, resilient overhead <= 1.02x, downtime per
 failure <= 1 s. Charts: build/bench/irregular_gups.png and irregular_uts.png
 (tests/bench/irregular_charts.py, matplotlib from PyPI in the bench's virtualenv). Every run verifies its table (0 errors) but the one-per-frame
@@ -38,7 +48,8 @@ runs (check=off: they take ~70x longer). A side whose run fails is printed as
 failed; the other figures still are. OpenMPI comes from Debian (installed on
 the first run if missing).
 
-  irregular.py [--rounds N] [--log2 K] [--places P] [--uts-depth D] [--only gups|uts]
+  irregular.py [--rounds N] [--log2 K] [--places P] [--uts-depth D] [--bfs-scale S] [--bfs-roots R]
+               [--only gups|uts|bfs]
 """
 import argparse
 import os
@@ -92,14 +103,15 @@ def run_fox(args, n, fox_args="", app="gups", prefix=False):
 
 
 def run_mpi(binary, args, n):
+    name = os.path.basename(binary)
     try:
         r = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "core", "-np", str(n),
                             binary] + args, capture_output=True, text=True, timeout=600)
     except subprocess.TimeoutExpired:
-        print("bench irregular: gups_mpi timed out")
+        print("bench irregular: %s timed out" % name)
         return None
     if r.returncode != 0:
-        print("bench irregular: gups_mpi failed:\n%s%s" % (r.stdout[-2000:], r.stderr[-2000:]))
+        print("bench irregular: %s failed:\n%s%s" % (name, r.stdout[-2000:], r.stderr[-2000:]))
         return None
     return r.stdout
 
@@ -125,14 +137,18 @@ def main():
     ap.add_argument("--small-log2", type=int, default=16, help="the one-per-frame runs' table")
     ap.add_argument("--places", type=int, default=2)
     ap.add_argument("--uts-depth", type=int, default=11, help="T1's depth (10: 4.1M nodes; 11: ~4x)")
-    ap.add_argument("--only", choices=["gups", "uts"], help="one application's figures")
+    ap.add_argument("--bfs-scale", type=int, default=20, help="the Kronecker graph's scale (2^S vertices)")
+    ap.add_argument("--bfs-roots", type=int, default=16, help="searches a run (Graph500: 64)")
+    ap.add_argument("--only", choices=["gups", "uts", "bfs"], help="one application's figures")
     a = ap.parse_args()
-    if a.only != "uts":
+    if a.only in (None, "gups"):
         gups(a)
-    if a.only != "gups":
+    if a.only in (None, "uts"):
         CHARTS["uts"] = {"places": a.places}
         uts(a)
         uts_resilience(a)
+    if a.only in (None, "bfs"):
+        bfs(a)
     apps.draw_charts("irregular", "irregular_charts.py", CHARTS)
     return 0
 
@@ -260,6 +276,57 @@ def uts(a):
                                                                     len(rates)))
     print("irregular.uts_alone_mnodes_s %.3f (%.3f..%.3f)" % (statistics.median(alone), min(alone), max(alone)))
     print("irregular.uts_efficiency %.3f x" % (statistics.median(rates) / (a.places * statistics.median(alone))))
+
+
+BFS = re.compile(r"bfs(?:_mpi)?: \d+ roots: harmonic mean ([0-9.]+) MTEPS .*: every tree valid")
+BFS_ROOT = re.compile(r"bfs(?:_mpi)?: root (\d+): (\d+) vertices and (\d+) edges reached in (\d+) steps "
+                      r"\((\d+) bottom-up\), depth sum (\d+)")
+
+
+def bfs_figures(out):
+    """(harmonic mean MTEPS, every root's tree shape) of a run, or None if it failed or a tree was invalid."""
+    m = out and BFS.search(out)
+    if not m:
+        if out:
+            print("bench irregular: a bfs run printed no valid figure:\n%s" % out[-1500:])
+        return None
+    return float(m.group(1)), tuple(BFS_ROOT.findall(out))
+
+
+def bfs(a):
+    """BFS: fox's Team exchanges against MPI's, the same search and graph."""
+    apps.ensure_mpi()
+    binary = apps.build_mpi("bfs")
+    n, scale, roots = a.places, a.bfs_scale, a.bfs_roots
+    sides = {
+        "fox": lambda: bfs_figures(run_fox(["scale=%d" % scale, "edgefactor=16", "roots=%d" % roots, "seed=1",
+                                            "check=on"], n, app="bfs")),
+        "mpi": lambda: bfs_figures(run_mpi(binary, [str(scale), "16", str(roots), "1", "1"], n)),
+    }
+    results = {side: [] for side in sides}
+    shapes = set()
+    order = list(sides)
+    for k in range(a.rounds):
+        for side in order[k % len(order):] + order[:k % len(order)]:
+            got = sides[side]()
+            if got:
+                results[side].append(got[0])
+                shapes.add(got[1])
+        print("bench irregular: bfs round %d: %s" % (k + 1, ", ".join(
+            "%s %s" % (s, "%.3f MTEPS" % results[s][-1] if results[s] else "failed") for s in order)), flush=True)
+    CHARTS["bfs"] = dict(results, places=n, scale=scale)
+    for side in order:
+        v = results[side]
+        print("irregular.bfs_%s_mteps %s" % (side, "%.3f (%.3f..%.3f, %d runs)" % (
+            statistics.median(v), min(v), max(v), len(v)) if v else "FAILED (every run)"))
+    if results["fox"] and results["mpi"]:
+        print("irregular.bfs_vs_mpi_ratio %.3f x" % (statistics.median(results["fox"]) /
+                                                    statistics.median(results["mpi"])))
+    else:
+        print("irregular.bfs_vs_mpi_ratio unavailable (a side failed)")
+    print("irregular: bfs: scale %d, edgefactor 16, %d roots, %d places or ranks, %d rounds; %s" % (
+        scale, roots, n, a.rounds, "every run found the same trees (vertices, edges, steps, depth sums)"
+        if len(shapes) == 1 else "THE RUNS FOUND DIFFERENT TREES (%d shapes)" % len(shapes)))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ runs this with the bench virtualenv's matplotlib):
   build/bench/irregular_gups.png  GUP/s of every side (median, p10..p90 whiskers from the rounds)
   build/bench/irregular_uts.png   UTS: M nodes/s over the places against P x place 0 alone, and the
                                   search's time without and with resilience (epochs saved)
+  build/bench/irregular_bfs.png   BFS: MTEPS of fox and its MPI peer
 
   irregular_charts.py FIGURES OUTDIR
 """
@@ -64,6 +65,17 @@ def uts_chart(u, out):
     plt.close(fig)
 
 
+def bfs_chart(b, out):
+    sides = [(k, label) for k, label in (("fox", "fox (Team)"), ("mpi", "MPI")) if b.get(k)]
+    fig, ax = plt.subplots(figsize=(5, 4))
+    bars(ax, [label for _, label in sides], [b[k] for k, _ in sides])
+    ax.set_ylabel("MTEPS (harmonic mean over the roots)")
+    ax.set_title("Graph500 BFS, scale %s, %s places or ranks" % (b.get("scale", "?"), b.get("places", "?")))
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+
+
 def main():
     figures, outdir = sys.argv[1], sys.argv[2]
     with open(figures) as f:
@@ -76,6 +88,10 @@ def main():
     if data.get("uts"):
         path = os.path.join(outdir, "irregular_uts.png")
         uts_chart(data["uts"], path)
+        drawn.append(path)
+    if data.get("bfs"):
+        path = os.path.join(outdir, "irregular_bfs.png")
+        bfs_chart(data["bfs"], path)
         drawn.append(path)
     print("bench irregular: charts %s" % ", ".join(os.path.relpath(p) for p in drawn) if drawn else
           "bench irregular: no figures to draw")

@@ -3,7 +3,7 @@
 through faults injected at random moments, each run judged against the failure-free answer, and a
 table of what survived.
 
-  campaign.py [--runs N] [--seed S] [--apps pi,uts,kmeans,gups] [--kinds kill,pause,pause_long]
+  campaign.py [--runs N] [--seed S] [--apps pi,uts,kmeans,gups,bfs] [--kinds kill,pause,pause_long]
               [--deadline S] [--only APP:KIND:RUN]
 
 Every run is `fox run APP --hosted` (every place a Linux process here; the frontend tells the
@@ -21,7 +21,7 @@ that `--only APP:KIND:RUN` (with the same --seed, on a machine as fast) replays 
               dropped frames of a bad MAC, naming the sender's address
 A run is correct when place 0 prints the app's failure-free answer (taken from a run without
 faults, once per app), a documented error when it prints the error the app documents for a failure
-it does not survive (gups: not resilient), wrong when it prints another answer or nothing, and a
+it does not survive (gups, bfs: not resilient), wrong when it prints another answer or nothing, and a
 hang when the job has not ended by the deadline (the campaign then stops it).
 
 The table: per app and kind, runs, faults injected (the fault happened before the job ended),
@@ -63,6 +63,8 @@ APPS = {
                r"place0\| kmeans: (cost [0-9.]+ after \d+ steps)", None),
     "gups": (3, 0, ["log2=22"], r"place0\| gups: verification: (0 errors in \d+ words)",
              r"place0\| gups: a place died: .*: the table is lost"),
+    "bfs": (3, 0, ["scale=18", "roots=32"], r"place0\| bfs: (32 roots): harmonic mean .*: every tree valid",
+            r"place0\| bfs: a place died: .*: the graph is lost"),
 }
 # A death's end, in seconds of the realtime clock, from a run's output: uts, the restore's end
 # (glb.h's trace); kmeans, the executor's catch plus its rebuild, remake and restore (not the new
