@@ -1,7 +1,10 @@
 // libFOX's task queue on the Dht (dht_queue.h).
 #include "fox/ebb/dht_queue.h"
 
+#include <cstdlib>
+
 #include "fox/ebb/dht.h"
+#include "fox/timer.h"
 
 namespace fox::ebb {
 namespace {
@@ -39,6 +42,35 @@ Result<std::string> DhtQueue::Pop(uint32_t wait_ms) {
   if (!item.ok()) return item.error();
   (void)dht->Delete(slot);  // kNotFound only if someone else deleted it: the task is ours still
   return std::move(item->value);
+}
+
+Result<DhtQueue::Counters> DhtQueue::Read() const {
+  auto dht = Dht::Get();
+  Counters c;
+  for (auto [which, value] : {std::pair{"/ready", &c.ready}, {"/head", &c.head}, {"/tail", &c.tail}}) {
+    auto item = dht->Get(name_ + which);
+    if (item.ok()) {
+      *value = std::strtoull(item->value.c_str(), nullptr, 10);
+    } else if (item.error() != Error::kNotFound) {
+      return item.error();
+    }
+  }
+  return c;
+}
+
+Result<uint64_t> DhtQueue::Recover(uint32_t settle_ms) {
+  if (!NameOk()) return Error::kInvalidArgument;
+  auto first = Read();
+  if (!first.ok()) return first.error();
+  if (first->ready != 0 || first->tail <= first->head) return uint64_t(0);
+  timer::Sleep(uint64_t(settle_ms) * 1000000);
+  auto second = Read();
+  if (!second.ok()) return second.error();
+  if (!(*second == *first)) return uint64_t(0);  // it moved: a pop or a push was on its way
+  uint64_t stranded = first->tail - first->head;
+  auto ready = Dht::Get()->Add(name_ + "/ready", stranded);
+  if (!ready.ok()) return ready.error();
+  return stranded;
 }
 
 }  // namespace fox::ebb

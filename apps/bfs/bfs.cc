@@ -131,7 +131,9 @@ void Member(Config c, std::vector<Place> group) {
   }
   if (!zero) return;
   std::printf("bfs: %s: %s\n", Summary(mteps).c_str(),
-              !c.check ? "not validated" : invalid == 0 ? "every tree valid" : "SOME TREES INVALID");
+              !c.check       ? "not validated"
+              : invalid == 0 ? "every tree valid"
+                             : "SOME TREES INVALID");
   if (invalid > 0) throw std::runtime_error("bfs: " + std::to_string(invalid) + " invalid trees");
 }
 
@@ -155,7 +157,9 @@ int main(int argc, char** argv) {
     }
     try {
       fox::apgas::finish([&] {
-        for (Place p : live) fox::apgas::asyncAt(p, [](Config cfg, std::vector<Place> g) { Member(cfg, g); }, c, live);
+        for (Place p : live)
+          fox::apgas::asyncAt(
+              p, [](Config cfg, std::vector<Place> g) { Member(cfg, g); }, c, live);
       });
     } catch (const fox::apgas::MultipleExceptions& m) {
       if (m.DeadPlaces() == 0) throw;

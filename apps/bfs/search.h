@@ -42,7 +42,8 @@ LocalGraph Build(Comm& comm, const kronecker::Graph& kg, const Partition& part) 
   std::vector<std::vector<uint32_t>> kept;
   for (uint64_t r = 0; r < rounds; ++r) {
     uint64_t lo = std::min(last, first + r * kRoundEdges), hi = std::min(last, lo + kRoundEdges);
-    std::vector<std::vector<std::vector<uint32_t>>> by_worker(comm.Workers(), std::vector<std::vector<uint32_t>>(parts));
+    std::vector<std::vector<std::vector<uint32_t>>> by_worker(comm.Workers(),
+                                                              std::vector<std::vector<uint32_t>>(parts));
     comm.Parallel(hi - lo, [&](uint64_t k, uint64_t a, uint64_t b) {
       auto& out = by_worker[k];
       for (uint64_t e = lo + a; e < lo + b; ++e) {
@@ -73,7 +74,7 @@ struct Search {
 // all_edges: the rows' length summed over the parts.
 template <class Comm>
 Search SearchFrom(Comm& comm, const LocalGraph& g, const Partition& part, uint64_t root, uint64_t all_edges,
-           std::vector<int64_t>* parent_v, std::vector<int32_t>* depth_v, int force = 0) {
+                  std::vector<int64_t>* parent_v, std::vector<int32_t>* depth_v, int force = 0) {
   const uint32_t me = comm.Rank(), parts = comm.Parts();
   std::fill(parent_v->begin(), parent_v->end(), -1);
   std::fill(depth_v->begin(), depth_v->end(), -1);
@@ -197,8 +198,7 @@ inline std::string Summary(const std::vector<double>& mteps) {
   std::sort(sorted.begin(), sorted.end());
   char line[200];
   std::snprintf(line, sizeof line, "%zu roots: harmonic mean %.3f MTEPS (min %.3f, median %.3f, max %.3f)",
-                mteps.size(), double(mteps.size()) / inverse, sorted.front(), sorted[sorted.size() / 2],
-                sorted.back());
+                mteps.size(), double(mteps.size()) / inverse, sorted.front(), sorted[sorted.size() / 2], sorted.back());
   return line;
 }
 

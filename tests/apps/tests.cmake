@@ -266,3 +266,33 @@ set_tests_properties(hosted.bfs hosted.bfs_one_place hosted.bfs_cores hosted.bfs
   PROPERTIES LABELS hosted TIMEOUT 180)
 fox_cluster_test(bfs NODES 2 SMP 2 IMAGE bfs LOCAL PEERS ARGS "-- scale=12 roots=4" TIMEOUT 150
   EXPECT "0:bfs: .* over 2 places" ${BFS_ROOT} ${BFS_VALID})
+
+# apps/mcphoton, Monte Carlo photon transport as a dataflow of tasks on the
+# Dht's task queue (fox/apgas/dataflow.h; issue 42): the tallies are the
+# same bits over 3 places, with 2 workers a place, when place 0 simulates
+# every batch alone, on QEMU nodes (the same checksum as hosted: the
+# transport's arithmetic is the same on both), and when a place is killed
+# at the start or after its first batch (its tasks queued again and run
+# elsewhere; checksum of the failure-free run).
+set(MCPHOTON_SMALL "0:mcphoton: 100000 photons: .* \\(tally checksum ffa8c84d36be8b66\\)")
+set(MCPHOTON_BIG "0:mcphoton: 2000000 photons: .* \\(tally checksum 8b56acd899958a72\\)")
+add_test(NAME hosted.mcphoton COMMAND ${FOX_HOSTED_NODES} --nodes 3 --timeout 120 --expect ${MCPHOTON_SMALL}
+  --expect "0:mcphoton: dataflow: 19 tasks, 19 runs, 0 queued again" --expect "0:mcphoton: .*: the same tallies"
+  $<TARGET_FILE:mcphoton> photons=100000 tasks=16 check=on)
+add_test(NAME hosted.mcphoton_cores COMMAND ${FOX_HOSTED_NODES} --nodes 2 --cores 3 --timeout 120
+  --expect ${MCPHOTON_SMALL} $<TARGET_FILE:mcphoton> photons=100000 tasks=16)
+add_test(NAME hosted.mcphoton_kill COMMAND ${FOX_HOSTED_NODES} --nodes 3 --timeout 150
+  --kill-when "2:0:mcphoton: slab" --expect ${MCPHOTON_BIG}
+  --expect "0:mcphoton: dataflow: 73 tasks, [0-9]+ runs, [0-9]+ queued again after 1 places died"
+  $<TARGET_FILE:mcphoton> photons=2000000 tasks=64)
+add_test(NAME hosted.mcphoton_kill_mid COMMAND ${FOX_HOSTED_NODES} --nodes 3 --cores 2 --timeout 150
+  --kill-when "1:1:mcphoton: place 1 ran batch" --expect ${MCPHOTON_BIG}
+  --expect "0:mcphoton: dataflow: 73 tasks, [0-9]+ runs, [0-9]+ queued again after 1 places died"
+  $<TARGET_FILE:mcphoton> photons=2000000 tasks=64 trace=on)
+add_test(NAME hosted.mcphoton_bad_argument COMMAND ${FOX_HOSTED_NODES} --nodes 2 --timeout 60 --expect-exit 0:2
+  --expect-exit 1:2 --expect "0:mcphoton: bad argument 'g=1': expected .*g=X \\(-0\\.99\\.\\.0\\.99\\)"
+  $<TARGET_FILE:mcphoton> g=1)
+set_tests_properties(hosted.mcphoton hosted.mcphoton_cores hosted.mcphoton_kill hosted.mcphoton_kill_mid
+  hosted.mcphoton_bad_argument PROPERTIES LABELS hosted TIMEOUT 180)
+fox_cluster_test(mcphoton NODES 2 SMP 2 IMAGE mcphoton LOCAL PEERS ARGS "-- photons=100000 tasks=16 check=on"
+  TIMEOUT 200 EXPECT ${MCPHOTON_SMALL} "0:mcphoton: .*: the same tallies")

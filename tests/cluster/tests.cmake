@@ -297,6 +297,7 @@ foreach(n RANGE 0 3)
     --expect "${n}:dht_sync: node ${n}: took 100 of the semaphore, every node done, it holds 0"
     --expect "${n}:dht_sync: node ${n}: a waiting take woken by a post from each of 3 cores"
     --expect "${n}:dht_sync: node ${n}: popped 100 tasks, all 400 tasks of every node popped exactly once"
+    --expect "${n}:dht_sync: node ${n}: a task a popper stranded counted ready again and popped"
     --expect "${n}:dht_sync: node ${n}: waits timed out as asked" --expect "${n}:dht_node: done")
 endforeach()
 add_test(NAME hosted.dht_sync COMMAND ${FOX_HOSTED_NODES}
@@ -314,6 +315,7 @@ add_test(NAME hosted.dht_sync_alone COMMAND ${FOX_HOSTED_NODES}
   --expect "0:dht_sync: node 0: took 100 of the semaphore, every node done, it holds 0"
   --expect "0:dht_sync: node 0: a waiting take woken by a post from each of 3 cores"
   --expect "0:dht_sync: node 0: popped 100 tasks, all 100 tasks of every node popped exactly once"
+  --expect "0:dht_sync: node 0: a task a popper stranded counted ready again and popped"
   --expect "0:dht_sync: node 0: waits timed out as asked" --expect "0:dht_node: done"
   $<TARGET_FILE:dht_node_hosted> sync 100 1)
 set_tests_properties(hosted.dht_sync_alone PROPERTIES LABELS hosted TIMEOUT 150)

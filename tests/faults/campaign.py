@@ -3,7 +3,7 @@
 through faults injected at random moments, each run judged against the failure-free answer, and a
 table of what survived.
 
-  campaign.py [--runs N] [--seed S] [--apps pi,uts,kmeans,gups,bfs] [--kinds kill,pause,pause_long]
+  campaign.py [--runs N] [--seed S] [--apps pi,uts,kmeans,gups,bfs,mcphoton] [--kinds kill,pause,pause_long]
               [--deadline S] [--only APP:KIND:RUN]
 
 Every run is `fox run APP --hosted` (every place a Linux process here; the frontend tells the
@@ -65,6 +65,8 @@ APPS = {
              r"place0\| gups: a place died: .*: the table is lost"),
     "bfs": (3, 0, ["scale=18", "roots=32"], r"place0\| bfs: (32 roots): harmonic mean .*: every tree valid",
             r"place0\| bfs: a place died: .*: the graph is lost"),
+    "mcphoton": (3, 0, ["photons=2000000", "tasks=64"], r"place0\| mcphoton: \d+ photons: .*(tally checksum \w+)",
+                 None),
 }
 # A death's end, in seconds of the realtime clock, from a run's output: uts, the restore's end
 # (glb.h's trace); kmeans, the executor's catch plus its rebuild, remake and restore (not the new

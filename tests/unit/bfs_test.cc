@@ -195,8 +195,8 @@ TEST(BfsSearch, EveryDirectionGivesTheQueuesDistances) {
           EXPECT_EQ(r.searches[k].vertices, reached);
           EXPECT_EQ(r.searches[k].edges, edges);
           for (size_t v = 0; v < r.depths[k].size(); ++v) {
-            ASSERT_EQ(r.depths[k][v], want[r.begin + v]) << "vertex " << r.begin + v << ", " << parts
-                                                         << " parts, force " << force;
+            ASSERT_EQ(r.depths[k][v], want[r.begin + v])
+                << "vertex " << r.begin + v << ", " << parts << " parts, force " << force;
           }
         }
         if (force == 1) EXPECT_EQ(results[0].searches[k].bottom_up, 0);

@@ -48,7 +48,8 @@ class MpiComm {
     MPI_Alltoallv(send.data(), send_counts.data(), send_at.data(), MPI_UINT32_T, recv.data(), recv_counts.data(),
                   recv_at.data(), MPI_UINT32_T, MPI_COMM_WORLD);
     std::vector<std::vector<uint32_t>> in(size_);
-    for (uint32_t p = 0; p < size_; ++p) in[p].assign(recv.begin() + recv_at[p], recv.begin() + recv_at[p] + recv_counts[p]);
+    for (uint32_t p = 0; p < size_; ++p)
+      in[p].assign(recv.begin() + recv_at[p], recv.begin() + recv_at[p] + recv_counts[p]);
     return in;
   }
   std::vector<uint64_t> Allgather(const std::vector<uint64_t>& mine) {
@@ -74,9 +75,9 @@ class MpiComm {
     f(0, 0, count);
   }
   uint64_t NowNs() const {
-    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::steady_clock::now().time_since_epoch())
-                        .count());
+    return uint64_t(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
   }
 
  private:
@@ -126,7 +127,9 @@ int main(int argc, char** argv) {
   }
   if (zero) {
     std::printf("bfs_mpi: %s: %s\n", Summary(mteps).c_str(),
-                !check ? "not validated" : invalid == 0 ? "every tree valid" : "SOME TREES INVALID");
+                !check         ? "not validated"
+                : invalid == 0 ? "every tree valid"
+                               : "SOME TREES INVALID");
   }
   MPI_Finalize();
   return invalid == 0 ? 0 : 1;

@@ -9,7 +9,8 @@
 // semaphore every node posts ROUNDS times (from an event on each core) while taking
 // ROUNDS (from another, waiting at the primary); a task queue every node
 // pushes ROUNDS tasks to while popping ROUNDS, each task seen exactly once
-// (counted in the Dht); waits that time out and takes of a non-counter.
+// (counted in the Dht); a task a dead popper stranded, recovered
+// (DhtQueue::Recover); waits that time out and takes of a non-counter.
 // Barriers between the phases are Dht counters too.
 #include <algorithm>
 #include <string>
@@ -164,6 +165,21 @@ void Sync(Dht* dht, uint64_t rounds, uint64_t nodes) {
   CHECK(missing == 0);
   std::printf("dht_sync: node %u: popped %llu tasks, all %llu tasks of every node popped exactly once\n", self,
               (unsigned long long)rounds, (unsigned long long)(nodes * rounds));
+
+  // A popper that dies between its Take and its slot (played here by a bare
+  // Take of the queue's count): its task stays unpoppable until Recover
+  // counts it ready again; a queue with nothing stranded is left alone.
+  fox::ebb::DhtQueue own("sync-own-" + std::to_string(self));
+  CHECK(own.Push("stranded").ok());
+  CHECK(dht->Take("sync-own-" + std::to_string(self) + "/ready", 1, 1000).ok());
+  CHECK(own.Pop(200).error() == fox::Error::kTimedOut);
+  auto credited = own.Recover(300);
+  CHECK(credited.ok() && *credited == 1);
+  auto recovered = own.Pop(1000);
+  CHECK(recovered.ok() && *recovered == "stranded");
+  auto nothing = own.Recover(300);
+  CHECK(nothing.ok() && *nothing == 0);
+  std::printf("dht_sync: node %u: a task a popper stranded counted ready again and popped\n", self);
 
   // Waits that end, and bad uses.
   uint64_t t0 = fox::clock::NowNs();

@@ -15,9 +15,10 @@
 // pusher that dies between taking a slot and counting it ready leaves a
 // slot nobody waits for (no task is lost: it was never pushed); one that
 // dies after counting it ready but before filling it cannot happen (the
-// slot is filled first). A popper that dies after its Take loses nothing
-// pushed but leaves one task in its slot unpopped: the queue's items can
-// be listed by slot to recover them (not done here).
+// slot is filled first). A popper that dies between its Take and its slot
+// leaves the count it took unused: one task stays in its slot, unpopped,
+// until Recover (below) counts it ready again; one that dies after taking
+// its slot takes that task with it (its user queues it again: dataflow.h).
 //
 // Context: event context, any core; every call blocks the calling event.
 #pragma once
@@ -40,9 +41,22 @@ class DhtQueue {
   Result<void> Push(const std::string& task);
   // Waits up to wait_ms for a task. kTimedOut: none came (nothing taken).
   Result<std::string> Pop(uint32_t wait_ms);
+  // After a popper's death: if, over settle_ms, the queue stood still with
+  // tasks unpopped and none counted ready (poppers died between their Take
+  // and their slot), counts those tasks ready again; returns how many.
+  // Blocks settle_ms only when the first look finds tasks and no count. For
+  // queues whose pushers are alive (a pusher that died between its slot and
+  // its count leaves a slot that may never be filled: counting it would
+  // make a popper wait for it in vain).
+  Result<uint64_t> Recover(uint32_t settle_ms);
 
  private:
   bool NameOk() const;
+  struct Counters {
+    uint64_t ready = 0, head = 0, tail = 0;
+    bool operator==(const Counters&) const = default;
+  };
+  Result<Counters> Read() const;
   std::string name_;
 };
 
