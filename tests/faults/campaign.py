@@ -3,7 +3,7 @@
 through faults injected at random moments, each run judged against the failure-free answer, and a
 table of what survived.
 
-  campaign.py [--runs N] [--seed S] [--apps pi,uts,kmeans,gups,bfs,mcphoton] [--kinds kill,pause,pause_long]
+  campaign.py [--runs N] [--seed S] [--apps pi,uts,kmeans,gups,bfs,mcphoton,memcached] [--kinds kill,pause,pause_long]
               [--deadline S] [--only APP:KIND:RUN]
 
 Every run is `fox run APP --hosted` (every place a Linux process here; the frontend tells the
@@ -21,7 +21,8 @@ that `--only APP:KIND:RUN` (with the same --seed, on a machine as fast) replays 
               dropped frames of a bad MAC, naming the sender's address
 A run is correct when place 0 prints the app's failure-free answer (taken from a run without
 faults, once per app), a documented error when it prints the error the app documents for a failure
-it does not survive (gups, bfs: not resilient), wrong when it prints another answer or nothing, and a
+it does not survive (gups, bfs: not resilient), wrong when it prints another answer or nothing (or,
+memcached, when an acknowledged write is not read back whole: mc_writes.py), and a
 hang when the job has not ended by the deadline (the campaign then stops it).
 
 The table: per app and kind, runs, faults injected (the fault happened before the job ended),
@@ -30,10 +31,11 @@ was whole again (uts: its restore's end; kmeans: its catch plus rebuild, remake 
 and maximum seconds from the fault (a kill, or a long pause's start) to then, detection included;
 then one line for scripts:
   faults: R runs, F faults, C correct, E documented errors, W wrong, H hangs, L writes lost
-(L: acknowledged writes lost, for the apps that write to a store; none of these does yet: 0).
+(L: acknowledged writes lost: memcached's, mc_writes.py; a run that lost any is wrong).
 Exit status 1 if any run was wrong or hung.
 """
 import argparse
+import importlib.util
 import os
 import random
 import re
@@ -45,9 +47,17 @@ import sys
 import threading
 import time
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+sys.path.insert(0, HERE)
+# The memcached workload's stock client is Debian's python3-pymemcache (make deps), which a Python
+# of its own (CI's pyenv) lacks: the campaign then runs under Debian's.
+if importlib.util.find_spec("pymemcache") is None and sys.executable != "/usr/bin/python3" and \
+        os.path.exists("/usr/bin/python3"):
+    os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
 sys.path.insert(0, os.path.join(ROOT, "boot"))
 from fox import siphash  # noqa: E402  (the AM frame's MAC)
+from mc_writes import Writes  # noqa: E402
 FOX = os.path.join(ROOT, "build", "bin", "fox")
 PIDS = re.compile(r"fox run: (\d+) hosted places of \S+ on 127\.0\.0\.1 \(job \d+\): pids (.*)")
 
@@ -67,7 +77,11 @@ APPS = {
             r"place0\| bfs: a place died: .*: the graph is lost"),
     "mcphoton": (3, 0, ["photons=2000000", "tasks=64"], r"place0\| mcphoton: \d+ photons: .*(tally checksum \w+)",
                  None),
+    # The memcached app over the replicated Dht (r = 2) for 12 s, written to through every place's
+    # gateway by stock clients for the first MC_WRITE_S (mc_writes.py), read back through place 0.
+    "memcached": (3, 0, ["seconds=12"], r"place0\| memcached: (12 s are over): the job ends", None),
 }
+MC_WRITE_S = 8  # then every acknowledged write is read back, before the job's 12 s are over
 # A death's end, in seconds of the realtime clock, from a run's output: uts, the restore's end
 # (glb.h's trace); kmeans, the executor's catch plus its rebuild, remake and restore (not the new
 # spare's wait, which runs while the job goes on).
@@ -249,9 +263,12 @@ def one(app, kind, k, seed, deadline, expected, base_s):
     if kind == "rogue":
         fault = "rogue frames at every place from %d ms" % at_ms
     run = Run(app, deadline)
+    writes = Writes(run, places, MC_WRITE_S) if app == "memcached" else None
     try:
         fault_at = inject(run, kind, place, at_ms, rng)
         finished = run.wait(deadline + 30)
+        if writes:
+            writes.join(60)
     finally:
         run.stop()  # nothing of it left behind, even when this script is interrupted
     injected = fault_at is not None
@@ -275,9 +292,16 @@ def one(app, kind, k, seed, deadline, expected, base_s):
             verdict = "wrong"
         if re.search(r"place \d+ (dies|died)|declared dead", out):
             verdict = "wrong"  # rogue frames must not cost anyone its life
+    lost = 0
+    if writes:
+        lost = writes.lost
+        fault += "; %d writes acknowledged, %d read back, %d lost%s" % (
+            len(writes.acked), writes.checked, writes.lost, ": " + writes.error if writes.error else "")
+        if verdict == "correct" and (writes.error or writes.lost or writes.checked == 0):
+            verdict = "wrong"
     if downtime is not None:
         fault += ", whole again %.3f s later" % downtime
-    return verdict, fault if injected else fault + " (after the job ended)", injected, out, downtime
+    return verdict, fault if injected else fault + " (after the job ended)", injected, out, downtime, lost
 
 
 def main():
@@ -302,24 +326,33 @@ def main():
         only, apps, kinds = (app, kind, int(k)), [app], [kind]
     print("faults: seed %d (replay one run with --seed %d --only APP:KIND:RUN)" % (a.seed, a.seed), flush=True)
     table, bad = [], 0
-    totals = dict(runs=0, faults=0, correct=0, documented=0, wrong=0, hang=0)
+    totals = dict(runs=0, faults=0, correct=0, documented=0, wrong=0, hang=0, lost=0)
     for app in apps:
         # The failure-free answer: a run without faults.
         base = Run(app, a.deadline)
+        writes = Writes(base, APPS[app][0], MC_WRITE_S) if app == "memcached" else None
         try:
             base.wait(a.deadline + 30)
+            if writes:
+                writes.join(60)
         finally:
             base.stop()
         m = re.search(APPS[app][3], base.output(), re.M)
         if not m:
             print("faults: %s: the run without faults printed no answer:\n%s" % (app, base.output()[-2000:]))
             return 1
+        if writes and (writes.error or writes.lost or writes.checked == 0):
+            print("faults: %s: the run without faults: %d writes acknowledged, %d read back, %d lost%s" % (
+                app, len(writes.acked), writes.checked, writes.lost, ": " + writes.error if writes.error else ""))
+            return 1
         expected, base_s = m.group(1), base.seconds()
         print("faults: %s: failure-free answer: %s (%.2f s)" % (app, expected, base_s), flush=True)
         for kind in kinds:
-            row = dict(runs=0, faults=0, correct=0, documented=0, wrong=0, hang=0, downtimes=[])
+            row = dict(runs=0, faults=0, correct=0, documented=0, wrong=0, hang=0, lost=0, downtimes=[])
             for k in range(a.runs) if only is None else [only[2]]:
-                verdict, fault, injected, out, downtime = one(app, kind, k, a.seed, a.deadline, expected, base_s)
+                verdict, fault, injected, out, downtime, lost = one(app, kind, k, a.seed, a.deadline, expected,
+                                                                    base_s)
+                row["lost"] += lost
                 if downtime is not None:
                     row["downtimes"].append(downtime)
                 row["runs"] += 1
@@ -333,15 +366,18 @@ def main():
             table.append((app, kind, row))
             for key in totals:
                 totals[key] += row[key]
-    print("\n%-8s %-11s %5s %6s %8s %10s %6s %6s  %s" % ("app", "fault", "runs", "faults", "correct", "documented",
-                                                          "wrong", "hangs", "downtime s (median, max)"))
+    print("\n%-9s %-11s %5s %6s %8s %10s %6s %6s %5s  %s" % ("app", "fault", "runs", "faults", "correct",
+                                                               "documented", "wrong", "hangs", "lost",
+                                                               "downtime s (median, max)"))
     for app, kind, r in table:
         d = r["downtimes"]
         down = "%.3f, %.3f" % (statistics.median(d), max(d)) if d else "-"
-        print("%-8s %-11s %5d %6d %8d %10d %6d %6d  %s" % (app, kind, r["runs"], r["faults"], r["correct"],
-                                                           r["documented"], r["wrong"], r["hang"], down))
-    print("faults: %d runs, %d faults, %d correct, %d documented errors, %d wrong, %d hangs, 0 writes lost" %
-          (totals["runs"], totals["faults"], totals["correct"], totals["documented"], totals["wrong"], totals["hang"]))
+        print("%-9s %-11s %5d %6d %8d %10d %6d %6d %5s  %s" % (
+            app, kind, r["runs"], r["faults"], r["correct"], r["documented"], r["wrong"], r["hang"],
+            r["lost"] if app == "memcached" else "-", down))
+    print("faults: %d runs, %d faults, %d correct, %d documented errors, %d wrong, %d hangs, %d writes lost" %
+          (totals["runs"], totals["faults"], totals["correct"], totals["documented"], totals["wrong"], totals["hang"],
+           totals["lost"]))
     return 1 if bad else 0
 
 
