@@ -16,9 +16,9 @@
 namespace fox::apgas::dataflow {
 namespace {
 
-constexpr uint32_t kOverTtlS = 120;      // the "over" mark outlives every worker's last look
-constexpr int kMaxDhtErrors = 200;       // in a row (kPollMs apart): the Dht is gone
-constexpr uint32_t kRecoverMs = 1500;           // a queue standing still this long after a death is stuck
+constexpr uint32_t kOverTtlS = 120;    // the "over" mark outlives every worker's last look
+constexpr int kMaxDhtErrors = 200;     // in a row (kPollMs apart): the Dht is gone
+constexpr uint32_t kRecoverMs = 1500;  // a queue standing still this long after a death is stuck
 
 std::string ResultKey(const std::string& name, uint64_t id) { return name + "/result/" + std::to_string(id); }
 std::string ClaimKey(const std::string& name, uint64_t id) { return name + "/claim/" + std::to_string(id); }
@@ -79,7 +79,8 @@ void WorkerLoop(const std::string& name, Fn fn) {
       try {
         std::string result = fn(task, inputs);
         auto set = dht->Set(ResultKey(name, task.id), result);
-        if (!set.ok()) failure = "its result (" + std::to_string(result.size()) + " bytes) not kept: " + ErrorText(set.error());
+        if (!set.ok())
+          failure = "its result (" + std::to_string(result.size()) + " bytes) not kept: " + ErrorText(set.error());
       } catch (const std::exception& e) {
         failure = e.what();
       }

@@ -58,7 +58,7 @@ std::string SimulateArg(const Medium& m, uint64_t photons, uint64_t seed) {
 bool ParseSimulate(const std::string& arg, Medium* m, uint64_t* photons, uint64_t* seed) {
   return std::sscanf(arg.c_str(), "%lg %lg %lg %lg %u %u %lg %" SCNu64 " %" SCNu64, &m->mua, &m->mus, &m->g,
                      &m->thickness, &m->nz, &m->nr, &m->dr, photons, seed) == 9 &&
-         m->nz > 0 && m->nr > 0 && m->nz * m->nr <= (1u << 16);
+         fox::apps::photon::Valid(*m);
 }
 
 // The workers' function: a batch simulated, or tallies summed (the sum's
@@ -76,7 +76,7 @@ std::string RunTask(const dataflow::Task& task, const std::vector<std::string>& 
     }
     return t.Bytes();
   }
-  if (task.kind != kSum || std::sscanf(task.arg.c_str(), "%u %u", &m.nz, &m.nr) != 2 || m.nz * m.nr > (1u << 16)) {
+  if (task.kind != kSum || std::sscanf(task.arg.c_str(), "%u %u", &m.nz, &m.nr) != 2 || !fox::apps::photon::Valid(m)) {
     throw std::invalid_argument("mcphoton: a task of unknown kind or grid");
   }
   Tally sum(m);
@@ -135,7 +135,8 @@ void Run(const Config& c) {
   try {
     fox::apgas::finish([&] {
       for (Place p : live) {
-        fox::apgas::asyncAt(p, [](std::string name) { dataflow::Work(name, &RunTask); }, std::string(kName));
+        fox::apgas::asyncAt(
+            p, [](std::string name) { dataflow::Work(name, &RunTask); }, std::string(kName));
       }
       sinks = dataflow::Coordinate(kName, tasks, &stats);
       coordinated = true;
@@ -147,7 +148,8 @@ void Run(const Config& c) {
   Tally total(c.m);
   if (sinks.size() != 1 || !total.FromBytes(sinks.begin()->second)) throw std::runtime_error("mcphoton: no tally came");
   double n = double(total.photons);
-  std::printf("mcphoton: %" PRIu64 " photons: diffuse reflectance %.6f, absorbed %.6f, transmittance %.6f "
+  std::printf("mcphoton: %" PRIu64
+              " photons: diffuse reflectance %.6f, absorbed %.6f, transmittance %.6f "
               "(tally checksum %016" PRIx64 ")\n",
               total.photons, Tally::Sum(total.reflected) / n, Tally::Sum(total.absorbed) / n,
               Tally::Sum(total.transmitted) / n, total.Checksum());
@@ -182,7 +184,7 @@ int main(int argc, char** argv) {
       .Choice("check", &check, "on|off")
       .Choice("trace", &trace, "on|off");
   if (!args.Parse(argc, argv)) return 2;
-  if (c.m.mua + c.m.mus <= 0) {
+  if (!fox::apps::photon::Valid(c.m)) {
     std::printf("mcphoton: bad arguments: mua + mus must be positive\n");
     return 2;
   }

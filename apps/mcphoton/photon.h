@@ -117,15 +117,23 @@ class Random {
 
 inline uint64_t Fixed(double w) { return uint64_t(w * 4294967296.0); }
 
-// `photons` packets from `seed`, added to t.
+// Whether a medium can be simulated: positive, finite sizes, a grid of at
+// most 2^16 cells, |g| < 1.
+inline bool Valid(const Medium& m) {
+  auto positive = [](double v) { return v > 0 && v < 1e300; };
+  return m.mua >= 0 && m.mus >= 0 && positive(m.mua + m.mus) && positive(m.thickness) && positive(m.dr) && m.g > -1 &&
+         m.g < 1 && m.nz > 0 && m.nr > 0 && uint64_t(m.nz) * m.nr <= (uint64_t(1) << 16);
+}
+
+// `photons` packets from `seed`, added to t (a tally of m's grid; m Valid).
 inline void Simulate(const Medium& m, uint64_t photons, uint64_t seed, Tally* t) {
   constexpr double kThreshold = 1e-4, kChance = 0.1;
   Random rng(seed);
   const double mut = m.mua + m.mus, albedo = m.mus / mut, dz = m.thickness / m.nz;
-  auto radial = [&](double x, double y) {
-    uint64_t ir = uint64_t(std::sqrt(x * x + y * y) / m.dr);
-    return ir < m.nr ? ir : m.nr - 1;  // the last bin gathers what lies beyond
+  auto bin = [](double q, uint32_t bins) {  // the last bin gathers what lies beyond
+    return q < double(bins) ? uint64_t(q) : uint64_t(bins - 1);
   };
+  auto radial = [&](double x, double y) { return bin(std::sqrt(x * x + y * y) / m.dr, m.nr); };
   for (uint64_t n = 0; n < photons; ++n) {
     double x = 0, y = 0, z = 0, ux = 0, uy = 0, uz = 1, w = 1;
     while (true) {
@@ -141,8 +149,7 @@ inline void Simulate(const Medium& m, uint64_t photons, uint64_t seed, Tally* t)
       y += s * uy;
       z = zn;
       double dw = w * (1 - albedo);
-      uint64_t iz = uint64_t(z / dz);
-      t->absorbed[(iz < m.nz ? iz : m.nz - 1) * m.nr + radial(x, y)] += Fixed(dw);
+      t->absorbed[bin(z / dz, m.nz) * m.nr + radial(x, y)] += Fixed(dw);
       w -= dw;
       if (w < kThreshold) {  // roulette
         if (rng.Unit() >= kChance) break;

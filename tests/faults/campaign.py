@@ -3,8 +3,9 @@
 through faults injected at random moments, each run judged against the failure-free answer, and a
 table of what survived.
 
-  campaign.py [--runs N] [--seed S] [--apps pi,uts,kmeans,gups,bfs,mcphoton,memcached] [--kinds kill,pause,pause_long]
-              [--deadline S] [--only APP:KIND:RUN]
+  campaign.py [--runs N] [--seed S] [--apps pi,uts,kmeans,gups,bfs,mcphoton,memcached]
+              [--kinds kill,pause,pause_long,rogue,kill_checkpoint,kill_restore]
+              [--deadline S] [--only APP:KIND:RUN] [--pairs APP:KIND,...]
 
 Every run is `fox run APP --hosted` (every place a Linux process here; the frontend tells the
 places of a death it sees, as users run it) with one fault drawn from the campaign's seed and the
@@ -19,6 +20,10 @@ that `--only APP:KIND:RUN` (with the same --seed, on a machine as fast) replays 
               another key, of another job, from a forged node id, cut short, too long, and noise;
               the job must end right, nobody declared dead, and the places must say that they
               dropped frames of a bad MAC, naming the sender's address
+  kill_checkpoint  (apps on the iterative executor: kmeans) place K killed as it writes the
+              checkpoint after N steps (fox run --kill-at K:checkpoint:N)
+  kill_restore     place K killed in step S, then place J in the restore that follows
+              (--kill-at K:step:S,J:restore:1): a death during recovery
 A run is correct when place 0 prints the app's failure-free answer (taken from a run without
 faults, once per app), a documented error when it prints the error the app documents for a failure
 it does not survive (gups, bfs: not resilient), wrong when it prints another answer or nothing (or,
@@ -96,7 +101,11 @@ def recovered_at(app, out):
     return None
 
 
-KINDS = ("kill", "pause", "pause_long", "rogue")
+KINDS = ("kill", "pause", "pause_long", "rogue", "kill_checkpoint", "kill_restore")
+# Kills at chosen moments of the iterative executor (fox.kill_at through fox run --kill-at), for the
+# apps that run on it: their steps and how often they checkpoint (fox.kill_at's checkpoint:N is the
+# checkpoint taken after N steps).
+EXECUTOR = {"kmeans": dict(every=5, steps=40)}
 ROGUE_FRAMES = 600  # per place, over about a second
 SHORT_PAUSE_MS = 300  # under the hosted suspicion timeout (1000 ms)
 LONG_PAUSE_MS = 3000
@@ -105,9 +114,11 @@ LONG_PAUSE_MS = 3000
 class Run:
     """One `fox run`, its output read as it comes, faults injected into its places."""
 
-    def __init__(self, app, deadline):
+    def __init__(self, app, deadline, kill_at=None):
         places, spares, args, _, _ = APPS[app]
         cmd = [FOX, "run", app, "--hosted", "--places", str(places), "--timeout", str(deadline)]
+        if kill_at:
+            cmd += ["--kill-at", kill_at]
         if spares:
             cmd += ["--spares", str(spares)]
         self.proc = subprocess.Popen(cmd + ["--"] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -260,13 +271,30 @@ def one(app, kind, k, seed, deadline, expected, base_s):
     place = rng.randrange(1, places)
     at_ms = int(rng.uniform(0.1, 0.7) * base_s * 1000)
     fault = "%s place %d at %d ms" % (kind, place, at_ms)
+    kill_at = None
     if kind == "rogue":
         fault = "rogue frames at every place from %d ms" % at_ms
-    run = Run(app, deadline)
+    elif kind == "kill_checkpoint":  # an active place (a spare writes no checkpoint)
+        place = rng.randrange(1, places - APPS[app][1])
+        e = EXECUTOR[app]
+        kill_at = "%d:checkpoint:%d" % (place, e["every"] * rng.randrange(1, e["steps"] // e["every"]))
+        fault = "place killed as it checkpoints (--kill-at %s)" % kill_at
+    elif kind == "kill_restore":  # a kill, then another place killed in the restore that follows
+        place = rng.randrange(1, places - APPS[app][1])
+        second = rng.choice([p for p in range(1, places) if p != place])
+        kill_at = "%d:step:%d,%d:restore:1" % (place, rng.randrange(2, EXECUTOR[app]["steps"] - 2), second)
+        fault = "a place killed in a step, another in the restore (--kill-at %s)" % kill_at
+    run = Run(app, deadline, kill_at)
     writes = Writes(run, places, MC_WRITE_S) if app == "memcached" else None
     try:
-        fault_at = inject(run, kind, place, at_ms, rng)
-        finished = run.wait(deadline + 30)
+        if kill_at:  # the fault is the places' own: it happened if a place says it died
+            fault_at = None
+            finished = run.wait(deadline + 30)
+            died = re.search(r"apgas: place \d+ dies in \w+ \d+ \(fox.kill_at\) at unix ([0-9.]+)", run.output())
+            fault_at = float(died.group(1)) if died else None
+        else:
+            fault_at = inject(run, kind, place, at_ms, rng)
+            finished = run.wait(deadline + 30)
         if writes:
             writes.join(60)
     finally:
@@ -312,11 +340,17 @@ def main():
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--deadline", type=int, default=120, help="seconds a run may take before it is a hang")
     ap.add_argument("--only", help="APP:KIND:RUN, one run to replay (with the campaign's --seed)")
+    ap.add_argument("--pairs", help="APP:KIND,... : only these (instead of every app with every kind)")
     a = ap.parse_args()
     if not os.path.exists(FOX):
         sys.exit("faults: %s is missing: run make first" % os.path.relpath(FOX))
     apps = a.apps.split(",")
     kinds = a.kinds.split(",")
+    pairs = None
+    if a.pairs:
+        pairs = [tuple(p.split(":", 1)) for p in a.pairs.split(",")]
+        apps = list(dict.fromkeys(app for app, _ in pairs))
+        kinds = list(dict.fromkeys(kind for _, kind in pairs))
     for name in apps + kinds:
         if name not in APPS and name not in KINDS:
             sys.exit("faults: unknown app or kind '%s' (apps: %s; kinds: %s)" % (name, ", ".join(APPS), ", ".join(KINDS)))
@@ -348,6 +382,10 @@ def main():
         expected, base_s = m.group(1), base.seconds()
         print("faults: %s: failure-free answer: %s (%.2f s)" % (app, expected, base_s), flush=True)
         for kind in kinds:
+            if kind.startswith("kill_") and app not in EXECUTOR:
+                continue  # no executor's moments to choose
+            if pairs is not None and (app, kind) not in pairs:
+                continue
             row = dict(runs=0, faults=0, correct=0, documented=0, wrong=0, hang=0, lost=0, downtimes=[])
             for k in range(a.runs) if only is None else [only[2]]:
                 verdict, fault, injected, out, downtime, lost = one(app, kind, k, a.seed, a.deadline, expected,
