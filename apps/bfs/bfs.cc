@@ -46,12 +46,6 @@ namespace {
 using fox::apgas::Place;
 using fox::apgas::Team;
 using namespace fox::apps::bfs;
-using fox::apps::kronecker::Graph;
-
-struct Config {
-  uint64_t scale = 16, edgefactor = 16, roots = 8, seed = 1;
-  bool check = true;
-};
 
 // search.h's communicator over a Team of places, the scans over the
 // place's activity cores.
@@ -92,55 +86,19 @@ class TeamComm {
   Team team_;
 };
 
-void Member(Config c, std::vector<Place> group) {
+void Member(Graph500Run c, std::vector<Place> group) {
   TeamComm comm(group);
-  const bool zero = comm.Rank() == 0;
-  const Graph kg(uint32_t(c.scale), c.edgefactor, c.seed);
-  const Partition part(kg.vertices(), comm.Parts());
-  uint64_t t0 = comm.NowNs();
-  const LocalGraph g = Build(comm, kg, part);
-  uint64_t all_edges = comm.Sum({uint64_t(g.adj.size())})[0];
-  double built = comm.Max(double(comm.NowNs() - t0) / 1e9);
-  if (zero) {
-    std::printf("bfs: graph500 kronecker graph, scale %" PRIu64 ", edgefactor %" PRIu64 ": %" PRIu64
-                " vertices, %" PRIu64 " edges over %zu places (%d activity core%s a place), built in %.3f s\n",
-                c.scale, c.edgefactor, kg.vertices(), kg.edges(), group.size(), fox::apgas::activityCores(),
-                fox::apgas::activityCores() == 1 ? "" : "s", built);
-  }
-  std::vector<uint64_t> roots = Roots(comm, g, part, c.roots, c.seed);
-  std::vector<int64_t> parent(g.count);
-  std::vector<int32_t> depth(g.count);
-  std::vector<double> mteps;
-  uint64_t invalid = 0;
-  for (uint64_t root : roots) {
-    Search s = SearchFrom(comm, g, part, root, all_edges, &parent, &depth);
-    std::string verdict = "not validated";
-    if (c.check) {
-      Verdict v = Check(comm, g, part, root, parent, depth);
-      if (!v.first.empty()) std::printf("bfs: root %" PRIu64 ": an error here: %s\n", root, v.first.c_str());
-      invalid += v.errors > 0;
-      verdict = v.errors == 0 ? "valid" : "INVALID (" + std::to_string(v.errors) + " errors)";
-    }
-    mteps.push_back(double(s.edges) / s.seconds / 1e6);
-    if (zero) {
-      std::printf("bfs: root %" PRIu64 ": %" PRIu64 " vertices and %" PRIu64
-                  " edges reached in %d steps (%d bottom-up), depth sum %" PRIu64 ", %.6f s, %.3f MTEPS: %s\n",
-                  root, s.vertices, s.edges, s.steps, s.bottom_up, s.depth_sum, s.seconds, mteps.back(),
-                  verdict.c_str());
-    }
-  }
-  if (!zero) return;
-  std::printf("bfs: %s: %s\n", Summary(mteps).c_str(),
-              !c.check       ? "not validated"
-              : invalid == 0 ? "every tree valid"
-                             : "SOME TREES INVALID");
-  if (invalid > 0) throw std::runtime_error("bfs: " + std::to_string(invalid) + " invalid trees");
+  int cores = fox::apgas::activityCores();
+  std::string over = std::to_string(group.size()) + " places (" + std::to_string(cores) + " activity core" +
+                     (cores == 1 ? "" : "s") + " a place)";
+  uint64_t invalid = Graph500(comm, "bfs", c, over);
+  if (comm.Rank() == 0 && invalid > 0) throw std::runtime_error("bfs: " + std::to_string(invalid) + " invalid trees");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Config c;
+  Graph500Run c;
   std::string check = "on";
   fox::apps::Args args("bfs");
   args.UInt("scale", &c.scale, 1, 30)
@@ -159,7 +117,7 @@ int main(int argc, char** argv) {
       fox::apgas::finish([&] {
         for (Place p : live)
           fox::apgas::asyncAt(
-              p, [](Config cfg, std::vector<Place> g) { Member(cfg, g); }, c, live);
+              p, [](Graph500Run cfg, std::vector<Place> g) { Member(cfg, g); }, c, live);
       });
     } catch (const fox::apgas::MultipleExceptions& m) {
       if (m.DeadPlaces() == 0) throw;

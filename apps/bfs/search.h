@@ -188,6 +188,67 @@ Verdict Check(Comm& comm, const LocalGraph& g, const Partition& part, uint64_t r
   return v;
 }
 
+// Graph500's kernels as bfs prints them (its MPI peer too, as PROGRAM):
+// the graph built (its line says it is `over` the parts), `roots` roots
+// drawn, a line per search (vertices and edges reached, steps, depth sum,
+// time, MTEPS, the validation's verdict when `check`; a part that finds an
+// error prints the first), then Graph500's summary. Part 0 prints; returns
+// the number of invalid trees, the same at every part.
+struct Graph500Run {
+  uint64_t scale = 16, edgefactor = 16, roots = 8, seed = 1;
+  bool check = true;
+};
+inline std::string Summary(const std::vector<double>& mteps);
+template <class Comm>
+uint64_t Graph500(Comm& comm, const char* program, const Graph500Run& c, const std::string& over) {
+  const bool zero = comm.Rank() == 0;
+  const kronecker::Graph kg(uint32_t(c.scale), c.edgefactor, c.seed);
+  const Partition part(kg.vertices(), comm.Parts());
+  uint64_t t0 = comm.NowNs();
+  const LocalGraph g = Build(comm, kg, part);
+  uint64_t all_edges = comm.Sum({uint64_t(g.adj.size())})[0];
+  double built = comm.Max(double(comm.NowNs() - t0) / 1e9);
+  if (zero) {
+    std::printf(
+        "%s: graph500 kronecker graph, scale %llu, edgefactor %llu: %llu vertices, %llu edges over %s, built "
+        "in %.3f s\n",
+        program, (unsigned long long)c.scale, (unsigned long long)c.edgefactor, (unsigned long long)kg.vertices(),
+        (unsigned long long)kg.edges(), over.c_str(), built);
+  }
+  std::vector<uint64_t> roots = Roots(comm, g, part, c.roots, c.seed);
+  std::vector<int64_t> parent(g.count);
+  std::vector<int32_t> depth(g.count);
+  std::vector<double> mteps;
+  uint64_t invalid = 0;
+  for (uint64_t root : roots) {
+    Search s = SearchFrom(comm, g, part, root, all_edges, &parent, &depth);
+    std::string verdict = "not validated";
+    if (c.check) {
+      Verdict v = Check(comm, g, part, root, parent, depth);
+      if (!v.first.empty()) {
+        std::printf("%s: root %llu: an error here: %s\n", program, (unsigned long long)root, v.first.c_str());
+      }
+      invalid += v.errors > 0;
+      verdict = v.errors == 0 ? "valid" : "INVALID (" + std::to_string(v.errors) + " errors)";
+    }
+    mteps.push_back(double(s.edges) / s.seconds / 1e6);
+    if (zero) {
+      std::printf(
+          "%s: root %llu: %llu vertices and %llu edges reached in %d steps (%d bottom-up), depth sum %llu, "
+          "%.6f s, %.3f MTEPS: %s\n",
+          program, (unsigned long long)root, (unsigned long long)s.vertices, (unsigned long long)s.edges, s.steps,
+          s.bottom_up, (unsigned long long)s.depth_sum, s.seconds, mteps.back(), verdict.c_str());
+    }
+  }
+  if (zero) {
+    std::printf("%s: %s: %s\n", program, Summary(mteps).c_str(),
+                !c.check       ? "not validated"
+                : invalid == 0 ? "every tree valid"
+                               : "SOME TREES INVALID");
+  }
+  return invalid;
+}
+
 // Graph500's summary of the searches' MTEPS: their harmonic mean, with
 // min, median and max.
 inline std::string Summary(const std::vector<double>& mteps) {

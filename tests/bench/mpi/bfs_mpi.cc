@@ -89,48 +89,14 @@ class MpiComm {
 int main(int argc, char** argv) {
   auto r = mpi_peer::Start(&argc, &argv, 5, "bfs_mpi SCALE EDGEFACTOR ROOTS SEED CHECK(0|1)");
   if (!r) return 2;
-  const uint64_t scale = r->args[0], edgefactor = r->args[1], nroots = r->args[2], seed = r->args[3];
-  const bool check = r->args[4] != 0;
+  Graph500Run c;
+  c.scale = r->args[0];
+  c.edgefactor = r->args[1];
+  c.roots = r->args[2];
+  c.seed = r->args[3];
+  c.check = r->args[4] != 0;
   MpiComm comm(r->rank, r->size);
-  const bool zero = r->rank == 0;
-  const fox::apps::kronecker::Graph kg(uint32_t(scale), edgefactor, seed);
-  const Partition part(kg.vertices(), comm.Parts());
-  uint64_t t0 = comm.NowNs();
-  const LocalGraph g = Build(comm, kg, part);
-  uint64_t all_edges = comm.Sum({uint64_t(g.adj.size())})[0];
-  double built = comm.Max(double(comm.NowNs() - t0) / 1e9);
-  if (zero) {
-    std::printf("bfs_mpi: graph500 kronecker graph, scale %" PRIu64 ", edgefactor %" PRIu64 ": %" PRIu64
-                " vertices, %" PRIu64 " edges over %d ranks, built in %.3f s\n",
-                scale, edgefactor, kg.vertices(), kg.edges(), r->size, built);
-  }
-  std::vector<uint64_t> roots = Roots(comm, g, part, nroots, seed);
-  std::vector<int64_t> parent(g.count);
-  std::vector<int32_t> depth(g.count);
-  std::vector<double> mteps;
-  uint64_t invalid = 0;
-  for (uint64_t root : roots) {
-    Search s = SearchFrom(comm, g, part, root, all_edges, &parent, &depth);
-    const char* verdict = "not validated";
-    if (check) {
-      Verdict v = Check(comm, g, part, root, parent, depth);
-      if (!v.first.empty()) std::printf("bfs_mpi: root %" PRIu64 ": an error here: %s\n", root, v.first.c_str());
-      invalid += v.errors > 0;
-      verdict = v.errors == 0 ? "valid" : "INVALID";
-    }
-    mteps.push_back(double(s.edges) / s.seconds / 1e6);
-    if (zero) {
-      std::printf("bfs_mpi: root %" PRIu64 ": %" PRIu64 " vertices and %" PRIu64
-                  " edges reached in %d steps (%d bottom-up), depth sum %" PRIu64 ", %.6f s, %.3f MTEPS: %s\n",
-                  root, s.vertices, s.edges, s.steps, s.bottom_up, s.depth_sum, s.seconds, mteps.back(), verdict);
-    }
-  }
-  if (zero) {
-    std::printf("bfs_mpi: %s: %s\n", Summary(mteps).c_str(),
-                !check         ? "not validated"
-                : invalid == 0 ? "every tree valid"
-                               : "SOME TREES INVALID");
-  }
+  uint64_t invalid = Graph500(comm, "bfs_mpi", c, std::to_string(r->size) + " ranks");
   MPI_Finalize();
   return invalid == 0 ? 0 : 1;
 }
