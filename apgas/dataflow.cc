@@ -64,6 +64,9 @@ void WorkerLoop(const std::string& name, Fn fn) {
       LOG_WARN("dataflow %s: a queued item that is not a task (%zu bytes) dropped", name.c_str(), popped->size());
       continue;
     }
+    // A task queued twice may still be there once the graph is over: not
+    // run again (its result would outlive the coordinator's clean-up).
+    if (dht->Get(OverKey(name)).ok()) return;
     (void)dht->Set(ClaimKey(name, task.id), me);
     std::string failure;
     std::vector<std::string> inputs;

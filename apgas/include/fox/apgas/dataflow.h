@@ -16,7 +16,7 @@
 // reads its inputs' results, runs fn and writes the result
 // ("NAME/result/ID"), then tells the coordinator (the queue "NAME-done").
 // Workers end when the coordinator marks the graph over ("NAME/over"; they
-// look every kPollMs while the queue is empty).
+// look before each task, and every kPollMs while the queue is empty).
 //
 // Coordinate (at place 0, once) queues the tasks whose inputs are done, as
 // they become so, at most twice the workers at once, and learns every
