@@ -288,7 +288,6 @@ def one(app, kind, k, seed, deadline, expected, base_s):
     writes = Writes(run, places, MC_WRITE_S) if app == "memcached" else None
     try:
         if kill_at:  # the fault is the places' own: it happened if a place says it died
-            fault_at = None
             finished = run.wait(deadline + 30)
             died = re.search(r"apgas: place \d+ dies in \w+ \d+ \(fox.kill_at\) at unix ([0-9.]+)", run.output())
             fault_at = float(died.group(1)) if died else None
@@ -348,16 +347,20 @@ def main():
     kinds = a.kinds.split(",")
     pairs = None
     if a.pairs:
-        pairs = [tuple(p.split(":", 1)) for p in a.pairs.split(",")]
+        if any(p.count(":") != 1 for p in a.pairs.split(",")):
+            sys.exit("faults: --pairs %r: expected APP:KIND,..." % a.pairs)
+        pairs = [tuple(p.split(":")) for p in a.pairs.split(",")]
         apps = list(dict.fromkeys(app for app, _ in pairs))
         kinds = list(dict.fromkeys(kind for _, kind in pairs))
+    only = None
+    if a.only:
+        if not re.fullmatch(r"[a-z_]+:[a-z_]+:\d+", a.only):
+            sys.exit("faults: --only %r: expected APP:KIND:RUN" % a.only)
+        app, kind, k = a.only.split(":")
+        only, apps, kinds = (app, kind, int(k)), [app], [kind]
     for name in apps + kinds:
         if name not in APPS and name not in KINDS:
             sys.exit("faults: unknown app or kind '%s' (apps: %s; kinds: %s)" % (name, ", ".join(APPS), ", ".join(KINDS)))
-    only = None
-    if a.only:
-        app, kind, k = a.only.split(":")
-        only, apps, kinds = (app, kind, int(k)), [app], [kind]
     print("faults: seed %d (replay one run with --seed %d --only APP:KIND:RUN)" % (a.seed, a.seed), flush=True)
     table, bad = [], 0
     totals = dict(runs=0, faults=0, correct=0, documented=0, wrong=0, hang=0, lost=0)
