@@ -72,6 +72,7 @@ void Runtime::Resolve::Run() {
 FinishKey Runtime::NewFinish(const FinishKey* parent) {
   SpinGuard g(lock_);
   FinishKey f{here().id, next_finish_++};
+  ++stats_.finishes;
   Waiter& w = waiting_[f.id];
   w.future = w.done.GetFuture();
   Local& l = local_[f];
@@ -113,6 +114,7 @@ void Runtime::AddErrors(State& s, std::vector<ExceptionInfo> errors) {
 void Runtime::Spawned(FinishKey f) {
   SpinGuard g(lock_);
   ++local_[f].live;
+  ++stats_.spawned_local;
 }
 
 void Runtime::AddDeadLocked(FinishKey f, Local& l, uint32_t dead) {
@@ -157,6 +159,7 @@ void Runtime::Done(FinishKey f, std::exception_ptr error) {
     to = StatePlaceLocked(f);
     auto it = local_.find(f);
     if (it == local_.end()) return;  // cannot happen: the activity counted itself
+    ++stats_.done;
     Local& l = it->second;
     auto w = f.home == here().id ? waiting_.find(f.id) : waiting_.end();
     if (error) {

@@ -96,6 +96,40 @@ Runtime::Runtime() : core_(core::Current()) {
         if (state == am::PeerState::kDead) OnDeath(node);
       },
       core_);
+  if (auto r = Messenger()->AddStatusSource(&Runtime::AddStatus, this); !r.ok()) {
+    LOG_WARN("apgas: status reports will lack the runtime's counters: %s", ErrorName(r.error()));
+  }
+}
+
+// This place's lines of a status report (Messenger::AddStatusSource): what
+// `fox status` and the supervisor's metrics show of the job.
+void Runtime::AddStatus(const void* context, std::string* out) {
+  const Runtime* rt = static_cast<const Runtime*>(context);
+  Stats s = rt->stats();
+  size_t dead;
+  {
+    SpinGuard g(rt->lock_);
+    dead = rt->dead_.size();
+  }
+  const struct {
+    const char* name;
+    uint64_t value;
+  } rows[] = {{"finishes", s.finishes},
+              {"spawned_local", s.spawned_local},
+              {"spawned_remote", s.spawned_remote},
+              {"received", s.received},
+              {"done", s.done},
+              {"reports_sent", s.reports_sent},
+              {"reports_received", s.reports_received},
+              {"local_finishes", s.local_finishes},
+              {"adopted", s.adopted},
+              {"malformed", s.malformed},
+              {"dead_places", dead}};
+  char line[64];
+  for (const auto& r : rows) {
+    std::snprintf(line, sizeof line, "apgas.%s %llu\n", r.name, (unsigned long long)r.value);
+    *out += line;
+  }
 }
 
 Runtime::~Runtime() {
@@ -104,6 +138,7 @@ Runtime::~Runtime() {
     delete held;
     held = next;
   }
+  Messenger()->RemoveStatusSource(&Runtime::AddStatus, this);
   am::StopPeerState(subscription_);
   Messenger()->StopListeningAny(ebb::kApgasRuntimeId);
 }

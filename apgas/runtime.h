@@ -282,11 +282,15 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   void Open();
 
   struct Stats {
+    uint64_t finishes = 0;       // opened here
+    uint64_t spawned_local = 0;  // activities spawned here to run here
+    uint64_t done = 0;           // activities (finish bodies included) that ended here
     uint64_t spawned_remote = 0, received = 0, reports_sent = 0, reports_received = 0, malformed = 0;
     uint64_t local_finishes = 0;  // mode place0: ended at home, place 0 never told
     uint64_t adopted = 0;         // finishes adopted here after their home died
   };
   Stats stats() const;
+  static void AddStatus(const void* context, std::string* out);
 
   // What must be settled at this place when a place dies, before this place
   // answers any finish's flush for it (so before a finish governing the

@@ -327,7 +327,22 @@ std::string Messenger::LocalStatus() const {
     add("dht.leases_renewed %llu", (unsigned long long)d.leases_renewed);
     add("dht.leases_refused %llu", (unsigned long long)d.leases_refused);
   }
+  SpinGuard g(sources_lock_);
+  for (const Source& s : sources_) s.source(s.context, &out);
   return out;
+}
+
+Result<void> Messenger::AddStatusSource(StatusSource source, const void* context) {
+  if (source == nullptr) return Error::kInvalidArgument;
+  SpinGuard g(sources_lock_);
+  if (sources_.size() >= kMaxStatusSources) return Error::kOutOfRange;
+  sources_.push_back(Source{source, context});
+  return {};
+}
+
+void Messenger::RemoveStatusSource(StatusSource source, const void* context) {
+  SpinGuard g(sources_lock_);
+  std::erase_if(sources_, [&](const Source& s) { return s.source == source && s.context == context; });
 }
 
 // Counts a dropped message (or stray fragment); says why at most once a second.

@@ -1,6 +1,6 @@
 """fox: the frontend command (DESIGN.md "Frontend and jobs").
 
-    fox cluster up [--nodes N] [--cores C] [--mem M] [--iso] [--name NAME] [--timeout T]
+    fox cluster up [--nodes N] [--cores C] [--mem M] [--iso] [--name NAME] [--timeout T] [--http ADDRESS:PORT]
     fox cluster down [--name NAME]
     fox cluster list
     fox status [--json] [--name NAME]
@@ -9,6 +9,7 @@
     fox kill NODE [--name NAME]
     fox add --nodes K [--name NAME]
     fox logs NODE [--follow] [--name NAME]
+    fox ui [--name NAME]        the live view's address (and the metrics', for Prometheus)
     fox pxe serve --interface IF --range A,B [--image IMG] [--append ARGS] [--hosts FILE]
 
 Exit statuses: 0 done, 1 failed (the message says why), 2 bad arguments;
@@ -59,6 +60,19 @@ def address_range(text):
     return str(a), str(b)
 
 
+def http_address(text):
+    """ADDRESS:PORT for the supervisor's HTTP port: an IPv4 address (or [IPv6]) and 0-65535."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535 or not host:
+        raise argparse.ArgumentTypeError("%r: want ADDRESS:PORT (127.0.0.1:9464; port 0: any free one)" % text)
+    import ipaddress  # here: every other command starts faster
+    try:
+        ipaddress.ip_address(host[1:-1] if host.startswith("[") and host.endswith("]") else host)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r: %r is not an IP address" % (text, host))
+    return text
+
+
 def cluster_name(text):
     if not state.valid_name(text):
         raise argparse.ArgumentTypeError("%r is not a cluster name (letters, digits, '_', '.', '-'; at most 32)" % text)
@@ -106,7 +120,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
 
-COMMANDS = ("cluster", "status", "run", "kill", "add", "pxe", "logs")
+COMMANDS = ("cluster", "status", "run", "kill", "add", "pxe", "logs", "ui")
 
 
 def parser(command=None):
@@ -128,6 +142,9 @@ def parser(command=None):
         up.add_argument("--bridge", action="store_true", help="a namespace bridge instead of the switch (root)")
         up.add_argument("--pxe", action="store_true", help="nodes boot through iPXE (implies --bridge)")
         up.add_argument("--iso", action="store_true", help="nodes boot a GRUB ISO whose menu entry carries their arguments")
+        up.add_argument("--http", type=http_address, default="127.0.0.1:0", metavar="ADDRESS:PORT",
+                        help="where the supervisor serves its metrics (/metrics) and live view (/) "
+                             "(default 127.0.0.1 and a free port: fox ui says which)")
         add_name(up)
         down = csub.add_parser("down", help="stop a cluster's nodes, switch and supervisor; remove its state")
         add_name(down)
@@ -196,6 +213,8 @@ def parser(command=None):
         logs.add_argument("node", type=positive(nodes.MAX_NODE_ID))
         logs.add_argument("--follow", "-f", action="store_true", help="keep printing as it grows")
         add_name(logs)
+    if command in (None, "ui"):
+        add_name(sub.add_parser("ui", help="where the cluster's live view and metrics are served"))
     return ap
 
 
@@ -242,6 +261,8 @@ def print_table(reply, out=sys.stdout):
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         out.write("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
+    if reply.get("http"):
+        out.write("live view: %s  metrics: %smetrics\n" % (reply["http"], reply["http"]))
     if reply.get("job"):
         j = reply["job"]
         out.write("job %d (%s) running on place 0 and nodes %s%s\n" % (
@@ -281,7 +302,7 @@ def wait_joined(name, ids, timeout, progress):
         conn.close()
 
 
-def cluster_up(name, count, cores, mem, timeout, quiet=False, iso=False, bridge=False, pxe=False):
+def cluster_up(name, count, cores, mem, timeout, quiet=False, iso=False, bridge=False, pxe=False, http="127.0.0.1:0"):
     import shutil  # imported here: fox run and status start faster
     import secrets  # imported here: fox run and status start faster
     if state.supervisor_pid(name) is not None:
@@ -304,7 +325,7 @@ def cluster_up(name, count, cores, mem, timeout, quiet=False, iso=False, bridge=
     with open(os.path.join(d, "supervisor.log"), "ab") as logf:
         import subprocess  # here, as json below: fox run and status start faster
         sup = subprocess.Popen([sys.executable, "-u", "-S", "-m", "fox.supervisor", "--name", name, "--nodes", str(count),
-                                "--cores", str(cores), "--mem", str(mem)] + (["--iso"] if iso else []) +
+                                "--cores", str(cores), "--mem", str(mem), "--http", http] + (["--iso"] if iso else []) +
                                (["--bridge"] if bridge else []) + (["--pxe"] if pxe else []), stdin=subprocess.DEVNULL, stdout=logf,
                                stderr=subprocess.STDOUT, env=env, cwd="/", start_new_session=True)
     started = time.monotonic()
@@ -394,6 +415,14 @@ def status(args):
         sys.stdout.write("\n")
     else:
         print_table(reply)
+    return 0
+
+
+def ui(args):
+    conn = connect(args.name)
+    reply = conn.call(op="status")
+    conn.close()
+    print("cluster %s: live view %s, metrics for Prometheus %smetrics" % (args.name, reply["http"], reply["http"]))
     return 0
 
 
@@ -539,7 +568,7 @@ def main(argv=None):
         if args.command == "cluster":
             if args.action == "up":
                 return cluster_up(args.name, args.nodes, args.cores, args.mem, args.timeout, iso=args.iso,
-                                  bridge=args.bridge, pxe=args.pxe)
+                                  bridge=args.bridge, pxe=args.pxe, http=args.http)
             if args.action == "down":
                 return cluster_down(args.name)
             return cluster_list()
@@ -556,6 +585,8 @@ def main(argv=None):
             return add(args)
         if args.command == "logs":
             return logs(args)
+        if args.command == "ui":
+            return ui(args)
         if args.command == "pxe":
             return pxe_serve(args)
     except state.SupervisorGone as e:

@@ -6,6 +6,7 @@ $XDG_RUNTIME_DIR/fox/NAME, else /tmp/fox-$UID/NAME. It holds
     supervisor.sock  its control socket (JSON lines, see supervisor.py)
     supervisor.log   what it logged: boots, joins, refusals, deaths, jobs
     fox.key          the cluster's key, 32 hexadecimal digits (mode 0600)
+    http.url         where the supervisor serves metrics and the live view (fox ui)
     nodeK.log        node K's console over all its boots; nodeK.pid its QEMU's pid
 The directory exists exactly while the cluster does: `down` removes it.
 """

@@ -1,6 +1,6 @@
 """The supervisor: what `fox cluster up` leaves running for a cluster.
 
-    python3 -m fox.supervisor --name NAME --nodes N [--cores C] [--mem M] [--accel A]
+    python3 -m fox.supervisor --name NAME --nodes N [--cores C] [--mem M] [--accel A] [--http ADDRESS:PORT]
 
 One process, one thread: a selector loop over the control socket, the
 switch's sockets and a pidfd per QEMU. It owns the nodes (QEMU processes, as
@@ -18,9 +18,18 @@ into the job. A node whose job part ends (its QEMU exits with a status) is
 rebooted into the agent, back to the pool. A node that dies (killed, or its
 QEMU gone without a status) stays dead; new nodes get new ids.
 
+HTTP port (web.py; --http, by default 127.0.0.1 and a free port, written to
+http.url in the state directory): /metrics in Prometheus' text format
+(metrics.py: nodes by state, jobs, deaths, the switch's counters and, for the
+nodes of the running job, their status reports: transport, membership, Dht,
+APGAS runtime), / the live view (ui.html) and /api/status its data: the
+status request's answer plus the events (boots, joins, deaths, exits, jobs)
+numbered after `since`.
+
 Control protocol: a Unix stream socket (supervisor.sock), one JSON object
 per line each way. Requests ({"op": ...}) and their replies:
-    status                      {"ok": true, "name", "nodes": [row...], "job": {...}|null, "pid"}
+    status                      {"ok": true, "name", "nodes": [row...], "job": {...}|null, "pid", "host", "http",
+                                 "counters"}
     endpoint service address    (the running job's `fox run`) a place 0 line "fox: endpoint SERVICE ADDRESS":
                                 shown by status as where clients on this machine reach the job
     node_status node report     (the running job's `fox run`) a node's status report, asked of place 0
@@ -38,6 +47,7 @@ per line each way. Requests ({"op": ...}) and their replies:
         to the pool; {"event": "ended"} acknowledges.
 """
 import argparse
+import collections
 import json
 import os
 import re
@@ -51,9 +61,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from fox import netns, nodes, state, switch  # noqa: E402
+from fox import metrics, netns, nodes, state, switch, web  # noqa: E402
 import build_id  # noqa: E402
 import qemu_run  # noqa: E402
+
+
+EVENTS_KEPT = 500
+UI_PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ui.html")
 
 
 def log(fmt, *args):
@@ -118,6 +132,11 @@ class Supervisor:
         if os.environ.get("FOX_TEST_DEAF_TO_EXITS") == "1":
             self.switch.deaf_to_exits = True
         self.nodes = {}
+        self.host = socket.gethostname()
+        self.http = None  # the HTTP port (web.py): metrics, the live view and its API
+        self.events = collections.deque(maxlen=EVENTS_KEPT)  # what happened, for the live view
+        self.next_event = 1
+        self.counters = {"deaths": 0, "boots": 0, "jobs_started": 0, "jobs_ended": 0}
         self.next_id = 1
         self.next_job = nodes.POOL_JOB + 1
         self.job = None
@@ -169,6 +188,7 @@ class Supervisor:
         n.booted_at = time.time()
         n.state = state_name
         n.boots += 1
+        self.counters["boots"] += 1
 
     def boot_agent(self, n):
         key = self.key if not n.wrong_key else "%032x" % (int(self.key, 16) ^ 1)
@@ -178,7 +198,7 @@ class Supervisor:
         n.app = "agent"
         n.port.route = None
         self.boot(n, nodes.node_image(), append, "booting")
-        log("node %d: booting into the pool (agent) at %s", n.k, nodes.node_ip(n.k))
+        self.event("boot", n.k, "node %d: booting into the pool (agent) at %s", n.k, nodes.node_ip(n.k))
 
     def stop_qemu(self, n):
         """Kills node n's QEMU and waits for it; its exit is not reported."""
@@ -206,7 +226,7 @@ class Supervisor:
         if status is None:
             self.declare_dead(n, "its QEMU exited with %d and no exit status" % rc)
             return
-        log("node %d: %s exited with status %d", n.k, n.app, status)
+        self.event("exit", n.k, "node %d: %s exited with status %d", n.k, n.app, status)
         if n.app == "agent" and not self.stopping:  # an agent never ends by itself: no reboot loop
             self.declare_dead(n, "the agent exited with status %d (fox logs %d)" % (status, n.k))
             return
@@ -224,7 +244,8 @@ class Supervisor:
     def declare_dead(self, n, why):
         n.state = "dead"
         n.port.route = None
-        log("node %d: dead: %s", n.k, why)
+        self.counters["deaths"] += 1
+        self.event("dead", n.k, "node %d: dead: %s", n.k, why)
         if self.job is not None and n.k in self.job.nodes and self.job.started and n.told_exit != self.job.id:
             self.tell(self.job.conn, event="dead", node=n.k)
         self.maybe_start_job()
@@ -245,20 +266,22 @@ class Supervisor:
         n = self.nodes[k]
         if n.state == "booting":
             n.state = "idle"
-            log("node %d: joined the pool (%.2f s after its boot)", k, time.time() - n.booted_at)
+            self.event("joined", k, "node %d: joined the pool (%.2f s after its boot)", k, time.time() - n.booted_at)
             self.maybe_start_job()
 
     def on_refuse(self, k, address, mac):
         n = self.nodes[k]
         if n.state != "dead":
             n.state = "refused"
-        log("switch: refusing node %d at %s (MAC %s): its frames fail the cluster's key (fox.key)", k, address, mac)
+        self.event("refused", k, "switch: refusing node %d at %s (MAC %s): its frames fail the cluster's key (fox.key)",
+                   k, address, mac)
 
     def rows(self):
         now = time.time()
         out = []
         for n in sorted(self.nodes.values(), key=lambda n: n.k):
-            out.append({"node": n.k, "address": nodes.node_ip(n.k), "state": n.state, "cores": self.args.cores,
+            out.append({"node": n.k, "host": self.host, "address": nodes.node_ip(n.k), "state": n.state,
+                        "cores": self.args.cores,
                         "roles": "%d kernel, %d app" % (1, self.args.cores - 1) if self.args.cores > 1 else "1 kernel",
                         "uptime": round(now - n.booted_at, 1) if n.proc is not None else None,
                         "job": n.job, "place": n.place, "app": n.app if n.proc is not None else None,
@@ -266,6 +289,41 @@ class Supervisor:
                         "am": n.report if n.job is not None else None,
                         "am_age": round(now - n.report_at, 1) if n.report_at and n.job is not None else None})
         return out
+
+    def snapshot(self):
+        """The status request's answer: the cluster, a row per node, the job, the counts."""
+        job = self.job
+        return {"ok": True, "name": self.name, "pid": os.getpid(), "host": self.host, "nodes": self.rows(),
+                "accel": self.accel, "network": self.network(), "netns": self.net.ns if self.net else None,
+                "boot": self.boot_method(), "http": self.http.url() if self.http else None,
+                "job": {"id": job.id, "app": job.request["app"], "nodes": job.nodes, "endpoints": job.endpoints,
+                        "seconds": round(time.time() - job.started_at, 1) if job.started_at else None}
+                if job else None, "queued": len(self.queue), "counters": dict(self.counters)}
+
+    def event(self, kind, node, fmt, *args):
+        """Logs a line and keeps it for the live view (events since a number: /api/status?since=N)."""
+        log(fmt, *args)
+        self.events.append({"seq": self.next_event, "time": round(time.time(), 3), "kind": kind, "node": node,
+                            "text": fmt % args if args else fmt})
+        self.next_event += 1
+
+    def route(self, path, query):
+        """The HTTP port's pages (web.py): /metrics for Prometheus, / the live view, /api/status its data."""
+        if path == "/metrics":
+            return 200, metrics.CONTENT_TYPE, metrics.exposition(self.snapshot()).encode()
+        if path == "/api/status":
+            try:
+                since = int(query.get("since", "0"))
+            except ValueError:
+                return 400, "text/plain", b"since: a number\n"
+            snap = self.snapshot()
+            snap["events"] = [e for e in self.events if e["seq"] > since]
+            snap["now"] = round(time.time(), 3)
+            return 200, "application/json", json.dumps(snap).encode()
+        if path in ("/", "/index.html"):
+            with open(UI_PAGE, "rb") as f:
+                return 200, "text/html; charset=utf-8", f.read()
+        return 404, "text/plain", b"no such page: / (the live view), /metrics, /api/status\n"
 
     # ---- jobs ----
     JOB_KARG = re.compile(r"fox\.[a-z_]+=[!-~]{1,200}")
@@ -327,7 +385,9 @@ class Supervisor:
             out.append(self.boot_into_job(job, self.nodes[k], peers, image))
         job.started = True
         job.started_at = time.time()
-        log("job %d: %s on place 0 and nodes %s", job.id, r["app"], ",".join(map(str, job.nodes)) or "(none)")
+        self.counters["jobs_started"] += 1
+        self.event("job", None, "job %d: %s on place 0 and nodes %s", job.id, r["app"],
+                   ",".join(map(str, job.nodes)) or "(none)")
         self.tell(job.conn, event="start", job=job.id, key=self.key, nodes=out, fd_args=fd_args)
 
     # Boot arguments applied at boot (registered with boot_time, fox/cmdline.h; fox.node, fox.ip,
@@ -482,7 +542,8 @@ class Supervisor:
                 self.stop_qemu(n)
                 if not self.stopping:
                     self.boot_agent(n)
-        log("job %d: ended (%s), %.2f s", job.id, why, time.time() - job.started_at)
+        self.counters["jobs_ended"] += 1
+        self.event("job", None, "job %d: ended (%s), %.2f s", job.id, why, time.time() - job.started_at)
         self.job = None
         self.maybe_start_job()
 
@@ -534,10 +595,7 @@ class Supervisor:
     def handle(self, conn, request):
         op = request["op"]
         if op == "status":
-            return {"ok": True, "name": self.name, "pid": os.getpid(), "nodes": self.rows(), "accel": self.accel,
-                    "network": self.network(), "netns": self.net.ns if self.net else None, "boot": self.boot_method(),
-                    "job": {"id": self.job.id, "app": self.job.request["app"], "nodes": self.job.nodes,
-                            "endpoints": self.job.endpoints} if self.job else None, "queued": len(self.queue)}
+            return self.snapshot()
         if op == "add":
             count = int(request["count"])
             if request.get("into_job"):  # fox add --into-job: they join the running job once in the pool
@@ -606,9 +664,17 @@ class Supervisor:
         self.sel.register(stop_r, selectors.EVENT_READ, lambda: os.read(stop_r, 64))
         if self.args.bridge:
             self.bridge_up()
-        log("supervisor %d: cluster %s, %d nodes of %d cores and %d MiB, accel %s, booting %s, network %s, state in %s",
-            os.getpid(), self.name, self.args.nodes, self.args.cores, self.args.mem, self.accel,
-            self.boot_method(), self.network(), self.dir)
+        try:
+            host, _, port = self.args.http.rpartition(":")
+            self.http = web.Server(self.sel, host.strip("[]") or "127.0.0.1", int(port), self.route)
+        except (OSError, ValueError) as e:
+            log("supervisor %d: cluster %s: cannot serve HTTP on %s: %s", os.getpid(), self.name, self.args.http, e)
+            sys.exit(1)  # `fox cluster up` shows this log, then removes the state directory
+        with open(os.path.join(self.dir, "http.url"), "w") as f:
+            f.write(self.http.url() + "\n")
+        log("supervisor %d: cluster %s, %d nodes of %d cores and %d MiB, accel %s, booting %s, network %s, state in %s, "
+            "metrics and live view at %s", os.getpid(), self.name, self.args.nodes, self.args.cores, self.args.mem,
+            self.accel, self.boot_method(), self.network(), self.dir, self.http.url())
         self.add_nodes(self.args.nodes)
         with open(os.path.join(self.dir, "supervisor.pid.tmp"), "w") as f:
             f.write("%d\n" % os.getpid())
@@ -616,6 +682,7 @@ class Supervisor:
         try:
             while not self.stopping:
                 pending = self.hand_on()
+                self.http.sweep()
                 for key, _ in self.sel.select(1.0 if pending is None else max(0.005, min(1.0, pending))):
                     key.data()
                     if self.stopping:
@@ -663,6 +730,8 @@ class Supervisor:
         self.switch.close()
         if self.net is not None:
             self.net.close()
+        if self.http is not None:
+            self.http.stop()
         server.close()
         for conn in list(self.conns):
             conn.close()
@@ -679,6 +748,8 @@ def main():
     ap.add_argument("--iso", action="store_true", help="nodes boot a GRUB ISO made per boot (boot/make_iso.sh)")
     ap.add_argument("--bridge", action="store_true", help="a namespace with a bridge, taps and dnsmasq (root)")
     ap.add_argument("--pxe", action="store_true", help="nodes boot by iPXE (implies --bridge)")
+    ap.add_argument("--http", default="127.0.0.1:0",
+                    help="ADDRESS:PORT of the metrics and the live view (default 127.0.0.1, any free port)")
     args = ap.parse_args()
     args.bridge = args.bridge or args.pxe
     Supervisor(args).run()

@@ -21,6 +21,23 @@ foreach(scenario bridge pxe pxe_serve)
 endforeach()
 # No QEMU: argument checking only.
 fox_frontend_test(bad_arguments 120)
+# Issue 44: the supervisor's metrics and live view. One file per scenario; the
+# two without a cluster run in seconds.
+function(fox_frontend_program name script)  # ARGN: the script's arguments
+  add_test(NAME cluster.frontend.${name}
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/frontend/${script} ${ARGN})
+endfunction()
+fox_frontend_program(metrics_format metrics_format.py)
+set_tests_properties(cluster.frontend.metrics_format PROPERTIES LABELS "unit;frontend" TIMEOUT 60)
+fox_frontend_program(web_server web_server.py)
+set_tests_properties(cluster.frontend.web_server PROPERTIES LABELS "unit;frontend" TIMEOUT 60)
+# A real Prometheus scrapes a cluster; headless Chromium shows its live view.
+# Skipped (77) when make deps has not installed them.
+foreach(scenario prometheus_scrape live_view)
+  fox_frontend_program(${scenario} ${scenario}.py --fox ${CMAKE_SOURCE_DIR}/build/bin/fox)
+  set_tests_properties(cluster.frontend.${scenario} PROPERTIES LABELS cluster TIMEOUT 600 RESOURCE_LOCK qemu_tcg
+                       SKIP_RETURN_CODE 77 ENVIRONMENT "FOX_ACCEL=tcg;FOX_BUILD=${CMAKE_SOURCE_DIR}/build")
+endforeach()
 # No QEMU: the control connection's sends to a supervisor slow to read.
 fox_frontend_test(control_backpressure 120)
 # No QEMU: places as Linux processes (fox run --hosted).

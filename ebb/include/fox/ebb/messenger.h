@@ -165,6 +165,15 @@ class Messenger : public SharedEbb<Messenger> {
   Future<Result<std::string>> QueryStatus(NodeId node, uint64_t timeout_ms = 10'000);
   // This node's report.
   std::string LocalStatus() const;
+  // Layers above add their lines to every report: `source(context, &out)`
+  // appends "key value\n" lines (keys "layer.name", values numbers) and
+  // must not call back into the Messenger. At most kMaxStatusSources;
+  // kOutOfRange beyond. Remove before `context` goes: a report that
+  // runs it is over when RemoveStatusSource returns.
+  using StatusSource = void (*)(const void* context, std::string* out);
+  static constexpr size_t kMaxStatusSources = 8;
+  Result<void> AddStatusSource(StatusSource source, const void* context);
+  void RemoveStatusSource(StatusSource source, const void* context);
 
   // Bytes of direct large messages sent from here that their receivers
   // have not read yet (they go with this node's memory if it ends now).
@@ -244,6 +253,12 @@ class Messenger : public SharedEbb<Messenger> {
   size_t outgoing_bytes_ GUARDED_BY(lock_) = 0;
   uint64_t last_warning_ns_ = 0;
   std::atomic<bool> reporting_{false};  // ReportToFrontend runs
+  struct Source {
+    StatusSource source;
+    const void* context;
+  };
+  mutable SpinLock sources_lock_;  // held while a report runs the sources
+  std::vector<Source> sources_ GUARDED_BY(sources_lock_);
 };
 
 }  // namespace fox::ebb
