@@ -248,12 +248,15 @@ def am_counter(report, name):
 
 
 def print_table(reply, out=sys.stdout):
-    rows = [("NODE", "ADDRESS", "STATE", "CORES", "UPTIME", "JOB/PLACE", "APP", "BOOTS", "FRAMES RX/TX",
-             "AM MSGS TX/RX", "RETX", "PEERS DEAD")]
+    several = len({r.get("host") for r in reply["nodes"]}) > 1  # nodes on several hosts: a column for it
+    rows = [("NODE",) + (("HOST",) if several else ()) + ("ADDRESS", "STATE", "CORES", "UPTIME", "JOB/PLACE", "APP",
+                                                          "BOOTS", "FRAMES RX/TX", "AM MSGS TX/RX", "RETX",
+                                                          "PEERS DEAD")]
     for r in reply["nodes"]:
         sw = r["switch"]
         am = r.get("am") or {}  # in a job: its transport's counters (place 0 asks it: QueryStatus)
-        rows.append((str(r["node"]), r["address"], r["state"], "%d (%s)" % (r["cores"], r["roles"]),
+        rows.append((str(r["node"]),) + ((r.get("host") or "-",) if several else ()) + (
+                     r["address"], r["state"], "%d (%s)" % (r["cores"], r["roles"]),
                      format_uptime(r["uptime"]), "%d/%d" % (r["job"], r["place"]) if r["job"] else "-",
                      r["app"] or "-", str(r["boots"]), "%d/%d" % (sw["rx"], sw["tx"]),
                      "%s/%s" % (am_counter(am, "messages_sent"), am_counter(am, "messages_delivered")) if am else "-",
@@ -316,6 +319,21 @@ def cluster_up(name, count, cores, mem, timeout, quiet=False, iso=False, bridge=
         return fail("--bridge and --pxe need dnsmasq: make deps (or apt-get install dnsmasq-base)")
     if pxe and iso:
         return usage("fox cluster up: error: --pxe and --iso exclude each other (nodes boot one way)")
+    from fox import hosts  # here: only cluster up needs it
+    try:
+        host_list = hosts.slurm_hosts()  # inside a Slurm allocation: its hosts
+    except hosts.HostError as e:
+        return fail("fox cluster up: the Slurm allocation's hosts: %s" % e)
+    import socket
+    if host_list is not None:
+        host_list = hosts.order(host_list)
+        if host_list != [socket.gethostname()]:
+            if os.geteuid() != 0:
+                return usage("fox cluster up: error: nodes on several hosts (the Slurm allocation's: %s) need root "
+                             "on each (a bridge, taps, VXLAN)" % ",".join(host_list))
+            if iso:
+                return usage("fox cluster up: error: --iso is for nodes on this host only")
+            bridge = True
     d = state.cluster_dir(name)
     os.makedirs(d, mode=0o700)
     fd = os.open(os.path.join(d, "fox.key"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -326,11 +344,12 @@ def cluster_up(name, count, cores, mem, timeout, quiet=False, iso=False, bridge=
         import subprocess  # here, as json below: fox run and status start faster
         sup = subprocess.Popen([sys.executable, "-u", "-S", "-m", "fox.supervisor", "--name", name, "--nodes", str(count),
                                 "--cores", str(cores), "--mem", str(mem), "--http", http] + (["--iso"] if iso else []) +
+                               (["--hosts", ",".join(host_list)] if host_list else []) +
                                (["--bridge"] if bridge else []) + (["--pxe"] if pxe else []), stdin=subprocess.DEVNULL, stdout=logf,
                                stderr=subprocess.STDOUT, env=env, cwd="/", start_new_session=True)
     started = time.monotonic()
-    while state.supervisor_pid(name) is None:
-        if sup.poll() is not None or time.monotonic() - started > 15:
+    while state.supervisor_pid(name) is None:  # (with other hosts: once their agents are ready)
+        if sup.poll() is not None or time.monotonic() - started > (15 if not host_list else 15 + hosts.READY_TIMEOUT_S):
             with open(os.path.join(d, "supervisor.log"), errors="replace") as f:
                 text = f.read()
             if sup.poll() is None:

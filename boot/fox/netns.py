@@ -169,11 +169,27 @@ def stop_process(proc):
             proc.wait()
 
 
+def local_address(peer):
+    """This host's address toward `peer` (the source the kernel picks), or None."""
+    words = sh("ip", "-o", "route", "get", peer).stdout.split()
+    return words[words.index("src") + 1] if "src" in words else None
+
+
+def vxlan_id(ns):
+    """The cluster's VXLAN network identifier (24 bits, never 0), from its namespace's name."""
+    return int(hashlib.sha1(ns.encode()).hexdigest()[:6], 16) % 0xfffffe + 1
+
+
 class BridgeNetwork:
-    def __init__(self, cluster, directory, pxe=False):
+    """The cluster's namespace and bridge on this host. `dhcp`: the supervisor's host, whose br0
+    has the server's address and dnsmasq; another host's (host_agent.py) has neither, and
+    joins the first's br0 by VXLAN (add_vxlan)."""
+
+    def __init__(self, cluster, directory, pxe=False, dhcp=True, host=""):
         self.dir = directory
-        self.ns = namespace_name(cluster, directory)
+        self.ns = namespace_name(cluster, directory + host)  # `host`: one name per host where names are shared
         self.pxe = pxe
+        self.dhcp = dhcp
         self.dnsmasq = None
         self.tftp = None
         self.hosts = []
@@ -187,7 +203,7 @@ class BridgeNetwork:
     def up(self):
         if os.geteuid() != 0:
             raise NetError("--bridge needs root (a network namespace, a bridge and taps)")
-        if shutil.which("dnsmasq") is None:
+        if self.dhcp and shutil.which("dnsmasq") is None:
             raise NetError("--bridge needs dnsmasq (make deps, or apt-get install dnsmasq-base)")
         with open(os.path.join(self.dir, "netns"), "w") as f:
             f.write(self.ns + "\n")
@@ -195,6 +211,9 @@ class BridgeNetwork:
         sh("ip", "netns", "add", self.ns)
         self.run("ip", "link", "set", "lo", "up")
         self.run("ip", "link", "add", BRIDGE, "type", "bridge")
+        if not self.dhcp:
+            self.run("ip", "link", "set", BRIDGE, "up")
+            return
         self.run("ip", "addr", "add", "%s/%d" % (SERVER_IP, PREFIX), "dev", BRIDGE)
         self.run("ip", "-6", "addr", "add", "fd77::fe/64", "dev", BRIDGE, "nodad")  # for RAs: QUICK_IPXE
         self.run("ip", "link", "set", BRIDGE, "up")
@@ -225,11 +244,34 @@ class BridgeNetwork:
         self.run("ip", "link", "set", ifname, "up")
         return port
 
-    def add_node(self, k, mac, ip):
-        tap = "tap%d" % k
-        self.run("ip", "tuntap", "add", "dev", tap, "mode", "tap")
-        self.run("ip", "link", "set", tap, "master", BRIDGE)
-        self.run("ip", "link", "set", tap, "up")
+    def add_vxlan(self, vni, local, peers):
+        """vx0, a port of br0 carrying its frames to `peers` (the other hosts' addresses) in VXLAN
+        VNI `vni` over UDP 4789 from `local`. Made in this process's namespace (where the
+        encapsulated frames travel), then moved into the cluster's. MTU 1500 inside: the hosts'
+        network should carry 1550-byte packets (else the kernel fragments them)."""
+        if local is None or not peers:
+            return
+        temporary = "fxv%s" % hashlib.sha1(self.ns.encode()).hexdigest()[:10]
+        sh("ip", "link", "del", temporary, check=False)
+        sh("ip", "link", "add", temporary, "type", "vxlan", "id", str(vni), "dstport", "4789", "local", local)
+        sh("ip", "link", "set", temporary, "netns", self.ns)
+        self.run("ip", "link", "set", temporary, "name", "vx0")
+        self.run("ip", "link", "set", "vx0", "mtu", "1500", "master", BRIDGE, "up")
+        for peer in peers:
+            self.run("bridge", "fdb", "append", "00:00:00:00:00:00", "dev", "vx0", "dst", peer)
+
+    def has_link(self, name):
+        return sh(*(self.exec_prefix() + ["ip", "link", "show", name]), check=False).returncode == 0
+
+    def add_node(self, k, mac, ip, tap=True):
+        """Node K's DHCP entry (with dnsmasq) and, with `tap`, its tap here."""
+        tap = "tap%d" % k if tap else None
+        if tap:
+            self.run("ip", "tuntap", "add", "dev", tap, "mode", "tap")
+            self.run("ip", "link", "set", tap, "master", BRIDGE)
+            self.run("ip", "link", "set", tap, "up")
+        if not self.dhcp:
+            return tap
         self.hosts.append("%s,%s" % (mac, ip))
         write_atomic(os.path.join(self.dir, "dhcp-hosts"), "\n".join(self.hosts) + "\n")
         if self.dnsmasq is not None and self.dnsmasq.poll() is None:

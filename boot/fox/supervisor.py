@@ -1,6 +1,7 @@
 """The supervisor: what `fox cluster up` leaves running for a cluster.
 
     python3 -m fox.supervisor --name NAME --nodes N [--cores C] [--mem M] [--accel A] [--http ADDRESS:PORT]
+                              [--hosts H0,H1,...]
 
 One process, one thread: a selector loop over the control socket, the
 switch's sockets and a pidfd per QEMU. It owns the nodes (QEMU processes, as
@@ -17,6 +18,11 @@ within HAND_TIMEOUT_S, or any node of a `fox run --reboot` job, is rebooted
 into the job. A node whose job part ends (its QEMU exits with a status) is
 rebooted into the agent, back to the pool. A node that dies (killed, or its
 QEMU gone without a status) stays dead; new nodes get new ids.
+
+Hosts (--hosts, hosts.py): node K runs on host (K - 1) mod H; on the hosts
+other than this one through their agents (host_agent.py, started by srun),
+whose QEMUs it sees as RemoteQemu objects; the cluster's bridge here is
+joined to theirs by VXLAN (bridge mode, root).
 
 HTTP port (web.py; --http, by default 127.0.0.1 and a free port, written to
 http.url in the state directory): /metrics in Prometheus' text format
@@ -61,7 +67,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from fox import metrics, netns, nodes, state, switch, web  # noqa: E402
+from fox import hosts, metrics, netns, nodes, state, switch, web  # noqa: E402
 import build_id  # noqa: E402
 import qemu_run  # noqa: E402
 
@@ -98,6 +104,7 @@ class Node:
         self.last_status = None
         self.report = None  # its latest status report in a job ({key: value}), and when it came
         self.report_at = None
+        self.host = None  # the host its QEMU runs on (hosts.py)
 
 
 class Job:
@@ -133,6 +140,9 @@ class Supervisor:
             self.switch.deaf_to_exits = True
         self.nodes = {}
         self.host = socket.gethostname()
+        # Where nodes run (hosts.py): this host alone, or --hosts (the first this one if it is one)
+        self.hosts = args.hosts.split(",") if args.hosts else [self.host]
+        self.agents = {}  # host -> hosts.HostAgent, for every host but this one
         self.http = None  # the HTTP port (web.py): metrics, the live view and its API
         self.events = collections.deque(maxlen=EVENTS_KEPT)  # what happened, for the live view
         self.next_event = 1
@@ -154,9 +164,10 @@ class Supervisor:
             self.next_id += 1
             n = Node(k)
             n.wrong_key = wrong_key
+            n.host = self.hosts[(k - 1) % len(self.hosts)]
             n.port = self.switch.add_node(k, n.qemu_port)
-            if self.net is not None:
-                n.tap = self.net.add_node(k, nodes.node_mac(k), nodes.node_ip(k))
+            if self.net is not None:  # a tap here for a node here; dnsmasq knows every node
+                n.tap = self.net.add_node(k, nodes.node_mac(k), nodes.node_ip(k), tap=n.host == self.host)
             else:
                 self.sel.register(n.port.sock, selectors.EVENT_READ, lambda p=n.port: self.switch.drain(p))
             self.sel.register(n.port.bridge, selectors.EVENT_READ, lambda p=n.port: self.switch.drain_bridge(p))
@@ -167,6 +178,11 @@ class Supervisor:
 
     def boot(self, n, image, append, state_name):
         self.switch.reset_node(n.k)
+        if n.host != self.host:
+            n.proc = self.agents[n.host].boot(n.k, n.boots + 1, image, append, self.args.cores, self.args.mem,
+                                              self.accel, self.args.pxe)
+            self.booted(n, state_name)
+            return
         console = os.path.join(self.dir, "node%d.log" % n.k)
         iso = None
         if self.args.iso:  # the boot arguments travel in the ISO's GRUB menu entry
@@ -185,6 +201,9 @@ class Supervisor:
                                       stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         n.pidfd = os.pidfd_open(n.proc.pid)
         self.sel.register(n.pidfd, selectors.EVENT_READ, lambda node=n, proc=n.proc: self.on_qemu_exit(node, proc))
+        self.booted(n, state_name)
+
+    def booted(self, n, state_name):
         n.booted_at = time.time()
         n.state = state_name
         n.boots += 1
@@ -202,23 +221,25 @@ class Supervisor:
 
     def stop_qemu(self, n):
         """Kills node n's QEMU and waits for it; its exit is not reported."""
-        if n.proc is None:
+        proc, n.proc = n.proc, None
+        if proc is None:
             return
-        self.sel.unregister(n.pidfd)
-        os.close(n.pidfd)
-        n.pidfd = None
-        if n.proc.poll() is None:
-            n.proc.kill()
-        n.proc.wait()
-        n.proc = None
+        if n.pidfd is not None:
+            self.sel.unregister(n.pidfd)
+            os.close(n.pidfd)
+            n.pidfd = None
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
 
     def on_qemu_exit(self, n, proc):
         if proc is not n.proc:
             return
         rc = proc.wait()
-        self.sel.unregister(n.pidfd)
-        os.close(n.pidfd)
-        n.pidfd = None
+        if n.pidfd is not None:
+            self.sel.unregister(n.pidfd)
+            os.close(n.pidfd)
+            n.pidfd = None
         n.proc = None
         status = nodes.decode_exit(rc)
         n.last_status = status
@@ -280,7 +301,7 @@ class Supervisor:
         now = time.time()
         out = []
         for n in sorted(self.nodes.values(), key=lambda n: n.k):
-            out.append({"node": n.k, "host": self.host, "address": nodes.node_ip(n.k), "state": n.state,
+            out.append({"node": n.k, "host": n.host, "address": nodes.node_ip(n.k), "state": n.state,
                         "cores": self.args.cores,
                         "roles": "%d kernel, %d app" % (1, self.args.cores - 1) if self.args.cores > 1 else "1 kernel",
                         "uptime": round(now - n.booted_at, 1) if n.proc is not None else None,
@@ -664,6 +685,7 @@ class Supervisor:
         self.sel.register(stop_r, selectors.EVENT_READ, lambda: os.read(stop_r, 64))
         if self.args.bridge:
             self.bridge_up()
+        self.start_agents()
         try:
             host, _, port = self.args.http.rpartition(":")
             self.http = web.Server(self.sel, host.strip("[]") or "127.0.0.1", int(port), self.route)
@@ -716,6 +738,38 @@ class Supervisor:
         self.switch.attach_tap(tap)
         self.sel.register(tap.fd, selectors.EVENT_READ, lambda: self.switch.drain(tap))
 
+    def start_agents(self):
+        """An agent on every other host (hosts.py), each ready, and this host's bridge joined to theirs."""
+        others = [h for h in self.hosts if h != self.host]
+        if not others:
+            return
+        try:
+            addresses = [hosts.address(h) for h in self.hosts]
+            vni = netns.vxlan_id(self.net.ns)
+            for h in others:
+                self.agents[h] = hosts.HostAgent(
+                    h, hosts.slurm_launcher, self.name, vni, addresses, os.path.join(self.dir, "host-%s" % h),
+                    self.sel, lambda q: self.on_qemu_exit(self.nodes[q.k], q), self.on_console, log)
+            ready = [self.agents[h].wait_ready() for h in others]
+            local = netns.local_address(ready[0]["address"])
+            self.net.add_vxlan(vni, local, [r["address"] for r in ready if r["address"] != local])
+        except (hosts.HostError, netns.NetError, OSError) as e:
+            log("supervisor %d: cluster %s: cannot reach its hosts: %s", os.getpid(), self.name, e)
+            for agent in self.agents.values():
+                agent.close()
+            self.net.close()
+            sys.exit(1)  # `fox cluster up` shows this log, then removes the state directory
+        for r in ready:
+            log("host %s (%s): its agent is ready, nodes there in its namespace %s", r["host"], r["address"],
+                r["netns"])
+        log("hosts: %s (VXLAN %d from %s); node K on host (K - 1) mod %d", ", ".join(self.hosts), vni, local,
+            len(self.hosts))
+
+    def on_console(self, k, data):
+        """What node k's console gained on its host: appended to its log here (fox logs, fox run)."""
+        with open(os.path.join(self.dir, "node%d.log" % k), "ab") as f:
+            f.write(data)
+
     def shut_down(self, server):
         self.stopping = True
         log("supervisor: cluster %s going down", self.name)
@@ -727,6 +781,8 @@ class Supervisor:
         for n in self.nodes.values():
             if n.proc is not None:
                 n.proc.wait()
+        for agent in self.agents.values():
+            agent.close()
         self.switch.close()
         if self.net is not None:
             self.net.close()
@@ -748,10 +804,12 @@ def main():
     ap.add_argument("--iso", action="store_true", help="nodes boot a GRUB ISO made per boot (boot/make_iso.sh)")
     ap.add_argument("--bridge", action="store_true", help="a namespace with a bridge, taps and dnsmasq (root)")
     ap.add_argument("--pxe", action="store_true", help="nodes boot by iPXE (implies --bridge)")
+    ap.add_argument("--hosts", help="the hosts nodes run on, comma-separated, this one first if it is one "
+                    "(fox cluster up inside a Slurm allocation: its hosts); the others through agents (srun)")
     ap.add_argument("--http", default="127.0.0.1:0",
                     help="ADDRESS:PORT of the metrics and the live view (default 127.0.0.1, any free port)")
     args = ap.parse_args()
-    args.bridge = args.bridge or args.pxe
+    args.bridge = args.bridge or args.pxe or bool(args.hosts and args.hosts.split(",") != [socket.gethostname()])
     Supervisor(args).run()
     return 0
 

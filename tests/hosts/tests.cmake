@@ -4,3 +4,11 @@
 # (tests/hosts/slurm_hosts.py). Root; skipped (77) without it.
 add_test(NAME hosts.slurm_hosts COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/hosts/slurm_hosts.py --hosts 3)
 set_tests_properties(hosts.slurm_hosts PROPERTIES LABELS cluster TIMEOUT 300 SKIP_RETURN_CODE 77)
+# fox cluster up inside a 3-host allocation: nodes spread over the hosts (agents
+# started by srun), the ring, pi with a node killed, memcached with a node on
+# each host, fox logs, down and the allocation's end leaving nothing.
+add_test(NAME hosts.fox_across_hosts
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/hosts/fox_across_hosts.py
+                 --fox ${CMAKE_SOURCE_DIR}/build/bin/fox)
+set_tests_properties(hosts.fox_across_hosts PROPERTIES LABELS cluster TIMEOUT 900 SKIP_RETURN_CODE 77
+                     RESOURCE_LOCK qemu_tcg ENVIRONMENT "FOX_BUILD=${CMAKE_SOURCE_DIR}/build")
