@@ -5,7 +5,12 @@
 // for a number of laps, timing each lap. Then node 0 tells everyone the
 // job is done, waits for their goodbyes, and every node exits 0.
 //
-//   boot args: fox.node=I fox.ip=... fox.peers=0@IP,1@IP,... -- [laps=N] [ids=K]
+//   boot args: fox.node=I fox.ip=... fox.peers=0@IP,1@IP,... -- [laps=N] [ids=K] [pings=P]
+//
+// pings=P (a job of node 0 and at least two more): before the laps, the
+// first node after node 0 sends P messages one at a time to the second,
+// which echoes each, and prints the round trips' median, 10th and 90th
+// percentiles (make bench B=hosts: two nodes on one host or on two).
 //
 // A node that dies during the job (phi accrual detector) fails it: the
 // survivors say so and exit 1. Nothing waits forever: joining has
@@ -37,7 +42,7 @@ using fox::NodeId;
 using fox::ebb::Messenger;
 
 constexpr fox::ebb::EbbId kRingId = fox::ebb::StaticId("app.ring");
-enum : uint16_t { kHello = 1, kToken, kDone, kBye };
+enum : uint16_t { kHello = 1, kToken, kDone, kBye, kPingStart, kPing, kPong, kPingsDone };
 
 struct Hello {
   uint32_t node, first, count;
@@ -46,12 +51,20 @@ struct Token {
   uint64_t lap;
   uint32_t hops;
 };
+struct PingStart {
+  uint32_t peer, count;
+};
 
 struct Job {
   std::vector<NodeId> ring;  // every node of the job, in id order
   NodeId self = 0;
   uint64_t laps = 100;
   uint32_t ids = 16;
+  uint32_t pings = 0;
+  // The pinging node's view.
+  NodeId ping_peer = 0;
+  uint64_t ping_sent = 0;
+  std::vector<uint64_t> ping_ns;
   // Node 0's view.
   std::vector<Hello> hellos;
   std::vector<uint64_t> lap_ns;
@@ -105,7 +118,33 @@ void AllJoined() {
     Finish(0);
     return;
   }
+  if (g.pings > 0 && g.ring.size() >= 3) {
+    PingStart p{g.ring[2], g.pings};
+    Send(g.ring[1], kPingStart, &p, sizeof p);  // the laps follow its kPingsDone
+    return;
+  }
+  if (g.pings > 0) std::printf("ring: pings=%u needs two nodes besides node 0: none sent\n", g.pings);
   StartLap(0);
+}
+
+void SendPing(uint64_t seq) {
+  g.ping_sent = fox::clock::NowNs();
+  Send(g.ping_peer, kPing, &seq, sizeof seq);
+}
+
+// The pinging node: an echo came back.
+void PongCame(uint64_t seq) {
+  g.ping_ns.push_back(fox::clock::NowNs() - g.ping_sent);
+  if (seq + 1 < g.pings) {
+    SendPing(seq + 1);
+    return;
+  }
+  std::vector<uint64_t> sorted = g.ping_ns;
+  std::sort(sorted.begin(), sorted.end());
+  auto at = [&](double q) { return sorted[size_t(q * double(sorted.size() - 1))] / 1000.0; };
+  std::printf("ring: %zu round trips between node %u and node %u: median %.1f us, p10 %.1f us, p90 %.1f us\n",
+              sorted.size(), g.self, g.ping_peer, at(0.5), at(0.1), at(0.9));
+  Send(0, kPingsDone, nullptr, 0);
 }
 
 // Node 0: the token came back.
@@ -173,6 +212,32 @@ void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t len) {
     case kBye:
       if (g.self == 0) Goodbye();
       return;
+    case kPingStart: {
+      PingStart p{};
+      if (len != sizeof p) break;
+      std::memcpy(&p, data, sizeof p);
+      if (p.count == 0 || p.count > 1'000'000 || p.peer == g.self) break;
+      g.ping_peer = p.peer;
+      g.pings = p.count;
+      SendPing(0);
+      return;
+    }
+    case kPing:
+      if (len != sizeof(uint64_t)) break;
+      Send(from, kPong, data, len);
+      return;
+    case kPong: {
+      uint64_t seq = 0;
+      if (len != sizeof seq || from != g.ping_peer) break;
+      std::memcpy(&seq, data, sizeof seq);
+      if (seq != g.ping_ns.size()) break;
+      PongCame(seq);
+      return;
+    }
+    case kPingsDone:
+      if (g.self != 0) break;
+      StartLap(0);
+      return;
     default: break;
   }
   std::printf("ring: node %u: bad message (handler %u, %zu bytes) from node %u\n", g.self, handler, len, from);
@@ -192,8 +257,12 @@ bool ParseArgs(int argc, char** argv, uint64_t* join_s) {
       g.ids = uint32_t(v);
     } else if (number && key == "join" && v >= 1 && v <= 3600) {
       *join_s = v;
+    } else if (number && key == "pings" && v <= 1'000'000) {
+      g.pings = uint32_t(v);
     } else {
-      std::printf("ring: bad argument '%s' (expected laps=1..1000000, ids=1..65536 or join=1..3600)\n", argv[i]);
+      std::printf(
+          "ring: bad argument '%s' (expected laps=1..1000000, ids=1..65536, join=1..3600 or pings=0..1000000)\n",
+          argv[i]);
       return false;
     }
   }
@@ -251,7 +320,7 @@ int main(int argc, char** argv) {
 
   auto finished = g.finished.GetFuture();
   // A deadline for the whole job: joining, then the laps at 1 ms each at least.
-  uint64_t deadline_ms = join_s * 1000 + g.laps * g.ring.size() + 10'000;
+  uint64_t deadline_ms = join_s * 1000 + (g.laps + g.pings) * g.ring.size() + 10'000;
   auto timer = fox::timer::Start(deadline_ms * 1'000'000, [] {
     std::printf("ring: node %u: the job did not finish in time\n", g.self);
     Finish(1);

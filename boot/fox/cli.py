@@ -1,6 +1,7 @@
 """fox: the frontend command (DESIGN.md "Frontend and jobs").
 
     fox cluster up [--nodes N] [--cores C] [--mem M] [--iso] [--name NAME] [--timeout T] [--http ADDRESS:PORT]
+                   [--hosts H1,H2,...]   (inside a Slurm allocation: over its hosts)
     fox cluster down [--name NAME]
     fox cluster list
     fox status [--json] [--name NAME]
@@ -73,6 +74,15 @@ def http_address(text):
     return text
 
 
+def host_names(text):
+    """H1,H2,...: host names (letters, digits, '.', '-', '_'), at most 64, none twice."""
+    names = text.split(",")
+    ok = all(n and len(n) <= 253 and n[0].isalnum() and all(c.isalnum() or c in ".-_" for c in n) for n in names)
+    if not ok or len(names) > 64 or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError("%r: want host names separated by commas (at most 64, none twice)" % text)
+    return names
+
+
 def cluster_name(text):
     if not state.valid_name(text):
         raise argparse.ArgumentTypeError("%r is not a cluster name (letters, digits, '_', '.', '-'; at most 32)" % text)
@@ -142,6 +152,9 @@ def parser(command=None):
         up.add_argument("--bridge", action="store_true", help="a namespace bridge instead of the switch (root)")
         up.add_argument("--pxe", action="store_true", help="nodes boot through iPXE (implies --bridge)")
         up.add_argument("--iso", action="store_true", help="nodes boot a GRUB ISO whose menu entry carries their arguments")
+        up.add_argument("--hosts", type=host_names, metavar="H1,H2,...",
+                        help="spread the nodes over these hosts, reached by ssh (root on each; default: this host, "
+                             "or the Slurm allocation's hosts inside one)")
         up.add_argument("--http", type=http_address, default="127.0.0.1:0", metavar="ADDRESS:PORT",
                         help="where the supervisor serves its metrics (/metrics) and live view (/) "
                              "(default 127.0.0.1 and a free port: fox ui says which)")
@@ -305,7 +318,8 @@ def wait_joined(name, ids, timeout, progress):
         conn.close()
 
 
-def cluster_up(name, count, cores, mem, timeout, quiet=False, iso=False, bridge=False, pxe=False, http="127.0.0.1:0"):
+def cluster_up(name, count, cores, mem, timeout, quiet=False, iso=False, bridge=False, pxe=False, http="127.0.0.1:0",
+               host_list=None):
     import shutil  # imported here: fox run and status start faster
     import secrets  # imported here: fox run and status start faster
     if state.supervisor_pid(name) is not None:
@@ -320,17 +334,20 @@ def cluster_up(name, count, cores, mem, timeout, quiet=False, iso=False, bridge=
     if pxe and iso:
         return usage("fox cluster up: error: --pxe and --iso exclude each other (nodes boot one way)")
     from fox import hosts  # here: only cluster up needs it
-    try:
-        host_list = hosts.slurm_hosts()  # inside a Slurm allocation: its hosts
-    except hosts.HostError as e:
-        return fail("fox cluster up: the Slurm allocation's hosts: %s" % e)
+    launcher = "ssh"  # --hosts: the others through ssh
+    if host_list is None:
+        launcher = "slurm"
+        try:
+            host_list = hosts.slurm_hosts()  # inside a Slurm allocation: its hosts
+        except hosts.HostError as e:
+            return fail("fox cluster up: the Slurm allocation's hosts: %s" % e)
     import socket
     if host_list is not None:
         host_list = hosts.order(host_list)
         if host_list != [socket.gethostname()]:
             if os.geteuid() != 0:
-                return usage("fox cluster up: error: nodes on several hosts (the Slurm allocation's: %s) need root "
-                             "on each (a bridge, taps, VXLAN)" % ",".join(host_list))
+                return usage("fox cluster up: error: nodes on several hosts (%s) need root on each (a bridge, taps, "
+                             "VXLAN)" % ",".join(host_list))
             if iso:
                 return usage("fox cluster up: error: --iso is for nodes on this host only")
             bridge = True
@@ -344,7 +361,7 @@ def cluster_up(name, count, cores, mem, timeout, quiet=False, iso=False, bridge=
         import subprocess  # here, as json below: fox run and status start faster
         sup = subprocess.Popen([sys.executable, "-u", "-S", "-m", "fox.supervisor", "--name", name, "--nodes", str(count),
                                 "--cores", str(cores), "--mem", str(mem), "--http", http] + (["--iso"] if iso else []) +
-                               (["--hosts", ",".join(host_list)] if host_list else []) +
+                               (["--hosts", ",".join(host_list), "--launcher", launcher] if host_list else []) +
                                (["--bridge"] if bridge else []) + (["--pxe"] if pxe else []), stdin=subprocess.DEVNULL, stdout=logf,
                                stderr=subprocess.STDOUT, env=env, cwd="/", start_new_session=True)
     started = time.monotonic()
@@ -587,7 +604,7 @@ def main(argv=None):
         if args.command == "cluster":
             if args.action == "up":
                 return cluster_up(args.name, args.nodes, args.cores, args.mem, args.timeout, iso=args.iso,
-                                  bridge=args.bridge, pxe=args.pxe, http=args.http)
+                                  bridge=args.bridge, pxe=args.pxe, http=args.http, host_list=args.hosts)
             if args.action == "down":
                 return cluster_down(args.name)
             return cluster_list()

@@ -3,15 +3,18 @@
 Inside a Slurm allocation (SLURM_JOB_ID and SLURM_JOB_NODELIST set), `fox cluster up` spreads
 its nodes over the allocation's hosts: node K lives on host (K - 1) mod H, in the order
 `scontrol show hostnames` lists them, where the supervisor's host (if it is one of them) comes
-first. On every host but the supervisor's, one agent (host_agent.py), started as a job step
-(`srun --overlap` on that host), runs the nodes there; its standard input and output are the
-supervisor's channel to it. The file system holding fox (its build, the node image) is the
-same path on every host, as on an HPC cluster's shared file system.
+first. Without Slurm, `fox cluster up --hosts H1,H2,...` does the same over ssh. On every host
+but the supervisor's, one agent (host_agent.py), started as a job step (`srun --overlap` on
+that host) or through ssh (FOX_SSH: the command, default `ssh -o BatchMode=yes`), runs the
+nodes there; its standard input and output are the supervisor's channel to it. The file
+system holding fox (its build, the node image) is the same path on every host, as on an HPC
+cluster's shared file system.
 """
 import base64
 import json
 import os
 import selectors
+import shlex
 import socket
 import subprocess
 import sys
@@ -96,8 +99,8 @@ class HostAgent:
         self.gone = False
         self.buffer = b""
         env = dict(os.environ, PYTHONPATH=BOOT_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        cmd = launch(host) + [sys.executable, "-u", "-S", "-m", "fox.host_agent", "--cluster", cluster,
-                              "--vni", str(vni), "--peers", ",".join(peers), "--dir", directory]
+        cmd = launch(host, [sys.executable, "-u", "-S", "-m", "fox.host_agent", "--cluster", cluster,
+                            "--vni", str(vni), "--peers", ",".join(peers), "--dir", directory])
         self.stderr = open(os.path.join(os.path.dirname(directory), "host-%s.log" % host), "ab")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, env=env,
                                      start_new_session=True)
@@ -211,7 +214,18 @@ class HostAgent:
         self.stderr.close()
 
 
-def slurm_launcher(host):
-    """A job step on `host` in the current allocation, sharing its resources with the others."""
+def slurm_launcher(host, cmd):
+    """`cmd` as a job step on `host` in the current allocation, sharing its resources with the others
+    (srun carries the environment)."""
     return ["srun", "--overlap", "--nodes=1", "--ntasks=1", "--nodelist=%s" % host, "--job-name=fox-host-agent",
-            "--quiet", "--unbuffered", "--kill-on-bad-exit=0"]
+            "--quiet", "--unbuffered", "--kill-on-bad-exit=0"] + cmd
+
+
+def ssh_launcher(host, cmd):
+    """`cmd` on `host` through ssh, which carries no environment: PYTHONPATH on its command line."""
+    ssh = shlex.split(os.environ.get("FOX_SSH", "ssh -o BatchMode=yes"))
+    remote = ["env", "PYTHONPATH=" + BOOT_DIR] + cmd
+    return ssh + [host, "--", " ".join(shlex.quote(word) for word in remote)]
+
+
+LAUNCHERS = {"slurm": slurm_launcher, "ssh": ssh_launcher}

@@ -175,9 +175,11 @@ def local_address(peer):
     return words[words.index("src") + 1] if "src" in words else None
 
 
-def vxlan_id(ns):
-    """The cluster's VXLAN network identifier (24 bits, never 0), from its namespace's name."""
-    return int(hashlib.sha1(ns.encode()).hexdigest()[:6], 16) % 0xfffffe + 1
+def vxlan_id():
+    """A VXLAN network identifier for a cluster (24 bits, never 0): drawn at random, not from its
+    name, since a cluster taken down leaves its VXLAN device to the kernel's asynchronous
+    cleanup of its namespace, which a cluster of the same name brought up next would meet."""
+    return int.from_bytes(os.urandom(3), "little") % 0xfffffe + 1
 
 
 class BridgeNetwork:

@@ -20,7 +20,8 @@ rebooted into the agent, back to the pool. A node that dies (killed, or its
 QEMU gone without a status) stays dead; new nodes get new ids.
 
 Hosts (--hosts, hosts.py): node K runs on host (K - 1) mod H; on the hosts
-other than this one through their agents (host_agent.py, started by srun),
+other than this one through their agents (host_agent.py, started by srun or
+ssh: --launcher),
 whose QEMUs it sees as RemoteQemu objects; the cluster's bridge here is
 joined to theirs by VXLAN (bridge mode, root).
 
@@ -744,14 +745,15 @@ class Supervisor:
         if not others:
             return
         try:
-            addresses = [hosts.address(h) for h in self.hosts]
-            vni = netns.vxlan_id(self.net.ns)
+            addresses = [hosts.address(h) for h in others]
+            local = netns.local_address(addresses[0])  # this host's, whether it runs nodes or not
+            vni = netns.vxlan_id()
             for h in others:
                 self.agents[h] = hosts.HostAgent(
-                    h, hosts.slurm_launcher, self.name, vni, addresses, os.path.join(self.dir, "host-%s" % h),
-                    self.sel, lambda q: self.on_qemu_exit(self.nodes[q.k], q), self.on_console, log)
+                    h, hosts.LAUNCHERS[self.args.launcher], self.name, vni, [local] + addresses,
+                    os.path.join(self.dir, "host-%s" % h), self.sel, lambda q: self.on_qemu_exit(self.nodes[q.k], q),
+                    self.on_console, log)
             ready = [self.agents[h].wait_ready() for h in others]
-            local = netns.local_address(ready[0]["address"])
             self.net.add_vxlan(vni, local, [r["address"] for r in ready if r["address"] != local])
         except (hosts.HostError, netns.NetError, OSError) as e:
             log("supervisor %d: cluster %s: cannot reach its hosts: %s", os.getpid(), self.name, e)
@@ -806,6 +808,8 @@ def main():
     ap.add_argument("--pxe", action="store_true", help="nodes boot by iPXE (implies --bridge)")
     ap.add_argument("--hosts", help="the hosts nodes run on, comma-separated, this one first if it is one "
                     "(fox cluster up inside a Slurm allocation: its hosts); the others through agents (srun)")
+    ap.add_argument("--launcher", choices=("slurm", "ssh"), default="slurm",
+                    help="how agents start on the other hosts: srun in the allocation, or ssh")
     ap.add_argument("--http", default="127.0.0.1:0",
                     help="ADDRESS:PORT of the metrics and the live view (default 127.0.0.1, any free port)")
     args = ap.parse_args()

@@ -296,3 +296,10 @@ set_tests_properties(hosted.mcphoton hosted.mcphoton_cores hosted.mcphoton_kill 
   hosted.mcphoton_bad_argument PROPERTIES LABELS hosted TIMEOUT 180)
 fox_cluster_test(mcphoton NODES 2 SMP 2 IMAGE mcphoton LOCAL PEERS ARGS "-- photons=100000 tasks=16 check=on"
   TIMEOUT 200 EXPECT ${MCPHOTON_SMALL} "0:mcphoton: .*: the same tallies")
+# The ring's round trips between its first two nodes (pings=P, make bench
+# B=hosts), then its laps.
+add_test(NAME hosted.ring_pings COMMAND ${FOX_HOSTED_NODES} --nodes 3 --timeout 120
+  --expect "1:ring: 200 round trips between node 1 and node 2: median [0-9.]+ us, p10 [0-9.]+ us, p90 [0-9.]+ us$"
+  --expect "0:ring: 10 laps around 3 nodes" --expect "0:ring: every node said goodbye: job done"
+  ${CMAKE_BINARY_DIR}/apps/ring/ring laps=10 pings=200)
+set_tests_properties(hosted.ring_pings PROPERTIES LABELS hosted TIMEOUT 150)

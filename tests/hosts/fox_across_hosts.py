@@ -17,7 +17,9 @@ host 0 with the allocation's SLURM_JOB_ID and SLURM_JOB_NODELIST, as in an `sall
   5. fox cluster down: no QEMU and no agent left on any host;
   6. a second cluster, then the allocation's end (scancel): the agents end, and with them
      every QEMU on hosts 1 and 2 (the supervisor, outside the allocation, declares those
-     nodes dead); fox cluster down then leaves nothing.
+     nodes dead); fox cluster down then leaves nothing;
+  7. an allocation of hosts 1 and 2 only (the frontend outside it, as on a login node): fox run
+     ring --nodes 2 makes a cluster for the job there, runs it, removes it.
 Root; skipped (77) without it or without Slurm.
 """
 import argparse
@@ -171,6 +173,16 @@ def scenario(hosts, fox_path):
         print("ok: the allocation's end stopped the agents and their QEMUs; the supervisor saw the nodes die")
         fox("cluster", "down", "--name", "again", check=0)
         wait_for(lambda: not qemus(hosts), 20, "nothing left on any host")
+
+        # The frontend outside the allocation (as on a login node): every node on another host.
+        r = hosts.run(0, ["salloc", "-N", "2", "-w", ",".join(hosts.names[1:]), "--no-shell"], timeout=60)
+        job = re.search(r"Granted job allocation (\d+)", r.stdout + r.stderr).group(1)
+        fox.env.update(SLURM_JOB_ID=job, SLURM_JOB_NODELIST=",".join(hosts.names[1:]))
+        _, out = fox("run", "ring", "--nodes", "2", "--name", "outside", "--timeout", "300", "--", "laps=20",
+                     check=0)
+        check_ring(out, 3)
+        wait_for(lambda: not qemus(hosts), 20, "nothing left on any host")
+        print("ok: with the frontend on a host outside the allocation, a cluster made for the job on hosts 1 and 2")
     finally:
         for n in (name, "again"):
             fox("cluster", "down", "--name", n)

@@ -14,9 +14,12 @@ them all; configuration, state, logs and spool in the test's directory (SLURM_CO
 slurm.conf in every command run here). Processes started through Slurm (job steps) live in
 their host's namespaces, as they would on that machine.
 
-Cleaning up (close(), also on failure, and for a previous run that crashed: clean_stale())
-kills every process in the namespaces, munged, and removes the namespaces, the hosts files
-and the directory.
+With ssh=True (and slurm=False for hosts without Slurm), every host also runs sshd (Debian's
+openssh-server) on its address, taking root's logins with a key of the test's: `ssh_command`
+is the client command that reaches them (FOX_SSH for `fox cluster up --hosts`).
+
+Cleaning up (close(), also on failure) kills every process in the namespaces, munged, and
+removes the namespaces, the hosts files and the directory.
 
     slurm_hosts.py [--hosts N]     brings them up, runs `srun -N N hostname` on host 0,
                                    checks it printed every host's name, takes them down
@@ -66,10 +69,13 @@ def processes_in(inodes):
 
 
 class SlurmHosts:
-    def __init__(self, count, tag=None):
+    def __init__(self, count, tag=None, slurm=True, ssh=False):
         if count < 1 or count > 200:
             raise HostsError("1 to 200 hosts")
         self.count = count
+        self.slurm = slurm
+        self.ssh = ssh
+        self.made_run_sshd = False
         self.tag = tag or str(os.getpid())
         self.dir = None
         self.munged = None
@@ -96,15 +102,21 @@ class SlurmHosts:
     def up(self):
         if os.geteuid() != 0:
             raise HostsError("hosts in namespaces need root")
-        for tool in ("slurmctld", "slurmd", "srun", "munged"):
+        tools = (("slurmctld", "slurmd", "srun", "munged") if self.slurm else ()) + (("sshd",) if self.ssh else ())
+        for tool in tools:
             if shutil.which(tool) is None and not os.path.exists("/usr/sbin/" + tool):
-                raise HostsError("%s is not installed (make deps: slurmctld slurmd slurm-client munge)" % tool)
+                raise HostsError("%s is not installed (make deps: slurmctld slurmd slurm-client munge "
+                                 "openssh-server)" % tool)
         self.dir = tempfile.mkdtemp(prefix="fox-hosts-")
         os.chmod(self.dir, 0o711)  # munged: its socket's directory must be searchable by all
+        self.conf = os.path.join(self.dir, "slurm.conf")
         self.network()
-        self.start_munge()
-        self.write_config()
-        self.start_slurm()
+        if self.slurm:
+            self.start_munge()
+            self.write_config()
+            self.start_slurm()
+        if self.ssh:
+            self.start_sshd()
 
     def network(self):
         sh("ip", "netns", "add", self.fabric)
@@ -183,7 +195,6 @@ PartitionName=fox Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=
         open(os.path.join(d, "plugstack.conf"), "w").close()
         with open(os.path.join(d, "cgroup.conf"), "w") as f:
             f.write("CgroupPlugin=cgroup/v1\nCgroupAutomount=no\n")
-        self.conf = os.path.join(d, "slurm.conf")
         with open(self.conf, "w") as f:
             f.write(conf)
 
@@ -203,6 +214,26 @@ PartitionName=fox Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=
         for i in range(self.count):
             self.daemon(i, ["/usr/sbin/slurmd", "-D", "-f", self.conf, "-N", self.names[i]], "slurmd-%d" % i)
         self.wait(lambda: self.idle_nodes() == self.count, 60, "every slurmd registered (sinfo: idle)")
+
+    def start_sshd(self):
+        d = self.dir
+        for key in ("client", "host"):
+            sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(d, key))
+        shutil.copyfile(os.path.join(d, "client.pub"), os.path.join(d, "authorized_keys"))
+        with open(os.path.join(d, "sshd_config"), "w") as f:
+            f.write("HostKey %s/host\nAuthorizedKeysFile %s/authorized_keys\nPermitRootLogin prohibit-password\n"
+                    "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+                    "PidFile none\n" % (d, d))
+        if not os.path.isdir("/run/sshd"):  # sshd's privilege separation directory (its service makes it)
+            os.makedirs("/run/sshd", mode=0o755)
+            self.made_run_sshd = True
+        for i in range(self.count):
+            self.daemon(i, ["/usr/sbin/sshd", "-D", "-e", "-f", os.path.join(d, "sshd_config"), "-o",
+                            "ListenAddress=%s" % self.address(i)], "sshd-%d" % i)
+        self.ssh_command = "ssh -i %s/client -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null " \
+                           "-o BatchMode=yes -o LogLevel=ERROR" % d
+        self.wait(lambda: all(self.run(0, self.ssh_command.split() + [n, "true"], timeout=30).returncode == 0
+                              for n in self.names), 30, "sshd on every host")
 
     def daemon(self, i, cmd, name):
         out = open(os.path.join(self.dir, name + ".out"), "w")
@@ -277,6 +308,8 @@ PartitionName=fox Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=
             except subprocess.TimeoutExpired:
                 self.munged.kill()
                 self.munged.wait()
+        if self.made_run_sshd:
+            shutil.rmtree("/run/sshd", ignore_errors=True)
         for ns in self.namespaces + [self.fabric]:
             if netns_inode(ns) is not None:
                 sh("ip", "netns", "del", ns, check=False)

@@ -12,3 +12,11 @@ add_test(NAME hosts.fox_across_hosts
                  --fox ${CMAKE_SOURCE_DIR}/build/bin/fox)
 set_tests_properties(hosts.fox_across_hosts PROPERTIES LABELS cluster TIMEOUT 900 SKIP_RETURN_CODE 77
                      RESOURCE_LOCK qemu_tcg ENVIRONMENT "FOX_BUILD=${CMAKE_SOURCE_DIR}/build")
+# fox cluster up --hosts over ssh (no Slurm): every host runs sshd with the
+# test's key. Skipped (77) without root or without sshd: make deps does not
+# install openssh-server (it would leave an SSH server on the machine).
+add_test(NAME hosts.fox_over_ssh
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/hosts/fox_over_ssh.py
+                 --fox ${CMAKE_SOURCE_DIR}/build/bin/fox)
+set_tests_properties(hosts.fox_over_ssh PROPERTIES LABELS cluster TIMEOUT 600 SKIP_RETURN_CODE 77
+                     RESOURCE_LOCK qemu_tcg ENVIRONMENT "FOX_BUILD=${CMAKE_SOURCE_DIR}/build")

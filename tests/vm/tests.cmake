@@ -440,7 +440,7 @@ fox_vm_test(net_udp_loopback IMAGE vmtest SMP 2 NET user ARGS "-- net_udp_loopba
 # The default job's program (apps/ring) refuses bad arguments with status 2
 # before touching the network.
 fox_vm_test(ring_bad_argument IMAGE ring ARGS "fox.peers=0@10.0.2.15 -- laps=abc" EXIT 2
-  EXPECT "ring: bad argument 'laps=abc' \\(expected laps=1\\.\\.1000000, ids=1\\.\\.65536 or join=1\\.\\.3600\\)")
+  EXPECT "ring: bad argument 'laps=abc' \\(expected laps=1\\.\\.1000000, ids=1\\.\\.65536, join=1\\.\\.3600 or pings=0\\.\\.1000000\\)")
 # A short or non-hexadecimal key is a usage error, never a crash (issue 10).
 fox_vm_test(ring_short_key IMAGE ring ARGS "fox.key=zz fox.peers=0@10.0.2.15 -- laps=3" EXIT 2
   EXPECT "am: bad boot argument 'fox.key': expected 32 hexadecimal digits" REJECT "PANIC")
