@@ -30,8 +30,9 @@ http.url in the state directory): /metrics in Prometheus' text format
 (metrics.py: nodes by state, jobs, deaths, the switch's counters and, for the
 nodes of the running job, their status reports: transport, membership, Dht,
 APGAS runtime), / the live view (ui.html) and /api/status its data: the
-status request's answer plus the events (boots, joins, deaths, exits, jobs)
-numbered after `since`.
+status request's answer plus the events (boots, joins, deaths, exits, jobs,
+and the recoveries the job's nodes report: peers seen dead, Dht copies
+rebuilt, finishes adopted) numbered after `since`.
 
 Control protocol: a Unix stream socket (supervisor.sock), one JSON object
 per line each way. Requests ({"op": ...}) and their replies:
@@ -321,6 +322,17 @@ class Supervisor:
                 "job": {"id": job.id, "app": job.request["app"], "nodes": job.nodes, "endpoints": job.endpoints,
                         "seconds": round(time.time() - job.started_at, 1) if job.started_at else None}
                 if job else None, "queued": len(self.queue), "counters": dict(self.counters)}
+
+    # Report counters whose growth is a recovery the live view shows as it happens.
+    RECOVERIES = (("am.peers_dead", "saw %d more peers die"), ("dht.rebuilt", "rebuilt %d Dht copies"),
+                  ("dht.rebuild_failures", "failed to rebuild %d Dht copies"),
+                  ("apgas.adopted", "adopted %d finishes of dead places"))
+
+    def recoveries(self, n, old, new):
+        for key, text in self.RECOVERIES:
+            before, now = old.get(key), new.get(key)
+            if isinstance(before, int) and isinstance(now, int) and now > before:
+                self.event("recovery", n.k, "node %d (job %s): " + text, n.k, n.job, now - before)
 
     def event(self, kind, node, fmt, *args):
         """Logs a line and keeps it for the live view (events since a number: /api/status?since=N)."""
@@ -661,6 +673,7 @@ class Supervisor:
             report = request.get("report")
             if self.job and self.job.conn is conn and n is not None and n.job == self.job.id and \
                     isinstance(report, dict) and len(report) <= 200:
+                self.recoveries(n, n.report or {}, report)
                 n.report, n.report_at = report, time.time()
             return None
         if op == "end":

@@ -6,9 +6,10 @@
 A rootless cluster of 3 QEMU nodes; Chromium (Debian's chromium and chromium-driver, Selenium
 from python3-selenium) opens the address `fox ui` prints. Checked on the page as it updates:
   - it loads and shows the cluster's name, "live", and 3 idle nodes with their host;
-  - a ring job started with fox run shows as the job, its nodes running;
-  - fox kill 2: node 2 shows dead within 15 s (the page asks every second), and the event list
-    has the death;
+  - a memcached job started with fox run shows as the job, its nodes running with their Dht
+    items (from their status reports), and its gateway's address, where 300 keys are set;
+  - fox kill 2: node 2 shows dead within 15 s (the page asks every second), the event list has
+    the death, then a survivor's Dht rebuild (a recovery its report shows);
   - the browser's console has no error (level SEVERE) from the page's whole life.
 Everything (cluster, browser, driver) is removed afterwards, also when a check fails. Skips (77)
 when Chromium, its driver or Selenium is missing (make deps installs them).
@@ -16,6 +17,7 @@ when Chromium, its driver or Selenium is missing (make deps installs them).
 import argparse
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -75,10 +77,17 @@ def scenario(e, profile):
         if not host or host == "-":
             raise Failure("node 1's host is not shown")
         print("ok: the page shows cluster %s, live, 3 idle nodes on host %s" % (name, host))
-        run = e.start("run", "ring", "--name", name, "--timeout", "300", "--", "laps=1000000")
-        wait_for(lambda: "ring" in (text(driver, "#job") or "") and
+        run = e.start("run", "memcached", "--name", name, "--timeout", "300")
+        wait_for(lambda: "memcached" in (text(driver, "#job") or "") and
                  all(node_state(driver, k) == "running" for k in (1, 2, 3)), 120, "the job and its nodes running")
+        wait_for(lambda: all((text(driver, "#node-%d td:nth-child(12)" % k) or "-") != "-" for k in (1, 2, 3)), 60,
+                 "every node's Dht items (its status report)")
         print("ok: the page shows the job: %s" % text(driver, "#job"))
+        port = re.search(r"memcached at 127\.0\.0\.1:(\d+)", text(driver, "#job")).group(1)
+        keys = subprocess.run(["/usr/bin/python3", "-c", SET_KEYS, port], capture_output=True, text=True, timeout=120)
+        print(keys.stdout + keys.stderr, end="")
+        if keys.returncode != 0:
+            raise Failure("setting keys through the gateway failed")
         e.fox_cmd("kill", "2", "--name", name, check=0)
         killed = time.monotonic()
         wait_for(lambda: node_state(driver, 2) == "dead", 15, "node 2 shown dead")
@@ -87,6 +96,12 @@ def scenario(e, profile):
         if not any("node 2: dead: killed (fox kill)" in t for t in events):
             raise Failure("no event of node 2's death on the page: %s" % events)
         print("ok: the event list has it: %s" % events[0])
+
+        def recovered():
+            return [li.text for li in driver.find_elements("css selector", "#events li.recovery")
+                    if "rebuilt" in li.text]
+        wait_for(recovered, 60, "a survivor's Dht rebuild in the event list")
+        print("ok: the survivors' recovery shows as it happens: %s" % recovered()[0])
         console = driver.get_log("browser")
     finally:
         driver.quit()
@@ -100,6 +115,15 @@ def scenario(e, profile):
     print("ok: no error in the browser's console (%d entries)" % len(console))
     e.fox_cmd("cluster", "down", "--name", name, check=0)
     e.expect_nothing_left("after down")
+
+
+SET_KEYS = r"""
+import sys
+from pymemcache.client.base import Client
+c = Client(("127.0.0.1", int(sys.argv[1])), connect_timeout=10, timeout=60)
+assert not c.set_many({"ui:%d" % i: b"value %d" % i for i in range(300)}, noreply=False)
+print("300 keys set through the gateway (the page's address)")
+"""
 
 
 def main():

@@ -19,7 +19,8 @@ host 0 with the allocation's SLURM_JOB_ID and SLURM_JOB_NODELIST, as in an `sall
      every QEMU on hosts 1 and 2 (the supervisor, outside the allocation, declares those
      nodes dead); fox cluster down then leaves nothing;
   7. an allocation of hosts 1 and 2 only (the frontend outside it, as on a login node): fox run
-     ring --nodes 2 makes a cluster for the job there, runs it, removes it.
+     ring --nodes 2 makes a cluster for the job there, runs it, removes it;
+  8. sbatch -N 3 --wait of a script running `fox run ring --nodes 3`: the batch job passes.
 Root; skipped (77) without it or without Slurm.
 """
 import argparse
@@ -183,6 +184,26 @@ def scenario(hosts, fox_path):
         check_ring(out, 3)
         wait_for(lambda: not qemus(hosts), 20, "nothing left on any host")
         print("ok: with the frontend on a host outside the allocation, a cluster made for the job on hosts 1 and 2")
+        hosts.run(0, ["scancel", job])
+        job = None
+
+        # A batch job: sbatch runs the script on the allocation's first host, where fox run makes a
+        # cluster over the allocation's hosts for the job and removes it after.
+        script, output = os.path.join(fox.dir, "job.sh"), os.path.join(fox.dir, "job.out")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\nexec %s run ring --nodes 3 --timeout 300 -- laps=20\n" % fox_path)
+        os.chmod(script, 0o755)
+        env = {k: v for k, v in fox.env.items() if not k.startswith("SLURM_JOB")}
+        r = hosts.run(0, ["sbatch", "-N", "3", "--wait", "--output", output, script], env=env, timeout=600)
+        with open(output, errors="replace") as f:
+            out = f.read()
+        print("$ sbatch -N 3 --wait job.sh  -> %d: %s" % (r.returncode, (r.stdout + r.stderr).strip()))
+        print("".join("  | " + line + "\n" for line in out.splitlines() if "ring:" in line), end="")
+        if r.returncode != 0:
+            raise Failure("the batch job failed")
+        check_ring(out, 4)
+        wait_for(lambda: not qemus(hosts), 20, "nothing left on any host")
+        print("ok: sbatch: fox run ring over a cluster made for the batch job")
     finally:
         for n in (name, "again"):
             fox("cluster", "down", "--name", n)
