@@ -23,7 +23,8 @@ JOBS ?= $(shell nproc)
 DEB_PACKAGES := dpkg-dev clang lld llvm cmake ninja-build g++ libstdc++-12-dev musl-dev libgtest-dev libcereal-dev clang-format \
   libclang-rt-14-dev qemu-system-x86 grub-pc-bin grub-common xorriso mtools gdb python3 cpio iproute2 \
   libmemcached-tools python3-pymemcache memcached dnsmasq-base ipxe \
-  prometheus chromium chromium-driver python3-selenium slurmctld slurmd slurm-client munge
+  prometheus chromium chromium-driver python3-selenium slurmctld slurmd slurm-client munge \
+  dropbear-bin openssh-client
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps native host test run boot iso bench faults fuzz debug clean format format-check
@@ -78,7 +79,7 @@ bench: all
 
 # FAULTS_ARGS: campaign.py's options (--runs N --seed S --apps ... --kinds ... --only APP:KIND:RUN).
 faults: all
-	python3 tests/faults/campaign.py $(FAULTS_ARGS)
+	python3 tests/faults/campaign.py --chart $(FAULTS_ARGS)
 
 FUZZ_RUNS ?= 10000000
 fuzz: host

@@ -37,6 +37,7 @@
 
 #include "../common/args.h"
 #include "fox/apgas/apgas.h"
+#include "fox/apgas/global_memory.h"
 #include "fox/apgas/team.h"
 #include "fox/clock.h"
 #include "search.h"
@@ -69,16 +70,11 @@ class TeamComm {
   void Barrier() { team_.barrier(); }
   uint64_t Workers() const { return uint64_t(std::max(1, fox::apgas::activityCores())); }
   // f(worker, lo, hi) over shares of [0, count), an activity each (none
-  // smaller than 1024 unless there is only one).
+  // smaller than 1024 unless there is only one): global memory's split.
   template <class F>
   void Parallel(uint64_t count, const F& f) {
-    uint64_t n = std::max<uint64_t>(1, std::min(Workers(), count / 1024 + 1));
-    fox::apgas::finish([&] {
-      for (uint64_t k = 1; k < n; ++k) {
-        fox::apgas::async([&f, k, count, n] { f(k, count * k / n, count * (k + 1) / n); });
-      }
-      f(0, 0, count / n);
-    });
+    fox::apgas::finish(
+        [&] { fox::apgas::overCores(count, 1024, [&f](uint64_t k, uint64_t lo, uint64_t hi) { f(k, lo, hi); }); });
   }
   uint64_t NowNs() const { return fox::clock::NowNs(); }
 

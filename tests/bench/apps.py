@@ -441,12 +441,18 @@ def charts():
 def draw_charts(bench, script, figures):
     """Runs tests/bench/SCRIPT FIGURES_JSON build/bench with the virtualenv's matplotlib (installed
     from PyPI on the first run); prints what it drew, or why it drew nothing."""
-    python = os.path.join(SPARK_VENV, "bin", "python")
     outdir = os.path.join(ROOT, "build", "bench")
     path = os.path.join(outdir, "%s_figures.json" % bench)
     os.makedirs(outdir, exist_ok=True)
     with open(path, "w") as f:
         json.dump(figures, f)
+    run_chart(bench, os.path.join(ROOT, "tests", "bench", script), path, outdir)
+
+
+def run_chart(bench, script, path, outdir):
+    """Runs SCRIPT FIGURES_JSON OUTDIR with the virtualenv's matplotlib (installed from PyPI on the
+    first run); prints what it drew, or why it drew nothing."""
+    python = os.path.join(SPARK_VENV, "bin", "python")
     why = None
     if not (os.path.exists(python) and subprocess.run([python, "-c", "import matplotlib"],
                                                       capture_output=True).returncode == 0):
@@ -459,8 +465,7 @@ def draw_charts(bench, script, figures):
                 why = "`%s` failed: %s" % (" ".join(step[:4]), ((r.stderr or r.stdout).strip().splitlines() or ["?"])[-1])
                 break
     if why is None:
-        r = subprocess.run([python, os.path.join(ROOT, "tests", "bench", script), path, outdir],
-                           capture_output=True, text=True)
+        r = subprocess.run([python, script, path, outdir], capture_output=True, text=True)
         why = None if r.returncode == 0 else ((r.stderr.strip().splitlines() or ["?"])[-1])
     print("bench %s: no charts: %s" % (bench, why) if why else r.stdout.strip())
 

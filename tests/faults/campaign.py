@@ -5,7 +5,7 @@ table of what survived.
 
   campaign.py [--runs N] [--seed S] [--apps pi,uts,kmeans,gups,bfs,mcphoton,memcached]
               [--kinds kill,pause,pause_long,rogue,kill_checkpoint,kill_restore]
-              [--deadline S] [--only APP:KIND:RUN] [--pairs APP:KIND,...]
+              [--deadline S] [--only APP:KIND:RUN] [--pairs APP:KIND,...] [--out DIR] [--chart]
 
 Every run is `fox run APP --hosted` (every place a Linux process here; the frontend tells the
 places of a death it sees, as users run it) with one fault drawn from the campaign's seed and the
@@ -37,10 +37,16 @@ and maximum seconds from the fault (a kill, or a long pause's start) to then, de
 then one line for scripts:
   faults: R runs, F faults, C correct, E documented errors, W wrong, H hangs, L writes lost
 (L: acknowledged writes lost: memcached's, mc_writes.py; a run that lost any is wrong).
+The table is also written to DIR/table.md (with the seed and the command that replays it) and,
+every run with its fault and verdict, to DIR/campaign.json (DIR: --out, default build/faults);
+with --chart (make faults), DIR/campaign.png draws the verdicts and downtimes per app and kind
+(tests/faults/campaign_chart.py, with matplotlib in the benchmarks' virtualenv, installed from
+PyPI the first time).
 Exit status 1 if any run was wrong or hung.
 """
 import argparse
 import importlib.util
+import json
 import os
 import random
 import re
@@ -340,6 +346,8 @@ def main():
     ap.add_argument("--deadline", type=int, default=120, help="seconds a run may take before it is a hang")
     ap.add_argument("--only", help="APP:KIND:RUN, one run to replay (with the campaign's --seed)")
     ap.add_argument("--pairs", help="APP:KIND,... : only these (instead of every app with every kind)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "faults"), help="where the table files go")
+    ap.add_argument("--chart", action="store_true", help="also draw DIR/campaign.png (matplotlib)")
     a = ap.parse_args()
     if not os.path.exists(FOX):
         sys.exit("faults: %s is missing: run make first" % os.path.relpath(FOX))
@@ -389,7 +397,7 @@ def main():
                 continue  # no executor's moments to choose
             if pairs is not None and (app, kind) not in pairs:
                 continue
-            row = dict(runs=0, faults=0, correct=0, documented=0, wrong=0, hang=0, lost=0, downtimes=[])
+            row = dict(runs=0, faults=0, correct=0, documented=0, wrong=0, hang=0, lost=0, downtimes=[], each=[])
             for k in range(a.runs) if only is None else [only[2]]:
                 verdict, fault, injected, out, downtime, lost = one(app, kind, k, a.seed, a.deadline, expected,
                                                                     base_s)
@@ -400,6 +408,8 @@ def main():
                 row["faults"] += 1 if injected else 0
                 row[verdict] += 1
                 print("faults: %s %s run %d: %s: %s" % (app, kind, k, fault, verdict), flush=True)
+                row["each"].append(dict(run=k, fault=fault, injected=bool(injected), verdict=verdict,
+                                        downtime=downtime, lost=lost))
                 if verdict in ("wrong", "hang"):
                     bad += 1
                     print("faults: %s %s run %d's output (replay: --seed %d --only %s:%s:%d):\n%s" %
@@ -416,10 +426,42 @@ def main():
         print("%-9s %-11s %5d %6d %8d %10d %6d %6d %5s  %s" % (
             app, kind, r["runs"], r["faults"], r["correct"], r["documented"], r["wrong"], r["hang"],
             r["lost"] if app == "memcached" else "-", down))
-    print("faults: %d runs, %d faults, %d correct, %d documented errors, %d wrong, %d hangs, %d writes lost" %
-          (totals["runs"], totals["faults"], totals["correct"], totals["documented"], totals["wrong"], totals["hang"],
-           totals["lost"]))
+    summary = "faults: %d runs, %d faults, %d correct, %d documented errors, %d wrong, %d hangs, %d writes lost" % (
+        totals["runs"], totals["faults"], totals["correct"], totals["documented"], totals["wrong"], totals["hang"],
+        totals["lost"])
+    print(summary)
+    write_table(a, table, summary)
     return 1 if bad else 0
+
+
+def write_table(a, table, summary):
+    """DIR/table.md and DIR/campaign.json (and with --chart DIR/campaign.png): what the campaign saw."""
+    os.makedirs(a.out, exist_ok=True)
+    replay = "python3 tests/faults/campaign.py --seed %d --runs %d%s" % (
+        a.seed, a.runs, " --pairs " + ",".join("%s:%s" % (app, kind) for app, kind, _ in table) if table else "")
+    lines = ["# Fault campaign", "", "%s, seed %d, %d runs per app and fault; replay: `%s`" % (
+        time.strftime("%Y-%m-%d %H:%M"), a.seed, a.runs, replay), "",
+        "| app | fault | runs | faults | correct | documented errors | wrong | hangs | writes lost | "
+        "downtime s (median, max) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for app, kind, r in table:
+        d = [x for x in r["downtimes"]]
+        lines.append("| %s | %s | %d | %d | %d | %d | %d | %d | %s | %s |" % (
+            app, kind, r["runs"], r["faults"], r["correct"], r["documented"], r["wrong"], r["hang"],
+            r["lost"] if app == "memcached" else "-",
+            "%.3f, %.3f" % (statistics.median(d), max(d)) if d else "-"))
+    lines += ["", summary, ""]
+    with open(os.path.join(a.out, "table.md"), "w") as f:
+        f.write("\n".join(lines))
+    path = os.path.join(a.out, "campaign.json")
+    with open(path, "w") as f:
+        json.dump(dict(seed=a.seed, runs=a.runs, summary=summary,
+                       rows=[dict(app=app, fault=kind, **{k: v for k, v in r.items()}) for app, kind, r in table]),
+                  f, indent=1)
+    print("faults: the table in %s and %s" % (os.path.relpath(os.path.join(a.out, "table.md")), os.path.relpath(path)))
+    if a.chart:
+        sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
+        import apps  # the benchmarks' virtualenv with matplotlib (apps.draw_charts)
+        apps.run_chart("faults", os.path.join(HERE, "campaign_chart.py"), path, a.out)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,9 @@ host 0 with the allocation's SLURM_JOB_ID and SLURM_JOB_NODELIST, as in an `sall
      other over the hosts' bridges joined by VXLAN);
   3. fox run pi with node 5 (host 1) killed mid-job by fox kill: the job's answer is the
      failure-free one (the same hits as a run before it without the kill);
-  4. fox run memcached --places 4 (one node on each host): 300 keys through place 0's gateway
-     read back; fox logs of a node on host 2 shows its console;
+  4. fox add --nodes 2 (nodes 7 and 8 join on hosts 0 and 1); fox run memcached --places 4
+     (one node on each host): 300 keys through place 0's gateway read back; fox logs of a node
+     on host 2 shows its console;
   5. fox cluster down: no QEMU and no agent left on any host;
   6. a second cluster, then the allocation's end (scancel): the agents end, and with them
      every QEMU on hosts 1 and 2 (the supervisor, outside the allocation, declares those
@@ -135,7 +136,11 @@ def scenario(hosts, fox_path):
                "pi's failure-free answer after a death")
         print("ok: pi survived node 5's death on host 1 with the failure-free answer (%s hits)" % answer.group(1))
 
-        fox("add", "--nodes", "1", "--name", name, check=0)  # node 7, on host 0: two live nodes a host again
+        fox("add", "--nodes", "2", "--name", name, check=0)  # nodes 7 and 8, on hosts 0 and 1
+        rows = {r["node"]: r for r in fox.status(name)["nodes"]}
+        if [(rows[k]["host"], rows[k]["state"]) for k in (7, 8)] != [(hosts.names[0], "idle"), (hosts.names[1], "idle")]:
+            raise Failure("fox add: nodes 7 and 8 are not idle on hosts 0 and 1: %s" % [rows[k] for k in (7, 8)])
+        print("ok: fox add --nodes 2: node 7 on host 0 and node 8 on host 1 joined the pool")
         run = fox.start("run", "memcached", "--name", name, "--places", "4")
         try:
             lines = []

@@ -3,14 +3,14 @@
 
     fox_over_ssh.py [--fox build/bin/fox]
 
-Three hosts (namespaces with their own hostnames on a bridge), each running sshd on its
-address with a key of the test's (FOX_SSH names it); from host 0:
+Three hosts (namespaces with their own hostnames on a bridge), each running an SSH server
+(Dropbear) on its address with a key of the test's (FOX_SSH names it); from host 0:
   1. fox cluster up --nodes 3 --hosts h0,h1,h2: node K on host K - 1 (the agents through ssh);
   2. fox run ring: the token passes the three nodes;
   3. fox kill 2 (host 1): dead in fox status;
   4. fox cluster down: no QEMU and no agent left on any host.
-Root and sshd (Debian's openssh-server) needed; skipped (77) without them. make deps does not
-install openssh-server (it would leave an SSH server running on the developer's machine).
+Root needed; skipped (77) without it or without dropbear and ssh (make deps installs
+dropbear-bin, binaries only: no SSH server is left running, and openssh-client).
 """
 import argparse
 import json
@@ -70,8 +70,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fox", default=FOX)
     args = ap.parse_args()
-    if os.geteuid() != 0 or not os.path.exists("/usr/sbin/sshd"):
-        print("fox_over_ssh: SKIP: needs root and sshd (apt-get install openssh-server)")
+    if os.geteuid() != 0 or not os.path.exists("/usr/sbin/dropbear") or not shutil.which("ssh"):
+        print("fox_over_ssh: SKIP: needs root, dropbear and ssh (make deps: dropbear-bin, openssh-client)")
         return 77
     hosts = SlurmHosts(3, slurm=False, ssh=True)
     failure = None

@@ -14,9 +14,10 @@ them all; configuration, state, logs and spool in the test's directory (SLURM_CO
 slurm.conf in every command run here). Processes started through Slurm (job steps) live in
 their host's namespaces, as they would on that machine.
 
-With ssh=True (and slurm=False for hosts without Slurm), every host also runs sshd (Debian's
-openssh-server) on its address, taking root's logins with a key of the test's: `ssh_command`
-is the client command that reaches them (FOX_SSH for `fox cluster up --hosts`).
+With ssh=True (and slurm=False for hosts without Slurm), every host also runs an SSH server
+(Dropbear, Debian's dropbear-bin) on its address, taking root's logins with a key of the
+test's: `ssh_command` is the OpenSSH client command that reaches them (FOX_SSH for `fox
+cluster up --hosts`).
 
 Cleaning up (close(), also on failure) kills every process in the namespaces, munged, and
 removes the namespaces, the hosts files and the directory.
@@ -75,7 +76,6 @@ class SlurmHosts:
         self.count = count
         self.slurm = slurm
         self.ssh = ssh
-        self.made_run_sshd = False
         self.tag = tag or str(os.getpid())
         self.dir = None
         self.munged = None
@@ -102,11 +102,12 @@ class SlurmHosts:
     def up(self):
         if os.geteuid() != 0:
             raise HostsError("hosts in namespaces need root")
-        tools = (("slurmctld", "slurmd", "srun", "munged") if self.slurm else ()) + (("sshd",) if self.ssh else ())
+        tools = (("slurmctld", "slurmd", "srun", "munged") if self.slurm else ()) + \
+            (("dropbear", "ssh", "ssh-keygen") if self.ssh else ())
         for tool in tools:
             if shutil.which(tool) is None and not os.path.exists("/usr/sbin/" + tool):
                 raise HostsError("%s is not installed (make deps: slurmctld slurmd slurm-client munge "
-                                 "openssh-server)" % tool)
+                                 "dropbear-bin openssh-client)" % tool)
         self.dir = tempfile.mkdtemp(prefix="fox-hosts-")
         os.chmod(self.dir, 0o711)  # munged: its socket's directory must be searchable by all
         self.conf = os.path.join(self.dir, "slurm.conf")
@@ -216,24 +217,36 @@ PartitionName=fox Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=
         self.wait(lambda: self.idle_nodes() == self.count, 60, "every slurmd registered (sinfo: idle)")
 
     def start_sshd(self):
+        """Dropbear (Debian's dropbear-bin: binaries, no service) on every host's address, taking root's
+        logins with the test's key. Root's home, where Dropbear reads authorized_keys, is the test's
+        directory: /etc/passwd is replaced by a copy saying so, in the daemons' mount namespaces
+        only (ip netns exec gives each its own)."""
         d = self.dir
-        for key in ("client", "host"):
-            sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(d, key))
-        shutil.copyfile(os.path.join(d, "client.pub"), os.path.join(d, "authorized_keys"))
-        with open(os.path.join(d, "sshd_config"), "w") as f:
-            f.write("HostKey %s/host\nAuthorizedKeysFile %s/authorized_keys\nPermitRootLogin prohibit-password\n"
-                    "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-                    "PidFile none\n" % (d, d))
-        if not os.path.isdir("/run/sshd"):  # sshd's privilege separation directory (its service makes it)
-            os.makedirs("/run/sshd", mode=0o755)
-            self.made_run_sshd = True
+        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(d, "client"))
+        sh("dropbearkey", "-t", "ed25519", "-f", os.path.join(d, "host"))
+        home = os.path.join(d, "root")
+        os.makedirs(os.path.join(home, ".ssh"), mode=0o700)
+        os.chmod(home, 0o700)
+        shutil.copyfile(os.path.join(d, "client.pub"), os.path.join(home, ".ssh", "authorized_keys"))
+        os.chmod(os.path.join(home, ".ssh", "authorized_keys"), 0o600)
+        with open("/etc/passwd") as f:
+            lines = f.read().splitlines()
+        with open(os.path.join(d, "passwd"), "w") as f:
+            for line in lines:
+                fields = line.split(":")
+                if fields[0] == "root" and len(fields) == 7:
+                    fields[5] = home
+                f.write(":".join(fields) + "\n")
+        os.chmod(os.path.join(d, "passwd"), 0o644)
         for i in range(self.count):
-            self.daemon(i, ["/usr/sbin/sshd", "-D", "-e", "-f", os.path.join(d, "sshd_config"), "-o",
-                            "ListenAddress=%s" % self.address(i)], "sshd-%d" % i)
+            self.daemon(i, ["sh", "-c", 'mount --bind "$0" /etc/passwd && exec "$@"', os.path.join(d, "passwd"),
+                            "/usr/sbin/dropbear", "-F", "-E", "-s", "-g", "-r", os.path.join(d, "host"),
+                            "-p", "%s:22" % self.address(i), "-P", os.path.join(d, "dropbear-%d.pid" % i)],
+                        "dropbear-%d" % i)
         self.ssh_command = "ssh -i %s/client -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null " \
                            "-o BatchMode=yes -o LogLevel=ERROR" % d
         self.wait(lambda: all(self.run(0, self.ssh_command.split() + [n, "true"], timeout=30).returncode == 0
-                              for n in self.names), 30, "sshd on every host")
+                              for n in self.names), 30, "an SSH server on every host")
 
     def daemon(self, i, cmd, name):
         out = open(os.path.join(self.dir, name + ".out"), "w")
@@ -308,8 +321,6 @@ PartitionName=fox Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=
             except subprocess.TimeoutExpired:
                 self.munged.kill()
                 self.munged.wait()
-        if self.made_run_sshd:
-            shutil.rmtree("/run/sshd", ignore_errors=True)
         for ns in self.namespaces + [self.fabric]:
             if netns_inode(ns) is not None:
                 sh("ip", "netns", "del", ns, check=False)

@@ -12,9 +12,9 @@ add_test(NAME hosts.fox_across_hosts
                  --fox ${CMAKE_SOURCE_DIR}/build/bin/fox)
 set_tests_properties(hosts.fox_across_hosts PROPERTIES LABELS cluster TIMEOUT 900 SKIP_RETURN_CODE 77
                      RESOURCE_LOCK qemu_tcg ENVIRONMENT "FOX_BUILD=${CMAKE_SOURCE_DIR}/build")
-# fox cluster up --hosts over ssh (no Slurm): every host runs sshd with the
-# test's key. Skipped (77) without root or without sshd: make deps does not
-# install openssh-server (it would leave an SSH server on the machine).
+# fox cluster up --hosts over ssh (no Slurm): every host runs Dropbear with the
+# test's key (root's home the test's directory, in the daemons' mount
+# namespaces only). Root; skipped (77) without it.
 add_test(NAME hosts.fox_over_ssh
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/hosts/fox_over_ssh.py
                  --fox ${CMAKE_SOURCE_DIR}/build/bin/fox)

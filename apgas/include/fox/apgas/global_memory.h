@@ -46,6 +46,22 @@ struct GlobalAddress {
   }
 };
 
+// body(k, lo, hi) for the k-th of the parts of [0, count), one activity
+// each (a copy of body) under the caller's finish: as many parts as this
+// place has activity cores, fewer when a part would hold less than
+// min_share (at least one part when count > 0). k < activityCores(), so
+// a caller may keep per-part state in an array of that size.
+template <class Body>
+void overCores(uint64_t count, uint64_t min_share, const Body& body) {
+  if (count == 0) return;
+  uint64_t cores = uint64_t(std::max(1, activityCores()));
+  uint64_t parts = std::max<uint64_t>(1, std::min(cores, count / std::max<uint64_t>(1, min_share)));
+  for (uint64_t k = 0; k < parts; ++k) {
+    uint64_t lo = count * k / parts, hi = count * (k + 1) / parts;
+    async([=] { body(k, lo, hi); });
+  }
+}
+
 namespace detail {
 // This place's part of region `id`: `count` zeroed elements of `elem_bytes`.
 // Registered for delegates until DropRegion. std::bad_alloc if it cannot be.
@@ -76,11 +92,7 @@ void MakeRegionAt(const std::vector<Place>& group, uint64_t id, uint64_t n, uint
 // of this place (each a copy of body).
 template <class Body>
 void OverCores(uint64_t count, const Body& body) {
-  uint64_t parts = std::min<uint64_t>(count, uint64_t(std::max(1, activityCores())));
-  for (uint64_t k = 0; k < parts; ++k) {
-    uint64_t lo = count * k / parts, hi = count * (k + 1) / parts;
-    async([=] { body(lo, hi); });
-  }
+  overCores(count, 1, [body](uint64_t, uint64_t lo, uint64_t hi) { body(lo, hi); });
 }
 template <class = void>
 void DropRegionAt(const std::vector<Place>& group, uint64_t id) {
