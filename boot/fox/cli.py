@@ -458,6 +458,9 @@ def ui(args):
     conn = connect(args.name)
     reply = conn.call(op="status")
     conn.close()
+    if not reply.get("http"):
+        return fail("cluster %s: its supervisor serves no HTTP port (an older fox: take the cluster down and up)" %
+                    args.name)
     print("cluster %s: live view %s, metrics for Prometheus %smetrics" % (args.name, reply["http"], reply["http"]))
     return 0
 

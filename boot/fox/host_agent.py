@@ -37,7 +37,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from fox import netns, nodes  # noqa: E402

@@ -180,6 +180,8 @@ class Supervisor:
 
     def boot(self, n, image, append, state_name):
         self.switch.reset_node(n.k)
+        if self.args.pxe:  # the arguments travel in the node's iPXE script (this host serves every host's)
+            self.net.set_pxe_boot(nodes.node_mac(n.k), image, append)
         if n.host != self.host:
             n.proc = self.agents[n.host].boot(n.k, n.boots + 1, image, append, self.args.cores, self.args.mem,
                                               self.accel, self.args.pxe)
@@ -190,8 +192,6 @@ class Supervisor:
         if self.args.iso:  # the boot arguments travel in the ISO's GRUB menu entry
             iso = os.path.join(self.dir, "node%d.iso" % n.k)
             nodes.make_iso(image, append, iso)
-        if self.args.pxe:  # the arguments travel in the node's iPXE script
-            self.net.set_pxe_boot(nodes.node_mac(n.k), image, append)
         cmd = nodes.qemu_command(self.name, n.k, image, append, self.args.cores, self.args.mem, self.accel,
                                  console, n.qemu_port, getattr(n.port, "listen_port", None), cdrom=iso,
                                  tap=n.tap, pxe=self.args.pxe)

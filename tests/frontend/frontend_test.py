@@ -164,6 +164,27 @@ class Env:
         return left
 
 
+def verdict(name, body, clean, errors=()):
+    """A scenario program's end: runs body(), then clean() (also when body fails), which returns
+    what it found left behind (and removed where it could); prints FAILED and why (a Failure, a
+    timeout, one of `errors`, or something left behind) or NAME: ok, and returns the exit status."""
+    failure = None
+    try:
+        body()
+    except (Failure, subprocess.TimeoutExpired) + tuple(errors) as err:
+        failure = "%s%s" % ("" if isinstance(err, (Failure, subprocess.TimeoutExpired)) else type(err).__name__ + ": ",
+                            err)
+    finally:
+        left = clean()
+    if left and failure is None:
+        failure = "left behind: %s" % "; ".join(left)
+    if failure:
+        print("FAILED: %s" % failure)
+        return 1
+    print("%s: ok" % name)
+    return 0
+
+
 def expect(text, pattern, what):
     if not re.search(pattern, text, re.M):
         raise Failure("%s: no /%s/ in the output" % (what, pattern))

@@ -29,7 +29,7 @@ if importlib.util.find_spec("selenium") is None and sys.executable != "/usr/bin/
         os.path.exists("/usr/bin/python3"):
     os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from frontend_test import FOX, Env, Failure, collect, wait_for  # noqa: E402
+from frontend_test import FOX, Env, Failure, collect, verdict, wait_for  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 DRIVER = "/usr/bin/chromedriver"
@@ -135,24 +135,12 @@ def main():
         return 77
     e = Env(args.fox)
     profile = tempfile.mkdtemp(prefix="fox-live-view-test-")
-    failure = None
-    try:
-        scenario(e, profile)
-    except (Failure, subprocess.TimeoutExpired) as err:
-        failure = str(err)
-    except Exception as err:  # Selenium's own (the driver or browser failed): a failure, not a traceback
-        failure = "%s: %s" % (type(err).__name__, err)
-    finally:
-        left = e.clean()
-        shutil.rmtree(profile, ignore_errors=True)
-    if left and failure is None:
-        failure = "had to remove: %s" % "; ".join(left)
-    if failure:
-        print("FAILED: %s" % failure)
-        return 1
-    print("live_view: ok")
-    return 0
 
+    def clean():
+        shutil.rmtree(profile, ignore_errors=True)
+        return e.clean()
+    # Selenium's own exceptions (the driver or the browser failed): a failure, not a traceback.
+    return verdict("live_view", lambda: scenario(e, profile), clean, errors=(Exception,))
 
 if __name__ == "__main__":
     sys.exit(main())

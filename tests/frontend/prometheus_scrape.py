@@ -25,12 +25,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from frontend_test import FOX, Env, Failure, collect, gateway_port, interrupt, wait_for  # noqa: E402
+from frontend_test import FOX, Env, Failure, collect, gateway_port, interrupt, verdict, wait_for  # noqa: E402
 
 PROMETHEUS = "/usr/bin/prometheus"
 
@@ -161,21 +160,7 @@ def main():
         print("prometheus_scrape: SKIP: %s is not installed (make deps)" % PROMETHEUS)
         return 77
     e = Env(args.fox)
-    failure = None
-    try:
-        scenario(e)
-    except (Failure, subprocess.TimeoutExpired) as err:
-        failure = str(err)
-    finally:
-        left = e.clean()
-    if left and failure is None:
-        failure = "had to remove: %s" % "; ".join(left)
-    if failure:
-        print("FAILED: %s" % failure)
-        return 1
-    print("prometheus_scrape: ok")
-    return 0
-
+    return verdict("prometheus_scrape", lambda: scenario(e), e.clean)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -15,7 +15,8 @@ host 0 with the allocation's SLURM_JOB_ID and SLURM_JOB_NODELIST, as in an `sall
   4. fox add --nodes 2 (nodes 7 and 8 join on hosts 0 and 1); fox run memcached --places 4
      (one node on each host): 300 keys through place 0's gateway read back; fox logs of a node
      on host 2 shows its console;
-  5. fox cluster down: no QEMU and no agent left on any host;
+  5. fox cluster down: no QEMU and no agent left on any host; the same with --pxe (nodes on
+     every host boot by iPXE from host 0's dnsmasq) and a ring over them;
   6. a second cluster, then the allocation's end (scancel): the agents end, and with them
      every QEMU on hosts 1 and 2 (the supervisor, outside the allocation, declares those
      nodes dead); fox cluster down then leaves nothing;
@@ -37,7 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "frontend"))
 from slurm_hosts import HostsError, SlurmHosts, processes_in, netns_inode  # noqa: E402
-from frontend_test import FOX, Failure, check_ring, expect, wait_for  # noqa: E402
+from frontend_test import FOX, Failure, check_ring, expect, verdict, wait_for  # noqa: E402
 
 
 class Fox:
@@ -169,6 +170,14 @@ def scenario(hosts, fox_path):
         wait_for(lambda: not qemus(hosts), 20, "no QEMU or agent left on any host")
         print("ok: fox cluster down left no QEMU and no agent on any host")
 
+        # PXE across hosts: the nodes on hosts 1 and 2 boot by iPXE from host 0's dnsmasq, over VXLAN.
+        fox("cluster", "up", "--nodes", "3", "--pxe", "--name", "pxe", check=0)
+        _, out = fox("run", "ring", "--name", "pxe", "--timeout", "300", "--", "laps=10", check=0)
+        check_ring(out, 4)
+        fox("cluster", "down", "--name", "pxe", check=0)
+        wait_for(lambda: not qemus(hosts), 20, "no QEMU or agent left on any host")
+        print("ok: --pxe: nodes on every host booted by iPXE from host 0, the ring over them")
+
         fox("cluster", "up", "--nodes", "3", "--name", "again", check=0)
         hosts.run(0, ["scancel", job])
         job = None
@@ -210,7 +219,7 @@ def scenario(hosts, fox_path):
         wait_for(lambda: not qemus(hosts), 20, "nothing left on any host")
         print("ok: sbatch: fox run ring over a cluster made for the batch job")
     finally:
-        for n in (name, "again"):
+        for n in (name, "pxe", "again", "outside"):
             fox("cluster", "down", "--name", n)
         if job:
             hosts.run(0, ["scancel", job])
@@ -239,20 +248,11 @@ def main():
         print("fox_across_hosts: SKIP: needs root (network namespaces, bridges, VXLAN)")
         return 77
     hosts = SlurmHosts(3)
-    failure = None
-    try:
+
+    def body():
         with hosts:
             scenario(hosts, os.path.abspath(args.fox))
-    except (Failure, HostsError, subprocess.TimeoutExpired) as e:
-        failure = str(e)
-    left = hosts.leftovers()
-    if left and not failure:
-        failure = "left behind: %s" % ", ".join(left)
-    if failure:
-        print("FAILED: %s" % failure)
-        return 1
-    print("fox_across_hosts: ok")
-    return 0
+    return verdict("fox_across_hosts", body, hosts.leftovers, errors=(HostsError,))
 
 
 if __name__ == "__main__":

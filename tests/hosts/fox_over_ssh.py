@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -24,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "frontend"))
 from slurm_hosts import HostsError, SlurmHosts  # noqa: E402
-from frontend_test import FOX, Failure, check_ring, wait_for  # noqa: E402
+from frontend_test import FOX, Failure, check_ring, verdict, wait_for  # noqa: E402
 from fox_across_hosts import qemus  # noqa: E402
 
 
@@ -74,20 +73,11 @@ def main():
         print("fox_over_ssh: SKIP: needs root, dropbear and ssh (make deps: dropbear-bin, openssh-client)")
         return 77
     hosts = SlurmHosts(3, slurm=False, ssh=True)
-    failure = None
-    try:
+
+    def body():
         with hosts:
             scenario(hosts, os.path.abspath(args.fox))
-    except (Failure, HostsError, subprocess.TimeoutExpired) as e:
-        failure = str(e)
-    left = hosts.leftovers()
-    if left and not failure:
-        failure = "left behind: %s" % ", ".join(left)
-    if failure:
-        print("FAILED: %s" % failure)
-        return 1
-    print("fox_over_ssh: ok")
-    return 0
+    return verdict("fox_over_ssh", body, hosts.leftovers, errors=(HostsError,))
 
 
 if __name__ == "__main__":
