@@ -74,6 +74,7 @@ boot: deps native
 	python3 boot/qemu_run.py --image $(NATIVE)/$(APP).elf --append "$(ARGS)"
 
 bench: all
+	ninja -C $(NATIVE) -j $(JOBS) bench_images
 	@set -e; for b in $(if $(B),$(B),$(filter-out am_cluster tcp_sink,$(notdir $(basename $(wildcard tests/bench/*.py))))); do \
 	  echo "== bench $$b"; python3 tests/bench/$$b.py; done
 

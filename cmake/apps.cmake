@@ -1,4 +1,4 @@
-# fox_add_app(NAME [NATIVE_ONLY] sources...): an application, built for both
+# fox_add_app(NAME [NATIVE_ONLY] [BENCH] sources...): an application, built for both
 # platforms from the same sources (DESIGN.md "Frontend and jobs"):
 #   native build  ${NAME}.elf, a bootable node image whose main() is the
 #                 application's: fox_kernel + fox_lwip + fox_net + fox_ebb + fox_apgas +
@@ -6,6 +6,8 @@
 #                 table (boot/gen_symtab.py); ${NAME}_objs holds the app's objects
 #   hosted build  the Linux program ${NAME} (fox_hosted; place 0 of a job runs
 #                 as one), unless NATIVE_ONLY
+# BENCH: its own image only for benchmarks, built by the target bench_images
+# (make bench), not by all: no test boots it, and each image's links cost CI.
 # Apps with a hosted program (not NATIVE_ONLY) also join the pool image
 # fox.elf (fox_add_pool_image below): their sources are compiled once more
 # with `main` renamed fox_app_main_NAME, so their main must be
@@ -78,7 +80,15 @@ function(fox_link_image name)
     DEPENDS ${FOX_IMAGE_LIBS} ${ARGN} ${objects} ${FOX_LINKER_SCRIPT} ${CMAKE_SOURCE_DIR}/boot/gen_symtab.py
     COMMAND_EXPAND_LISTS
     COMMENT "Linking fox image ${name}.elf")
-  add_custom_target(${name} ALL DEPENDS ${out})
+  if(FOX_IMAGE_FOR_BENCH)  # (fox_add_app's BENCH) built by `ninja bench_images` (make bench), not by all
+    add_custom_target(${name} DEPENDS ${out})
+    if(NOT TARGET bench_images)
+      add_custom_target(bench_images)
+    endif()
+    add_dependencies(bench_images ${name})
+  else()
+    add_custom_target(${name} ALL DEPENDS ${out})
+  endif()
 endfunction()
 
 #
@@ -93,7 +103,7 @@ endfunction()
 set(FOX_HOSTED_APP_MARCH native CACHE STRING "-march for the apps' hosted programs (native, x86-64, ...)")
 set(FOX_APP_FLAGS -O3 -ffp-contract=off)
 function(fox_add_app name)
-  cmake_parse_arguments(A "NATIVE_ONLY" "" "" ${ARGN})
+  cmake_parse_arguments(A "NATIVE_ONLY;BENCH" "" "" ${ARGN})
   if(NOT FOX_NATIVE)
     if(NOT A_NATIVE_ONLY)
       add_executable(${name} ${A_UNPARSED_ARGUMENTS} ${FOX_BUILD_ID_CC})
@@ -103,9 +113,14 @@ function(fox_add_app name)
     endif()
     return()
   endif()
-  add_library(${name}_objs OBJECT ${A_UNPARSED_ARGUMENTS})
+  if(A_BENCH)
+    add_library(${name}_objs OBJECT EXCLUDE_FROM_ALL ${A_UNPARSED_ARGUMENTS})
+  else()
+    add_library(${name}_objs OBJECT ${A_UNPARSED_ARGUMENTS})
+  endif()
   target_link_libraries(${name}_objs PRIVATE ${FOX_IMAGE_LIBS})
   target_compile_options(${name}_objs PRIVATE ${FOX_APP_FLAGS})
+  set(FOX_IMAGE_FOR_BENCH ${A_BENCH})
   fox_link_image(${name} ${name}_objs)
   if(NOT A_NATIVE_ONLY)
     add_library(${name}_pool OBJECT ${A_UNPARSED_ARGUMENTS})

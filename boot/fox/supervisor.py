@@ -21,9 +21,10 @@ QEMU gone without a status) stays dead; new nodes get new ids.
 
 Hosts (--hosts, hosts.py): node K runs on host (K - 1) mod H; on the hosts
 other than this one through their agents (host_agent.py, started by srun or
-ssh: --launcher),
-whose QEMUs it sees as RemoteQemu objects; the cluster's bridge here is
-joined to theirs by VXLAN (bridge mode, root).
+ssh: --launcher), whose QEMUs it sees as RemoteQemu objects; the cluster's
+bridge here is joined to theirs by VXLAN (bridge mode, root). A host whose
+agent is gone takes its nodes with it: they are dead, and a node booted
+there later is dead at once.
 
 HTTP port (web.py; --http, by default 127.0.0.1 and a free port, written to
 http.url in the state directory): /metrics in Prometheus' text format
@@ -186,6 +187,8 @@ class Supervisor:
             n.proc = self.agents[n.host].boot(n.k, n.boots + 1, image, append, self.args.cores, self.args.mem,
                                               self.accel, self.args.pxe)
             self.booted(n, state_name)
+            if n.proc.poll() is not None:  # its host's agent is gone
+                self.on_qemu_exit(n, n.proc)
             return
         console = os.path.join(self.dir, "node%d.log" % n.k)
         iso = None
@@ -699,7 +702,6 @@ class Supervisor:
         self.sel.register(stop_r, selectors.EVENT_READ, lambda: os.read(stop_r, 64))
         if self.args.bridge:
             self.bridge_up()
-        self.start_agents()
         try:
             host, _, port = self.args.http.rpartition(":")
             self.http = web.Server(self.sel, host.strip("[]") or "127.0.0.1", int(port), self.route)
@@ -708,6 +710,7 @@ class Supervisor:
             sys.exit(1)  # `fox cluster up` shows this log, then removes the state directory
         with open(os.path.join(self.dir, "http.url"), "w") as f:
             f.write(self.http.url() + "\n")
+        self.start_agents()
         log("supervisor %d: cluster %s, %d nodes of %d cores and %d MiB, accel %s, booting %s, network %s, state in %s, "
             "metrics and live view at %s", os.getpid(), self.name, self.args.nodes, self.args.cores, self.args.mem,
             self.accel, self.boot_method(), self.network(), self.dir, self.http.url())
