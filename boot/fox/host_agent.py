@@ -33,13 +33,12 @@ import base64
 import json
 import os
 import selectors
-import signal
 import socket
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from fox import netns, nodes  # noqa: E402
+from fox import netns, nodes, state  # noqa: E402
 
 CONSOLE_CHUNK = 32768
 VXLAN_PORT = 4789
@@ -73,12 +72,7 @@ class Agent:
         self.input = b""
 
     def run(self):
-        stop_r, stop_w = os.pipe()
-        os.set_blocking(stop_w, False)
-        signal.set_wakeup_fd(stop_w)
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, lambda *a: setattr(self, "stopping", True))
-        self.sel.register(stop_r, selectors.EVENT_READ, lambda: os.read(stop_r, 64))
+        state.stop_on_signals(self.sel, lambda: setattr(self, "stopping", True))
         try:
             peers = [p for p in self.args.peers.split(",") if p]
             address = netns.local_address(peers[0]) if peers else None

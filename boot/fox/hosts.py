@@ -13,6 +13,7 @@ cluster's shared file system.
 import base64
 import json
 import os
+import select
 import selectors
 import shlex
 import socket
@@ -166,7 +167,6 @@ class HostAgent:
             left = deadline - time.monotonic()
             if left <= 0:
                 return
-            import select
             r, _, _ = select.select([self.proc.stdout], [], [], min(left, 0.2))
             if r:
                 self.on_readable()

@@ -38,6 +38,18 @@ def cluster_dir(name):
     return os.path.join(state_root(), name)
 
 
+def stop_on_signals(sel, stop):
+    """SIGTERM, SIGINT and SIGHUP call stop() and wake the selector `sel` (a pipe it watches): how
+    the supervisor and a host's agent end their loops."""
+    import selectors
+    stop_r, stop_w = os.pipe()
+    os.set_blocking(stop_w, False)
+    signal.set_wakeup_fd(stop_w)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *a: stop())
+    sel.register(stop_r, selectors.EVENT_READ, lambda: os.read(stop_r, 64))
+
+
 def process_alive(pid):
     try:
         with open("/proc/%d/stat" % pid) as f:

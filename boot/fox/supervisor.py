@@ -694,12 +694,7 @@ class Supervisor:
         os.chmod(sock_path, 0o600)
         server.listen(16)
         self.sel.register(server, selectors.EVENT_READ, lambda: self.on_accept(server))
-        stop_r, stop_w = os.pipe()
-        os.set_blocking(stop_w, False)
-        signal.set_wakeup_fd(stop_w)
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, lambda *a: setattr(self, "stopping", True))
-        self.sel.register(stop_r, selectors.EVENT_READ, lambda: os.read(stop_r, 64))
+        state.stop_on_signals(self.sel, lambda: setattr(self, "stopping", True))
         if self.args.bridge:
             self.bridge_up()
         try:

@@ -164,6 +164,13 @@ class Env:
         return left
 
 
+def check(condition, what):
+    """Raises Failure(what) unless `condition`; else prints that it holds."""
+    if not condition:
+        raise Failure(what)
+    print("ok: %s" % what)
+
+
 def verdict(name, body, clean, errors=()):
     """A scenario program's end: runs body(), then clean() (also when body fails), which returns
     what it found left behind (and removed where it could); prints FAILED and why (a Failure, a

@@ -25,6 +25,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "boot"))
 from fox import metrics  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from frontend_test import Failure, check  # noqa: E402
 
 REPORT = {
     "node": 2, "platform": "native", "cores": 2, "uptime_ms": 5000,
@@ -62,16 +64,6 @@ NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*$")
 SAMPLE = re.compile(r'([a-zA-Z_:][a-zA-Z0-9_:]*)(\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*",?)*)\})? '
                     r'(-?[0-9.e+]+|NaN|[+-]Inf)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"')
-
-
-class Failure(Exception):
-    pass
-
-
-def check(condition, what):
-    if not condition:
-        raise Failure(what)
-    print("ok: %s" % what)
 
 
 def parse(text):

@@ -27,16 +27,8 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "boot"))
 from fox import web  # noqa: E402
-
-
-class Failure(Exception):
-    pass
-
-
-def check(condition, what):
-    if not condition:
-        raise Failure(what)
-    print("ok: %s" % what)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from frontend_test import Failure, check  # noqa: E402
 
 
 def route(path, query):

@@ -342,25 +342,17 @@ def main():
     if os.geteuid() != 0:
         print("slurm_hosts: SKIP: needs root (network namespaces)")
         return 77
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "frontend"))
+    from frontend_test import Failure, check, verdict
     hosts = SlurmHosts(args.hosts)
-    failure = None
-    try:
+
+    def body():
         with hosts:
             r = hosts.run(0, ["srun", "-N", str(args.hosts), "hostname"])
             print("$ srun -N %d hostname  -> %d\n%s%s" % (args.hosts, r.returncode, r.stdout, r.stderr), end="")
-            if r.returncode != 0 or sorted(r.stdout.split()) != sorted(hosts.names):
-                failure = "srun -N %d hostname printed %r, wanted %s" % (args.hosts, r.stdout, hosts.names)
-    except (HostsError, subprocess.TimeoutExpired) as e:
-        failure = str(e)
-    left = hosts.leftovers()
-    if left:
-        failure = failure or "left behind: %s" % ", ".join(left)
-    if failure:
-        print("FAILED: %s" % failure)
-        return 1
-    print("slurm_hosts: %d hosts under Slurm ran a step each; nothing left" % args.hosts)
-    return 0
-
+            check(r.returncode == 0 and sorted(r.stdout.split()) == sorted(hosts.names),
+                  "srun -N %d hostname printed every host's name %s" % (args.hosts, hosts.names))
+    return verdict("slurm_hosts", body, hosts.leftovers, errors=(HostsError, Failure))
 
 if __name__ == "__main__":
     sys.exit(main())
