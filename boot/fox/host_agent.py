@@ -20,9 +20,13 @@ nodes that live here:
 Requests (one object per line):
     {"op": "boot", "node": K, "boot": B, "image", "append", "cores", "mem", "accel", "pxe"}
     {"op": "kill", "node": K, "boot": B}     SIGKILL of that boot's QEMU (its exit follows)
+A boot of node K supersedes K's previous one: a QEMU of K still running is killed first (its
+exit reported). Every boot ends in exactly one "exit": QEMU's, or at once with rc -1 (after an
+"error" saying why) when its QEMU could not be started (a malformed request, a tap that could
+not be made, a QEMU that would not run).
 Events:
     {"event": "ready", "host": NAME, "address": A, "netns": NS}
-    {"event": "exit", "node": K, "boot": B, "rc": RC}          QEMU's return code
+    {"event": "exit", "node": K, "boot": B, "rc": RC}          QEMU's return code (-1: never ran)
     {"event": "console", "node": K, "data": BASE64}            what its console gained
     {"event": "error", "error": TEXT}                           a request it could not do
 The end of its input (the supervisor gone, or `fox cluster down`), SIGTERM or SIGHUP (the
@@ -50,13 +54,14 @@ def out(**message):
 
 
 class Qemu:
-    def __init__(self, k, boot, proc, console):
+    def __init__(self, k, boot, proc, console, errors_at):
         self.k = k
         self.boot = boot
         self.proc = proc
         self.pidfd = os.pidfd_open(proc.pid)
         self.console = console
         self.sent = os.path.getsize(console) if os.path.exists(console) else 0
+        self.errors_at = errors_at  # where this boot's lines start in nodeK.qemu.log
 
 
 class Agent:
@@ -101,16 +106,35 @@ class Agent:
         self.input += chunk
         while b"\n" in self.input:
             line, self.input = self.input.split(b"\n", 1)
+            request = None
             try:
                 request = json.loads(line)
                 self.handle(request)
-            except (ValueError, KeyError, TypeError, OSError, netns.NetError) as e:
-                out(event="error", error="host %s: bad request: %s" % (self.host, e))
+            except (ValueError, KeyError, TypeError, AttributeError, OSError, netns.NetError) as e:
+                what = "bad request"
+                if isinstance(request, dict) and request.get("op") == "boot":
+                    what = "boot %s of node %s failed" % (request.get("boot"), request.get("node"))
+                out(event="error", error="host %s: %s: %s" % (self.host, what, e))
+                self.boot_failed(request)
+
+    def boot_failed(self, request):
+        """A boot request that started no QEMU still ends: its exit (rc -1), when it names its node
+        and boot, so the supervisor does not wait for it forever."""
+        if not isinstance(request, dict) or request.get("op") != "boot":
+            return
+        try:
+            k, boot = int(request["node"]), int(request["boot"])
+        except (KeyError, TypeError, ValueError):
+            return
+        q = self.qemus.get(k)
+        if q is not None and q.boot == boot:
+            return  # its QEMU runs (the failure came after): its own exit will follow
+        out(event="exit", node=k, boot=boot, rc=-1)
 
     def handle(self, r):
         if r["op"] == "boot":
-            self.boot(int(r["node"]), int(r["boot"]), r["image"], r["append"], int(r["cores"]), int(r["mem"]),
-                      r["accel"], bool(r.get("pxe")))
+            self.boot(int(r["node"]), int(r["boot"]), str(r["image"]), str(r["append"]), int(r["cores"]),
+                      int(r["mem"]), str(r["accel"]), bool(r.get("pxe")))
         elif r["op"] == "kill":
             q = self.qemus.get(int(r["node"]))
             if q is not None and q.boot == int(r["boot"]) and q.proc.poll() is None:
@@ -120,8 +144,13 @@ class Agent:
 
     def boot(self, k, boot, image, append, cores, mem, accel, pxe):
         old = self.qemus.get(k)
-        if old is not None and old.proc.poll() is None:
-            raise ValueError("node %d still runs (boot %d)" % (k, old.boot))
+        if old is not None and old.pidfd is not None:  # superseded: it ends (and says so) first
+            if old.proc.poll() is None:
+                old.proc.kill()
+            self.on_exit(old)
+        if not pxe and not os.path.isfile(image):
+            raise ValueError("node %d's image %s is not on this host (fox across hosts wants the build on a "
+                             "filesystem every host shares, at the same path)" % (k, image))
         tap = "tap%d" % k
         if not self.net.has_link(tap):
             self.net.add_node(k, nodes.node_mac(k), nodes.node_ip(k))
@@ -129,10 +158,16 @@ class Agent:
         cmd = nodes.qemu_command(self.args.cluster, k, image, append, cores, mem, accel, console, 0, None, tap=tap,
                                  pxe=pxe)
         with open(os.path.join(self.dir, "node%d.qemu.log" % k), "ab") as err:
+            errors_at = err.tell()
             proc = subprocess.Popen(["setpriv", "--pdeathsig", "KILL", "--"] + self.net.exec_prefix() + cmd,
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                     start_new_session=True)
-        q = Qemu(k, boot, proc, console)
+        try:
+            q = Qemu(k, boot, proc, console, errors_at)
+        except OSError:
+            proc.kill()  # untracked, it would outlive the agent's notice
+            proc.wait()
+            raise
         self.qemus[k] = q
         self.sel.register(q.pidfd, selectors.EVENT_READ, lambda: self.on_exit(q))
 
@@ -140,8 +175,22 @@ class Agent:
         rc = q.proc.wait()
         self.sel.unregister(q.pidfd)
         os.close(q.pidfd)
+        q.pidfd = None
         self.forward_console(q)
+        said = self.qemu_said(q)
+        if said:
+            out(event="error", error="host %s: node %d's QEMU (boot %d) said: %s" % (self.host, q.k, q.boot, said))
         out(event="exit", node=q.k, boot=q.boot, rc=rc)
+
+    def qemu_said(self, q):
+        """The last lines QEMU wrote to its standard error in this boot (nodeK.qemu.log), if any."""
+        try:
+            with open(os.path.join(self.dir, "node%d.qemu.log" % q.k), "rb") as f:
+                f.seek(q.errors_at)
+                text = f.read(65536).decode(errors="replace").strip()
+        except OSError:
+            return ""
+        return " / ".join(text.splitlines()[-3:])[:500]
 
     def forward_consoles(self):
         for q in self.qemus.values():

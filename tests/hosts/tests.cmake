@@ -20,3 +20,10 @@ add_test(NAME hosts.fox_over_ssh
                  --fox ${CMAKE_SOURCE_DIR}/build/bin/fox)
 set_tests_properties(hosts.fox_over_ssh PROPERTIES LABELS cluster TIMEOUT 600 SKIP_RETURN_CODE 77
                      RESOURCE_LOCK qemu_tcg ENVIRONMENT "FOX_BUILD=${CMAKE_SOURCE_DIR}/build")
+# A host's agent driven as the supervisor drives it, on this host: every boot
+# ends in one exit (an image not on the host, a malformed boot, a boot QEMU
+# refuses, a boot superseding a running one). Root; skipped (77) without it.
+add_test(NAME hosts.host_agent_boots
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/hosts/host_agent_boots.py)
+set_tests_properties(hosts.host_agent_boots PROPERTIES LABELS cluster TIMEOUT 300 SKIP_RETURN_CODE 77
+                     RESOURCE_LOCK qemu_tcg ENVIRONMENT "FOX_BUILD=${CMAKE_SOURCE_DIR}/build")
