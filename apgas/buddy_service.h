@@ -18,7 +18,7 @@
 #include "fox/ebb/ebb_ref.h"
 #include "fox/ebb/shared_ebb.h"
 #include "fox/ebb/static_ids.h"
-#include "fox/net/node_id.h"
+#include "fox/net/ids.h"
 #include "fox/spinlock.h"
 
 namespace fox::apgas::detail {
@@ -29,7 +29,7 @@ class BuddyService : public ebb::SharedEbb<BuddyService> {
   BuddyService();  // listens on the calling core; before am::Start
   ~BuddyService();
 
-  static constexpr uint16_t kBackup = 1, kRead = 2, kForget = 3, kPart = 4;
+  enum Handler : uint16_t { kBackup = 1, kRead = 2, kForget = 3, kPart = 4 };
 
   // A number for this place's next write.
   uint64_t NextSeq();
@@ -74,8 +74,8 @@ class BuddyService : public ebb::SharedEbb<BuddyService> {
     std::vector<uint8_t> body;
     uint64_t length = 0;
   };
-  void Serve(NodeId from, uint16_t handler, std::vector<uint8_t> message);
-  void ApplyBackup(uint16_t handler, const Shared& message, size_t body);
+  void Serve(NodeId from, HandlerId handler, std::vector<uint8_t> message);
+  void ApplyBackup(HandlerId handler, const Shared& message, size_t body);
   // A part of a write; the whole body once the last part is in.
   std::optional<std::vector<uint8_t>> AddPart(NodeId from, const uint8_t* data, size_t length);
   void AnswerRead(NodeId from, uint64_t id, const uint8_t* data, size_t length);

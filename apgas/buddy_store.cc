@@ -53,13 +53,13 @@ std::vector<uint8_t> Request(const T& value) {
 
 // A request (its message starting with Rpc's header room) to the
 // BuddyService at `place`; blocks the calling activity.
-Result<ebb::Rpc::Bytes> Call(uint32_t place, uint16_t handler, std::shared_ptr<std::vector<uint8_t>> message) {
+Result<ebb::Rpc::Bytes> Call(uint32_t place, HandlerId handler, std::shared_ptr<std::vector<uint8_t>> message) {
   auto* activity = event::Local();
   auto r = ebb::Rpc::Get()->Call(place, ebb::kBuddyStoreId, handler, std::move(message), kTimeoutMs).Block();
   event::Local() = activity;
   return r;
 }
-Result<ebb::Rpc::Bytes> Call(uint32_t place, uint16_t handler, std::vector<uint8_t> message) {
+Result<ebb::Rpc::Bytes> Call(uint32_t place, HandlerId handler, std::vector<uint8_t> message) {
   return Call(place, handler, std::make_shared<std::vector<uint8_t>>(std::move(message)));
 }
 
@@ -176,7 +176,7 @@ Fetched Fetch(const std::string& store, uint32_t at, uint32_t owner, const std::
 
 BuddyService::BuddyService() {
   (void)ebb::Rpc::Get()->pending();  // constructs the Rpc Ebb here: replies need it
-  auto serve = [this](NodeId from, uint16_t handler, std::vector<uint8_t> message) {
+  auto serve = [this](NodeId from, HandlerId handler, std::vector<uint8_t> message) {
     Serve(from, handler, std::move(message));
   };
   if (auto r = ebb::Messenger::Get()->ListenAnyOwned(ebb::kBuddyStoreId, serve); !r.ok()) {
@@ -294,7 +294,7 @@ void BuddyService::DropParts(uint32_t dead) {
 }
 
 // A request (a listener event): a malformed one is failed, never applied.
-void BuddyService::Serve(NodeId from, uint16_t handler, std::vector<uint8_t> message) {
+void BuddyService::Serve(NodeId from, HandlerId handler, std::vector<uint8_t> message) {
   auto request = ebb::Rpc::ParseRequest(message.data(), message.size());
   if (!request) return;
   uint64_t id = request->id;
@@ -318,7 +318,7 @@ void BuddyService::Serve(NodeId from, uint16_t handler, std::vector<uint8_t> mes
   }
 }
 
-void BuddyService::ApplyBackup(uint16_t handler, const Shared& message, size_t body) {
+void BuddyService::ApplyBackup(HandlerId handler, const Shared& message, size_t body) {
   WriteHead w = BuddyWrites::Parse(*message, body);
   SpinGuard g(lock_);
   for (const BuddySpan& s : w.spans) {

@@ -64,7 +64,7 @@ void DelegateAsync(const DelegateTarget& target, DelegateOp op, DelegateType typ
 
 DelegateService::DelegateService()
     : core_(core::Current()), batch_bytes_(net::kMaxMessageBytes), cores_(size_t(core::kMaxCores)) {
-  auto on_message = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+  auto on_message = [this](NodeId from, HandlerId handler, const uint8_t* data, size_t length) {
     OnMessage(from, handler, data, length);
   };
   if (auto r = ebb::Messenger::Get()->ListenAny(ebb::kDelegateId, on_message, core_); !r.ok()) {
@@ -119,7 +119,7 @@ delegate::Stats DelegateService::stats() const {
 
 // ---- issuing ----
 
-Result<void> DelegateService::Send(uint32_t place, uint16_t handler, std::vector<uint8_t> bytes) {
+Result<void> DelegateService::Send(uint32_t place, HandlerId handler, std::vector<uint8_t> bytes) {
   // Past one message, every request goes large, so that one event's requests
   // to a place keep their order (a small one could overtake a large one).
   if (batch_bytes() > net::kMaxMessageBytes) {
@@ -312,14 +312,14 @@ void DelegateService::OnDeath(uint32_t place) {
 
 // ---- the home, and answers ----
 
-void DelegateService::OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+void DelegateService::OnMessage(NodeId from, HandlerId handler, const uint8_t* data, size_t length) {
   if (handler == kDelegateBatch || handler == kDelegateCall) return Apply(from, handler, data, length);
   if (handler == kDelegateAck || handler == kDelegateResult) return OnAnswer(handler, data, length);
   SpinGuard g(lock_);
   ++stats_.malformed;
 }
 
-void DelegateService::Apply(NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+void DelegateService::Apply(NodeId from, HandlerId handler, const uint8_t* data, size_t length) {
   DelegateHeader h;
   const char* why = nullptr;
   DelegateStatus first = DelegateStatus::kOk;
@@ -379,7 +379,7 @@ void DelegateService::Apply(NodeId from, uint16_t handler, const uint8_t* data, 
                                         handler == kDelegateCall ? kDelegateResult : kDelegateAck, answer, n);
 }
 
-void DelegateService::OnAnswer(uint16_t handler, const uint8_t* data, size_t length) {
+void DelegateService::OnAnswer(HandlerId handler, const uint8_t* data, size_t length) {
   if (length < 16) {
     SpinGuard g(lock_);
     ++stats_.malformed;

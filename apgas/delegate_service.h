@@ -19,7 +19,7 @@
 #include "fox/ebb/shared_ebb.h"
 #include "fox/ebb/static_ids.h"
 #include "fox/future.h"
-#include "fox/net/node_id.h"
+#include "fox/net/ids.h"
 #include "fox/spinlock.h"
 #include "runtime.h"
 
@@ -75,12 +75,12 @@ class DelegateService : public ebb::SharedEbb<DelegateService> {
     std::shared_ptr<CallState> call;  // a call's
   };
 
-  void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
-  void Apply(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
-  void OnAnswer(uint16_t handler, const uint8_t* data, size_t length);
+  void OnMessage(NodeId from, HandlerId handler, const uint8_t* data, size_t length);
+  void Apply(NodeId from, HandlerId handler, const uint8_t* data, size_t length);
+  void OnAnswer(HandlerId handler, const uint8_t* data, size_t length);
   void OnDeath(uint32_t place);
   // Sends a request; kPeerDead or another error if it could not go.
-  Result<void> Send(uint32_t place, uint16_t handler, std::vector<uint8_t> bytes);
+  Result<void> Send(uint32_t place, HandlerId handler, std::vector<uint8_t> bytes);
   // Sends a batch taken out of its core's list; settles it at once if it
   // cannot go.
   void SendBatch(Batch batch);

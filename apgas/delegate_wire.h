@@ -32,7 +32,7 @@
 
 namespace fox::apgas::detail {
 
-inline constexpr uint16_t kDelegateBatch = 1, kDelegateCall = 2, kDelegateAck = 3, kDelegateResult = 4;
+enum DelegateHandler : uint16_t { kDelegateBatch = 1, kDelegateCall = 2, kDelegateAck = 3, kDelegateResult = 4 };
 inline constexpr size_t kDelegateHeaderBytes = 32;
 inline constexpr size_t kDelegateAckBytes = 16;
 inline constexpr size_t kDelegateResultHeaderBytes = 16;

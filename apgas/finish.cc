@@ -199,7 +199,7 @@ void Runtime::Done(FinishKey f, std::exception_ptr error) {
   if (!message.empty()) (void)SendTo(to, kReport, message);  // fails only if it died
 }
 
-void Runtime::OnOrdered(uint32_t from, uint16_t handler, const uint8_t* data, size_t length) {
+void Runtime::OnOrdered(uint32_t from, HandlerId handler, const uint8_t* data, size_t length) {
   uint64_t seq = 0;
   if (length < 8) {
     SpinGuard g(lock_);
@@ -228,7 +228,7 @@ void Runtime::OnOrdered(uint32_t from, uint16_t handler, const uint8_t* data, si
   resolve.Run();
 }
 
-void Runtime::ApplyLocked(uint32_t from, uint16_t handler, const uint8_t* data, size_t length, Resolve* resolve) {
+void Runtime::ApplyLocked(uint32_t from, HandlerId handler, const uint8_t* data, size_t length, Resolve* resolve) {
   try {
     InArchive in(data, length);
     uint64_t seq;

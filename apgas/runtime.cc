@@ -39,7 +39,7 @@ ebb::EbbRef<ebb::Messenger> Messenger() { return ebb::Messenger::Get(); }
 }  // namespace
 
 // A message to the runtime at `place`, large if it must be. Event context.
-Result<void> SendTo(uint32_t place, uint16_t handler, const std::vector<uint8_t>& bytes) {
+Result<void> SendTo(uint32_t place, HandlerId handler, const std::vector<uint8_t>& bytes) {
   return Messenger()->SendAny(place, ebb::kApgasRuntimeId, handler, bytes.data(), bytes.size());
 }
 
@@ -85,7 +85,7 @@ Activity* Current() { return static_cast<Activity*>(event::Local()); }
 Runtime::Runtime() : core_(core::Current()) {
   JoinStealGroup();
   (void)ebb::Rpc::Get()->pending();  // `at` and joins need the Rpc Ebb here
-  auto on_message = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+  auto on_message = [this](NodeId from, HandlerId handler, const uint8_t* data, size_t length) {
     OnMessage(from, handler, data, length);
   };
   if (auto r = Messenger()->ListenAny(ebb::kApgasRuntimeId, on_message, core_); !r.ok()) {
@@ -240,8 +240,8 @@ void Runtime::Spawn(FinishKey f, Function<void()> body) {
 
 // ---- messages ----
 
-void Runtime::OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
-  switch (handler) {
+void Runtime::OnMessage(NodeId from, HandlerId handler, const uint8_t* data, size_t length) {
+  switch (Raw(handler)) {
     case kSpawn: return OnSpawn(from, data, length);
     case kAt: return OnAt(from, data, length);
     case kReport:

@@ -115,7 +115,7 @@
 #include "fox/ebb/shared_ebb.h"
 #include "fox/ebb/static_ids.h"
 #include "fox/future.h"
-#include "fox/net/node_id.h"
+#include "fox/net/ids.h"
 #include "fox/spinlock.h"
 
 namespace fox::apgas::detail {
@@ -170,7 +170,7 @@ std::vector<ExceptionInfo> Describe(std::exception_ptr e, Place where);
 // program lacks or bytes that do not hold what they claim.
 void RunClosure(const std::vector<uint8_t>& closure, std::vector<uint8_t>* result);
 // A message to the runtime at `place`, large if it must be. Event context.
-Result<void> SendTo(uint32_t place, uint16_t handler, const std::vector<uint8_t>& bytes);
+Result<void> SendTo(uint32_t place, HandlerId handler, const std::vector<uint8_t>& bytes);
 std::exception_ptr Rebuild(const ExceptionInfo& info);
 
 using Chain = std::vector<FinishKey>;  // a finish's ancestors, parent first
@@ -312,7 +312,7 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   // What one place sent to this state place, applied in its sequence.
   struct Ordered {
     uint64_t applied = 0;
-    std::map<uint64_t, std::pair<uint16_t, std::vector<uint8_t>>> held;
+    std::map<uint64_t, std::pair<HandlerId, std::vector<uint8_t>>> held;
   };
   // A finish's state, at its state place (made by the first report).
   struct State {
@@ -339,7 +339,7 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   // Work for after the lock: finishes to fulfil, messages to send.
   struct Outgoing {
     uint32_t to;
-    uint16_t handler;
+    HandlerId handler;
     std::vector<uint8_t> bytes;
   };
   struct Resolve {
@@ -348,12 +348,12 @@ class Runtime : public ebb::SharedEbb<Runtime> {
     void Run();
   };
 
-  void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
+  void OnMessage(NodeId from, HandlerId handler, const uint8_t* data, size_t length);
   void OnSpawn(NodeId from, const uint8_t* data, size_t length);
   void OnAt(NodeId from, const uint8_t* data, size_t length);
   // A report or flush answer from `from` (its sequence number first).
-  void OnOrdered(uint32_t from, uint16_t handler, const uint8_t* data, size_t length);
-  void ApplyLocked(uint32_t from, uint16_t handler, const uint8_t* data, size_t length, Resolve* resolve)
+  void OnOrdered(uint32_t from, HandlerId handler, const uint8_t* data, size_t length);
+  void ApplyLocked(uint32_t from, HandlerId handler, const uint8_t* data, size_t length, Resolve* resolve)
       REQUIRES(lock_);
   void ApplyReportLocked(uint32_t from, FinishKey f, Report report, Resolve* resolve) REQUIRES(lock_);
   void ApplyFlushedLocked(uint32_t from, uint32_t dead, const std::vector<Unreported>& counts, Resolve* resolve)
@@ -371,7 +371,7 @@ class Runtime : public ebb::SharedEbb<Runtime> {
   void ApplyAdopteeDoneLocked(FinishKey adopter, FinishKey f, std::vector<ExceptionInfo> errors, Resolve* resolve)
       REQUIRES(lock_);
   // A message to `to` in this place's sequence to it (OnOrdered applies it).
-  void OrderedLocked(uint32_t to, uint16_t handler, std::vector<uint8_t> body, Resolve* resolve) REQUIRES(lock_);
+  void OrderedLocked(uint32_t to, HandlerId handler, std::vector<uint8_t> body, Resolve* resolve) REQUIRES(lock_);
   void OnDone(NodeId from, const uint8_t* data, size_t length);
   // Where f's state is, seen from here: its home (none, optimistic), place
   // 0 (place0; optimistic once the home is gone).

@@ -38,12 +38,12 @@ enum : uint16_t { kContribute = 1, kResult = 2, kKnown = 3, kTree = 4 };
 constexpr size_t kKeptTeams = 64;  // last answers kept per place (teams)
 using Slots = std::vector<std::optional<std::vector<uint8_t>>>;
 
-void Send(uint32_t place, uint16_t handler, const std::vector<uint8_t>& bytes) {
+void Send(uint32_t place, HandlerId handler, const std::vector<uint8_t>& bytes) {
   (void)ebb::Messenger::Get()->SendAny(place, ebb::kTeamId, handler, bytes.data(), bytes.size());
 }
 // `value` encoded, to `place` (may block: never under lock_).
 template <class T>
-void SendValue(uint32_t place, uint16_t handler, const T& value) {
+void SendValue(uint32_t place, HandlerId handler, const T& value) {
   std::vector<uint8_t> message;
   OutArchive out(message);
   out(value);
@@ -99,11 +99,11 @@ struct TeamService::Gathering {
 };
 
 TeamService::TeamService() : core_(core::Current()) {
-  auto on_message = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+  auto on_message = [this](NodeId from, HandlerId handler, const uint8_t* data, size_t length) {
     OnMessage(from, handler, data, length);
   };
   // A large tree message's buffer becomes its bytes (OnTree); the rest as any message.
-  auto on_large = [this](NodeId from, uint16_t handler, std::vector<uint8_t> data) {
+  auto on_large = [this](NodeId from, HandlerId handler, std::vector<uint8_t> data) {
     if (handler != kTree) return OnMessage(from, handler, data.data(), data.size());
     try {
       OnTree(std::move(data));
@@ -149,7 +149,7 @@ Future<Slots> TeamService::Contribute(uint64_t team, uint64_t op, std::vector<ui
   return future;
 }
 
-void TeamService::OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+void TeamService::OnMessage(NodeId from, HandlerId handler, const uint8_t* data, size_t length) {
   try {
     InArchive in(data, length);
     if (handler == kContribute) {

@@ -17,7 +17,7 @@
 #include "fox/ebb/shared_ebb.h"
 #include "fox/ebb/static_ids.h"
 #include "fox/future.h"
-#include "fox/net/node_id.h"
+#include "fox/net/ids.h"
 #include "fox/spinlock.h"
 
 namespace fox::apgas::detail {
@@ -71,7 +71,7 @@ class TeamService : public ebb::SharedEbb<TeamService> {
   void OnTree(std::vector<uint8_t> message);                           // throws std::invalid_argument if malformed
   void FailTreeWaitsLocked(uint32_t dead, std::vector<std::shared_ptr<TreeWait>>* failed) REQUIRES(lock_);
   static void FailTreeWaits(const std::vector<std::shared_ptr<TreeWait>>& failed, uint32_t dead);
-  void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
+  void OnMessage(NodeId from, HandlerId handler, const uint8_t* data, size_t length);
   void OnContribution(Contribution c);
   void OnAnswer(uint32_t from, Answer a);
   void OnKnown(Known k);

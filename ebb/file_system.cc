@@ -72,7 +72,7 @@ class File {
 
 FileSystem::FileSystem() {
   (void)Rpc::Get()->pending();  // constructs the Rpc Ebb here: replies need it
-  auto serve = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+  auto serve = [this](NodeId from, HandlerId handler, const uint8_t* data, size_t length) {
     Serve(from, handler, data, length);
   };
   if (auto r = Messenger::Get()->Listen(kFileSystemId, serve); !r.ok()) {
@@ -146,7 +146,7 @@ Future<Result<FileSystem::Bytes>> FileSystem::Read(std::string_view path, uint64
 
 namespace {
 // The answer to one request's body.
-Result<FileSystem::Bytes> Answer(uint16_t handler, const uint8_t* body, size_t len) {
+Result<FileSystem::Bytes> Answer(HandlerId handler, const uint8_t* body, size_t len) {
   if (handler == kSize) {
     Result<uint64_t> size = FileSystem::LocalSize({reinterpret_cast<const char*>(body), len});
     if (!size.ok()) return size.error();
@@ -162,7 +162,7 @@ Result<FileSystem::Bytes> Answer(uint16_t handler, const uint8_t* body, size_t l
 }  // namespace
 
 // A request, as an event of the listener's core.
-void FileSystem::Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+void FileSystem::Serve(NodeId from, HandlerId handler, const uint8_t* data, size_t length) {
   auto request = Rpc::ParseRequest(data, length);
   if (!request) return;  // no request id: nothing to answer
   Result<Bytes> reply = Answer(handler, request->body, request->length);

@@ -12,11 +12,11 @@ using net::wire::Load16;
 using net::wire::Load32;
 using net::wire::Load64;
 
-void EncodeFragmentHeader(uint8_t* out, uint64_t message, uint32_t ebb, uint16_t handler, uint32_t total,
+void EncodeFragmentHeader(uint8_t* out, uint64_t message, EbbId ebb, HandlerId handler, uint32_t total,
                           uint32_t offset) {
   net::wire::Store64(out, message);
-  net::wire::Store32(out + 8, ebb);
-  net::wire::Store16(out + 12, handler);
+  net::wire::Store32(out + 8, Raw(ebb));
+  net::wire::Store16(out + 12, Raw(handler));
   net::wire::Store16(out + 14, 0);
   net::wire::Store32(out + 16, total);
   net::wire::Store32(out + 20, offset);
@@ -25,8 +25,8 @@ void EncodeFragmentHeader(uint8_t* out, uint64_t message, uint32_t ebb, uint16_t
 void Reassembler::OnFragment(uint32_t from, const uint8_t* data, size_t length) {
   if (length < kFragmentHeaderBytes) return drop_(from, "a fragment shorter than its header");
   uint64_t message = Load64(data);
-  uint32_t ebb = Load32(data + 8);
-  uint16_t handler = Load16(data + 12);
+  EbbId ebb{Load32(data + 8)};
+  HandlerId handler{Load16(data + 12)};
   size_t total = Load32(data + 16), offset = Load32(data + 20);
   size_t chunk = length - kFragmentHeaderBytes;
   if (Load16(data + 14) != 0) return drop_(from, "a fragment with reserved bits set");

@@ -36,7 +36,7 @@ class GlobalIdMap::Source final : public IdRangeSource {
 
 GlobalIdMap::GlobalIdMap() : source_(std::make_unique<Source>(this)) {
   (void)Rpc::Get()->pending();  // constructs the Rpc Ebb here: replies need it
-  auto serve = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+  auto serve = [this](NodeId from, HandlerId handler, const uint8_t* data, size_t length) {
     Serve(from, handler, data, length);
   };
   if (auto r = Messenger::Get()->Listen(kGlobalIdMapId, serve); !r.ok()) {
@@ -56,14 +56,14 @@ Future<Result<IdRange>> GlobalIdMap::AcquireRange(uint32_t count) {
     Result<Rpc::Bytes> r = f.Get();
     if (!r.ok()) return Result<IdRange>(r.error());
     if (r->size() != 8) return Result<IdRange>(Error::kCorrupt);
-    return Result<IdRange>(IdRange{Load32(r->data()), Load32(r->data() + 4)});
+    return Result<IdRange>(IdRange{EbbId{Load32(r->data())}, Load32(r->data() + 4)});
   });
 }
 
 Future<Result<void>> GlobalIdMap::Set(EbbId id, std::string value) {
   if (value.size() > kMaxValue) return MakeReadyFuture(Result<void>(Error::kOutOfRange));
   std::vector<uint8_t> body(4 + value.size());
-  Store32(body.data(), id);
+  Store32(body.data(), Raw(id));
   std::memcpy(body.data() + 4, value.data(), value.size());
   return Rpc::Get()->Call(server_, kGlobalIdMapId, kSet, body.data(), body.size()).Then([](auto f) {
     Result<Rpc::Bytes> r = f.Get();
@@ -73,7 +73,7 @@ Future<Result<void>> GlobalIdMap::Set(EbbId id, std::string value) {
 
 Future<Result<std::string>> GlobalIdMap::Lookup(EbbId id) {
   uint8_t body[4];
-  Store32(body, id);
+  Store32(body, Raw(id));
   return Rpc::Get()->Call(server_, kGlobalIdMapId, kLookup, body, sizeof body).Then([](auto f) {
     Result<Rpc::Bytes> r = f.Get();
     if (!r.ok()) return Result<std::string>(r.error());
@@ -82,7 +82,7 @@ Future<Result<std::string>> GlobalIdMap::Lookup(EbbId id) {
 }
 
 // A request, as an event of the listener's core.
-void GlobalIdMap::Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+void GlobalIdMap::Serve(NodeId from, HandlerId handler, const uint8_t* data, size_t length) {
   auto request = Rpc::ParseRequest(data, length);
   if (!request) return;  // no request id: nothing to answer
   const uint8_t* body = request->body;
@@ -91,7 +91,7 @@ void GlobalIdMap::Serve(NodeId from, uint16_t handler, const uint8_t* data, size
     uint32_t count = Load32(body);
     if (count == 0) {
       (void)Rpc::Fail(from, request->id, Error::kInvalidArgument);
-    } else if (next_id_ + count - 1 > kLastDynamicId) {
+    } else if (next_id_ + count - 1 > Raw(kLastDynamicId)) {
       (void)Rpc::Fail(from, request->id, Error::kOutOfRange);
     } else {
       uint8_t reply[8];
@@ -102,10 +102,10 @@ void GlobalIdMap::Serve(NodeId from, uint16_t handler, const uint8_t* data, size
       (void)Rpc::Reply(from, request->id, reply, sizeof reply);
     }
   } else if (handler == kSet && len >= 4 && len - 4 <= kMaxValue) {
-    values_[Load32(body)] = std::string(reinterpret_cast<const char*>(body + 4), len - 4);
+    values_[EbbId{Load32(body)}] = std::string(reinterpret_cast<const char*>(body + 4), len - 4);
     (void)Rpc::Reply(from, request->id, nullptr, 0);
   } else if (handler == kLookup && len == 4) {
-    auto it = values_.find(Load32(body));
+    auto it = values_.find(EbbId{Load32(body)});
     if (it == values_.end()) {
       (void)Rpc::Fail(from, request->id, Error::kNotFound);
     } else {

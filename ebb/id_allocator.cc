@@ -26,7 +26,7 @@ Result<EbbId> IdAllocator::Allocate() {
         return static_cast<EbbId>(next_++);
       }
       if (spare_.count != 0) {
-        next_ = spare_.first;
+        next_ = Raw(spare_.first);
         end_ = next_ + spare_.count;
         spare_ = {};
         continue;
@@ -36,14 +36,15 @@ Result<EbbId> IdAllocator::Allocate() {
     }
     // The source may block (a network round trip): no lock held.
     FOX_TRY_ASSIGN(IdRange range, source->AcquireRange(range_size_));
-    if (range.count == 0 || !IsDynamicId(range.first) || uint64_t{range.first} + range.count - 1 > kLastDynamicId) {
+    if (range.count == 0 || !IsDynamicId(range.first) ||
+        uint64_t{Raw(range.first)} + range.count - 1 > Raw(kLastDynamicId)) {
       return Error::kCorrupt;
     }
     SpinGuard guard(lock_);
     if (generation != generation_) {
       abandoned_.fetch_add(range.count, std::memory_order_relaxed);
     } else if (next_ >= end_) {
-      next_ = range.first;
+      next_ = Raw(range.first);
       end_ = next_ + range.count;
     } else if (spare_.count == 0) {
       spare_ = range;  // another core refilled first; keep this one for later
@@ -63,7 +64,7 @@ void IdAllocator::SetSource(IdRangeSource* source) {
 }
 
 namespace {
-constinit LocalIdRangeSource g_local_source(kFirstDynamicId, kFirstGlobalDynamicId - 1);
+constinit LocalIdRangeSource g_local_source(kFirstDynamicId, EbbId{Raw(kFirstGlobalDynamicId) - 1});
 constinit IdAllocator g_default_allocator(&g_local_source);
 }  // namespace
 

@@ -44,9 +44,9 @@ CoreState& AttachThisCore() {
 
 void* BeginMiss(EbbId id) {
   CoreState& cs = AttachThisCore();
-  if (id < kDirectSlots) {
+  if (Raw(id) < kDirectSlots) {
     // Non-null only when this thread was just bound to its core's table.
-    if (void* rep = cs.table.load(std::memory_order_relaxed)->slots[id].load(std::memory_order_relaxed)) {
+    if (void* rep = cs.table.load(std::memory_order_relaxed)->slots[Raw(id)].load(std::memory_order_relaxed)) {
       return rep;
     }
   } else {

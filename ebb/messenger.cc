@@ -25,12 +25,12 @@ Messenger::Messenger()
     : core_(core::Current()),
       reassembler_(
           kMaxLargeBytes, kMaxPartialBytes,
-          [this](uint32_t from, uint32_t ebb, uint16_t handler, std::vector<uint8_t> data) {
+          [this](uint32_t from, EbbId ebb, HandlerId handler, std::vector<uint8_t> data) {
             Deliver(from, ebb, handler, std::move(data));
           },
           [this](uint32_t from, const char* why) { Dropped(from, why); }),
       direct_enabled_(DirectEnabled()) {
-  auto on_message = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+  auto on_message = [this](NodeId from, HandlerId handler, const uint8_t* data, size_t length) {
     OnMessage(from, handler, data, length);
   };
   if (auto r = am::Listen(kMessengerId, core_, on_message); !r.ok()) {
@@ -91,8 +91,8 @@ void Messenger::ReportToFrontend() {
   }
 }
 
-void Messenger::OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
-  switch (handler) {
+void Messenger::OnMessage(NodeId from, HandlerId handler, const uint8_t* data, size_t length) {
+  switch (Raw(handler)) {
     case kFragment: return reassembler_.OnFragment(from, data, length);
     case kStatusRequest: return AnswerStatus(from, data, length);
     case kDirectProbe: return OnProbe(from, data, length);
@@ -126,11 +126,11 @@ Result<void> Messenger::ListenAny(EbbId id, am::Handler handler, int core) {
   if (core < 0) core = core::Current();
   auto shared = std::make_shared<am::Handler>(std::move(handler));
   FOX_TRY(Listen(
-      id, [shared](NodeId from, uint16_t h, const uint8_t* data, size_t length) { (*shared)(from, h, data, length); },
+      id, [shared](NodeId from, HandlerId h, const uint8_t* data, size_t length) { (*shared)(from, h, data, length); },
       core));
   auto r = ListenLarge(
       id,
-      [shared](NodeId from, uint16_t h, std::vector<uint8_t> data) { (*shared)(from, h, data.data(), data.size()); },
+      [shared](NodeId from, HandlerId h, std::vector<uint8_t> data) { (*shared)(from, h, data.data(), data.size()); },
       core);
   if (!r.ok()) StopListening(id);
   return r;
@@ -141,29 +141,29 @@ Result<void> Messenger::ListenAnyOwned(EbbId id, LargeHandler handler, int core)
   auto shared = std::make_shared<LargeHandler>(std::move(handler));
   FOX_TRY(Listen(
       id,
-      [shared](NodeId from, uint16_t h, const uint8_t* data, size_t length) {
+      [shared](NodeId from, HandlerId h, const uint8_t* data, size_t length) {
         (*shared)(from, h, std::vector<uint8_t>(data, data + length));
       },
       core));
   auto r = ListenLarge(
-      id, [shared](NodeId from, uint16_t h, std::vector<uint8_t> data) { (*shared)(from, h, std::move(data)); }, core);
+      id, [shared](NodeId from, HandlerId h, std::vector<uint8_t> data) { (*shared)(from, h, std::move(data)); }, core);
   if (!r.ok()) StopListening(id);
   return r;
 }
 
-Result<void> Messenger::SendAny(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length) {
+Result<void> Messenger::SendAny(NodeId node, EbbId id, HandlerId handler, const void* data, size_t length) {
   if (length > net::kMaxMessageBytes) return SendLarge(node, id, handler, data, length);
   FOX_TRY(am::SendWait(node, id, handler, data, length));
   am::Flush(node);
   return {};
 }
 
-Result<void> Messenger::SendAny(NodeId node, EbbId id, uint16_t handler, std::vector<uint8_t> bytes) {
+Result<void> Messenger::SendAny(NodeId node, EbbId id, HandlerId handler, std::vector<uint8_t> bytes) {
   if (bytes.size() > net::kMaxMessageBytes) return SendLarge(node, id, handler, std::move(bytes));
   return SendAny(node, id, handler, bytes.data(), bytes.size());
 }
 
-Result<void> Messenger::SendAny(NodeId node, EbbId id, uint16_t handler, Shared bytes) {
+Result<void> Messenger::SendAny(NodeId node, EbbId id, HandlerId handler, Shared bytes) {
   if (bytes->size() > net::kMaxMessageBytes) return SendLarge(node, id, handler, std::move(bytes));
   return SendAny(node, id, handler, bytes->data(), bytes->size());
 }
@@ -173,7 +173,7 @@ Messenger::LargeStats Messenger::large_stats() const {
   return stats_;
 }
 
-Result<void> Messenger::SendLarge(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length) {
+Result<void> Messenger::SendLarge(NodeId node, EbbId id, HandlerId handler, const void* data, size_t length) {
   if (id == kNullId) return Error::kInvalidArgument;
   if (length > kMaxLargeBytes) return Error::kOutOfRange;
   const auto* bytes = static_cast<const uint8_t*>(data);
@@ -186,7 +186,7 @@ Result<void> Messenger::SendLarge(NodeId node, EbbId id, uint16_t handler, const
   return {};
 }
 
-Result<void> Messenger::SendLarge(NodeId node, EbbId id, uint16_t handler, std::vector<uint8_t> bytes) {
+Result<void> Messenger::SendLarge(NodeId node, EbbId id, HandlerId handler, std::vector<uint8_t> bytes) {
   if (id == kNullId) return Error::kInvalidArgument;
   if (bytes.size() > kMaxLargeBytes) return Error::kOutOfRange;
   if (node == am::Self()) {
@@ -201,7 +201,7 @@ Result<void> Messenger::SendLarge(NodeId node, EbbId id, uint16_t handler, std::
   return {};
 }
 
-Result<void> Messenger::SendLarge(NodeId node, EbbId id, uint16_t handler, Shared bytes) {
+Result<void> Messenger::SendLarge(NodeId node, EbbId id, HandlerId handler, Shared bytes) {
   if (id == kNullId) return Error::kInvalidArgument;
   if (bytes->size() > kMaxLargeBytes) return Error::kOutOfRange;
   if (node == am::Self()) return SendLarge(node, id, handler, std::vector<uint8_t>(*bytes));
@@ -213,7 +213,7 @@ Result<void> Messenger::SendLarge(NodeId node, EbbId id, uint16_t handler, Share
   return {};
 }
 
-Result<void> Messenger::SendFragments(NodeId node, EbbId id, uint16_t handler, const uint8_t* bytes, size_t length) {
+Result<void> Messenger::SendFragments(NodeId node, EbbId id, HandlerId handler, const uint8_t* bytes, size_t length) {
   uint64_t message = next_message_.fetch_add(1, std::memory_order_relaxed);
   uint8_t fragment[net::kMaxMessageBytes];
   size_t offset = 0;
@@ -228,7 +228,7 @@ Result<void> Messenger::SendFragments(NodeId node, EbbId id, uint16_t handler, c
   return {};
 }
 
-void Messenger::Deliver(NodeId from, EbbId id, uint16_t handler, std::vector<uint8_t> data) {
+void Messenger::Deliver(NodeId from, EbbId id, HandlerId handler, std::vector<uint8_t> data) {
   LargeListener l;
   {
     SpinGuard g(lock_);

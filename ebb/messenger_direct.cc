@@ -27,7 +27,7 @@ namespace fox::ebb {
 namespace {
 constexpr size_t kProbeBytes = 24, kAnswerBytes = 16, kDirectBytes = 32, kDoneBytes = 8;
 
-void Control(NodeId to, uint16_t handler, const uint8_t* data, size_t length) {
+void Control(NodeId to, HandlerId handler, const uint8_t* data, size_t length) {
   (void)am::SendWait(to, kMessengerId, handler, data, length);  // fails only for a dead peer
   am::Flush(to);
 }
@@ -70,7 +70,7 @@ void Messenger::ProbePeers() {
   }
 }
 
-Result<void> Messenger::SendDirect(NodeId node, EbbId id, uint16_t handler, const uint8_t* data, size_t length,
+Result<void> Messenger::SendDirect(NodeId node, EbbId id, HandlerId handler, const uint8_t* data, size_t length,
                                    const Shared* shared, bool* sent) {
   *sent = false;
   if (!direct_enabled_ || length < kDirectMinBytes) return {};
@@ -93,8 +93,8 @@ Result<void> Messenger::SendDirect(NodeId node, EbbId id, uint16_t handler, cons
   uint64_t message = next_message_.fetch_add(1, std::memory_order_relaxed);
   uint8_t d[kDirectBytes];
   net::wire::Store64(d, message);
-  net::wire::Store32(d + 8, id);
-  net::wire::Store16(d + 12, handler);
+  net::wire::Store32(d + 8, Raw(id));
+  net::wire::Store16(d + 12, Raw(handler));
   net::wire::Store16(d + 14, 0);
   net::wire::Store64(d + 16, length);
   net::wire::Store64(d + 24, uint64_t(reinterpret_cast<uintptr_t>(data)));
@@ -167,8 +167,8 @@ void Messenger::OnDirect(NodeId from, const uint8_t* data, size_t length) {
   if (length != kDirectBytes) return Dropped(from, "a malformed direct large message");
   uint64_t message = net::wire::Load64(data), size = net::wire::Load64(data + 16),
            address = net::wire::Load64(data + 24);
-  EbbId id = net::wire::Load32(data + 8);
-  uint16_t handler = net::wire::Load16(data + 12);
+  EbbId id{net::wire::Load32(data + 8)};
+  HandlerId handler{net::wire::Load16(data + 12)};
   uint8_t done[kDoneBytes];
   net::wire::Store64(done, message);
   auto it = direct_from_.find(from);

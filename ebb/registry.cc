@@ -31,7 +31,7 @@ using EntryMap = std::map<EbbId, Entry*>;
 struct Registry {
   SpinLock lock;
   EntryMap entries GUARDED_BY(lock);
-  uint64_t dead_static[(kFirstDynamicId + 63) / 64] GUARDED_BY(lock) = {};  // by id
+  uint64_t dead_static[(Raw(kFirstDynamicId) + 63) / 64] GUARDED_BY(lock) = {};  // by id
 };
 
 constinit std::atomic<Registry*> g_registry{nullptr};
@@ -50,7 +50,7 @@ Registry& GetRegistry() {
 }
 
 bool IsDeadStatic(const Registry& r, EbbId id) REQUIRES(r.lock) {
-  return IsStaticId(id) && (r.dead_static[id / 64] >> (id % 64) & 1) != 0;
+  return IsStaticId(id) && (r.dead_static[Raw(id) / 64] >> (Raw(id) % 64) & 1) != 0;
 }
 
 EntryMap::node_type MakeNode(EbbId id, Entry* entry) {
@@ -130,7 +130,7 @@ Found Find(EbbId id, const EbbType* type, bool may_create) {
       return {e, root};
     }
     if (e->state.load(std::memory_order_acquire) == State::kConstructing && e->constructing_core == ThisCoreIndex()) {
-      throw EbbError(id, "fox::ebb: Ebb " + std::to_string(id) + " dereferenced by its own root constructor");
+      throw EbbError(id, "fox::ebb: Ebb " + std::to_string(Raw(id)) + " dereferenced by its own root constructor");
     }
     switch (WaitWhileConstructing(e)) {
       case State::kLive: return {e, e->root};
@@ -156,7 +156,7 @@ void Install(Entry* e, void* rep) {
   CoreState& cs = AttachThisCore();
   int core = ThisCoreIndex();
   FarMap::node_type far_node;
-  if (e->id >= kDirectSlots) {
+  if (Raw(e->id) >= kDirectSlots) {
     FarMap scratch;
     scratch.emplace(e->id, rep);
     far_node = scratch.extract(scratch.begin());
@@ -166,9 +166,9 @@ void Install(Entry* e, void* rep) {
     SpinGuard guard(e->lock);
     live = e->state.load(std::memory_order_relaxed) == State::kLive;
     if (live) {
-      if (e->id < kDirectSlots) {
+      if (Raw(e->id) < kDirectSlots) {
         LocalTable* table = cs.table.load(std::memory_order_relaxed);
-        table->slots[e->id].store(rep, std::memory_order_relaxed);
+        table->slots[Raw(e->id)].store(rep, std::memory_order_relaxed);
       } else {
         SpinGuard far_guard(cs.far_lock);
         cs.far->insert(std::move(far_node));
@@ -182,7 +182,7 @@ void Install(Entry* e, void* rep) {
 
 void Publish(EbbId id, const EbbType* type, void* root) {
   if (!IsStaticId(id) && !IsDynamicId(id)) {
-    throw EbbError(id, "fox::ebb: " + std::to_string(id) + " is not an Ebb id");
+    throw EbbError(id, "fox::ebb: " + std::to_string(Raw(id)) + " is not an Ebb id");
   }
   auto e = std::make_unique<Entry>(id, type, State::kLive);
   e->root = root;
@@ -207,8 +207,8 @@ size_t CollectReps(EbbId id, const EbbType* type, RepOnCore* out) {
     if ((e->installed[core / 64] >> (core % 64) & 1) == 0) continue;
     CoreState& cs = g_cores[core];
     void* rep = nullptr;
-    if (id < kDirectSlots) {
-      rep = cs.table.load(std::memory_order_acquire)->slots[id].load(std::memory_order_relaxed);
+    if (Raw(id) < kDirectSlots) {
+      rep = cs.table.load(std::memory_order_acquire)->slots[Raw(id)].load(std::memory_order_relaxed);
     } else {
       SpinGuard far_guard(cs.far_lock);
       rep = cs.far->at(id);
@@ -242,7 +242,7 @@ void Destroy(EbbId id) {
           e->state.store(State::kDead, std::memory_order_relaxed);
         }
         node = r.entries.extract(it);
-        if (IsStaticId(id)) r.dead_static[id / 64] |= uint64_t{1} << (id % 64);
+        if (IsStaticId(id)) r.dead_static[Raw(id) / 64] |= uint64_t{1} << (Raw(id) % 64);
         break;
       }
       // kConstructing (kDead and kFailed entries are no longer in the map):
@@ -250,7 +250,7 @@ void Destroy(EbbId id) {
       recursive = it->second->constructing_core == ThisCoreIndex();
     }
     if (recursive) {
-      throw EbbError(id, "fox::ebb: Ebb " + std::to_string(id) + " destroyed by its own root constructor");
+      throw EbbError(id, "fox::ebb: Ebb " + std::to_string(Raw(id)) + " destroyed by its own root constructor");
     }
     __builtin_ia32_pause();
   }
@@ -265,8 +265,8 @@ void Destroy(EbbId id) {
   }
   bool multicore = e->type->kind == Kind::kMulticore;
   std::unique_ptr<void*[]> reps(multicore && installed > 0 ? new void*[installed] : nullptr);
-  std::unique_ptr<FarMap::node_type[]> far_nodes(id >= kDirectSlots && installed > 0 ? new FarMap::node_type[installed]
-                                                                                     : nullptr);
+  std::unique_ptr<FarMap::node_type[]> far_nodes(
+      Raw(id) >= kDirectSlots && installed > 0 ? new FarMap::node_type[installed] : nullptr);
   size_t count = 0;
   {
     SpinGuard guard(e->lock);
@@ -274,8 +274,8 @@ void Destroy(EbbId id) {
       if ((e->installed[core / 64] >> (core % 64) & 1) == 0) continue;
       CoreState& cs = g_cores[core];
       void* rep;
-      if (id < kDirectSlots) {
-        rep = cs.table.load(std::memory_order_acquire)->slots[id].exchange(nullptr, std::memory_order_relaxed);
+      if (Raw(id) < kDirectSlots) {
+        rep = cs.table.load(std::memory_order_acquire)->slots[Raw(id)].exchange(nullptr, std::memory_order_relaxed);
       } else {
         SpinGuard far_guard(cs.far_lock);
         far_nodes[count] = cs.far->extract(id);

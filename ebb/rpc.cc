@@ -13,16 +13,16 @@
 
 namespace fox::ebb {
 namespace {
-constexpr uint16_t kReplyHandler = 1;
+constexpr HandlerId kReplyHandler{1};
 constexpr uint64_t kSweepNs = 50'000'000;
 }  // namespace
 
 Rpc::Rpc() : core_(core::Current()) {
-  auto on_reply = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+  auto on_reply = [this](NodeId from, HandlerId handler, const uint8_t* data, size_t length) {
     if (handler == kReplyHandler) OnReply(from, data, length);
   };
   // A large reply's buffer becomes its bytes (the header moved out, no new buffer).
-  auto on_large = [this](NodeId from, uint16_t handler, std::vector<uint8_t> data) {
+  auto on_large = [this](NodeId from, HandlerId handler, std::vector<uint8_t> data) {
     if (handler == kReplyHandler) OnLargeReply(from, std::move(data));
   };
   if (auto r = Messenger::Get()->Listen(kRpcId, on_reply, core_); !r.ok()) {
@@ -42,7 +42,7 @@ Rpc::~Rpc() {
   Messenger::Get()->StopListeningAny(kRpcId);
 }
 
-Future<Result<Rpc::Bytes>> Rpc::Call(NodeId node, uint32_t ebb, uint16_t handler, const void* body, size_t length,
+Future<Result<Rpc::Bytes>> Rpc::Call(NodeId node, EbbId ebb, HandlerId handler, const void* body, size_t length,
                                      uint64_t timeout_ms) {
   if (length + kRequestHeader > Messenger::kMaxLargeBytes) return MakeReadyFuture(Result<Bytes>(Error::kOutOfRange));
   std::vector<uint8_t> message(kRequestHeader + length);
@@ -50,12 +50,12 @@ Future<Result<Rpc::Bytes>> Rpc::Call(NodeId node, uint32_t ebb, uint16_t handler
   return Call(node, ebb, handler, std::move(message), timeout_ms);
 }
 
-Future<Result<Rpc::Bytes>> Rpc::Call(NodeId node, uint32_t ebb, uint16_t handler, std::vector<uint8_t> message,
+Future<Result<Rpc::Bytes>> Rpc::Call(NodeId node, EbbId ebb, HandlerId handler, std::vector<uint8_t> message,
                                      uint64_t timeout_ms) {
   return Call(node, ebb, handler, std::make_shared<std::vector<uint8_t>>(std::move(message)), timeout_ms);
 }
 
-Future<Result<Rpc::Bytes>> Rpc::Call(NodeId node, uint32_t ebb, uint16_t handler,
+Future<Result<Rpc::Bytes>> Rpc::Call(NodeId node, EbbId ebb, HandlerId handler,
                                      std::shared_ptr<std::vector<uint8_t>> message, uint64_t timeout_ms) {
   Promise<Result<Bytes>> promise;
   auto future = promise.GetFuture();

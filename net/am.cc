@@ -193,8 +193,7 @@ void WarnAboutDrop(net::DropReason why, uint64_t from_address, uint64_t now) REQ
            AddressPort(from_address), hint);
 }
 
-Result<void> SendOrMaybeDefer(NodeId node, uint32_t ebb, uint16_t handler, const void* data, size_t length,
-                              bool defer) {
+Result<void> SendOrMaybeDefer(NodeId node, EbbId ebb, HandlerId handler, const void* data, size_t length, bool defer) {
   if (!Started()) return Error::kNotFound;
   if (length > net::kMaxMessageBytes) return Error::kOutOfRange;
   if (ebb == net::kSystemEbb) return Error::kInvalidArgument;
@@ -311,15 +310,15 @@ bool Started() { return g.started.load(std::memory_order_acquire); }
 NodeId Self() { return g.config.self; }
 uint64_t SuspicionMs() { return g.config.tuning.membership.suspicion_ns / 1'000'000; }
 
-Result<void> Send(NodeId node, uint32_t ebb, uint16_t handler, const void* data, size_t length) {
+Result<void> Send(NodeId node, EbbId ebb, HandlerId handler, const void* data, size_t length) {
   return internal::SendOrMaybeDefer(node, ebb, handler, data, length, false);
 }
 
-Result<void> SendOrDefer(NodeId node, uint32_t ebb, uint16_t handler, const void* data, size_t length) {
+Result<void> SendOrDefer(NodeId node, EbbId ebb, HandlerId handler, const void* data, size_t length) {
   return internal::SendOrMaybeDefer(node, ebb, handler, data, length, true);
 }
 
-Result<void> SendWait(NodeId node, uint32_t ebb, uint16_t handler, const void* data, size_t length) {
+Result<void> SendWait(NodeId node, EbbId ebb, HandlerId handler, const void* data, size_t length) {
   for (;;) {
     auto r = Send(node, ebb, handler, data, length);
     if (r.ok() || r.error() != Error::kBusy) return r;

@@ -35,12 +35,13 @@ namespace fox::am::internal {
 class CoreMailbox;
 
 inline constexpr size_t kReceiverSlots = 2 * kMaxReceivers;  // open addressing
-inline constexpr uint32_t kTombstone = UINT32_MAX;
+inline constexpr EbbId kFree{0};
+inline constexpr EbbId kTombstone{UINT32_MAX};
 
 // An Ebb id's destination: a delivery-context Receiver, or the mailbox of
 // a core (Listen).
 struct ReceiverSlot {
-  uint32_t ebb = 0;  // 0: free; kTombstone: removed (probes go on)
+  EbbId ebb = kFree;  // kTombstone: removed (probes go on)
   Receiver* receiver = nullptr;
   int core = -1;
 };
@@ -111,7 +112,7 @@ class SCOPED_CAPABILITY Locked {
 
 // ---- am_receivers.cc ----
 // Routes one message to its receiver or its core's mailbox, or counts it.
-void Dispatch(NodeId from, uint32_t ebb, uint16_t handler, const uint8_t* data, size_t length) REQUIRES(g.lock);
+void Dispatch(NodeId from, EbbId ebb, HandlerId handler, const uint8_t* data, size_t length) REQUIRES(g.lock);
 // Whether a frame may go on to its channel: false while it carries a
 // message for an unregistered id, within the grace (am.h).
 bool Admit(const net::FrameView& frame, uint64_t now) REQUIRES(g.lock);

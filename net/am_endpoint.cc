@@ -153,7 +153,7 @@ bool AmEndpoint::FlushPeer(Peer& p, uint64_t now_ns, TransmitFn transmit) {
   return true;
 }
 
-Result<void> AmEndpoint::Send(NodeId id, uint32_t ebb, uint16_t handler, const void* data, size_t len, uint64_t now_ns,
+Result<void> AmEndpoint::Send(NodeId id, EbbId ebb, HandlerId handler, const void* data, size_t len, uint64_t now_ns,
                               TransmitFn transmit) {
   Peer* p = Find(id);
   if (p == nullptr || p->state == PeerState::kDead) return Error::kPeerDead;
@@ -164,7 +164,7 @@ Result<void> AmEndpoint::Send(NodeId id, uint32_t ebb, uint16_t handler, const v
   return r;
 }
 
-Result<void> AmEndpoint::SendOrDefer(NodeId id, uint32_t ebb, uint16_t handler, const void* data, size_t len,
+Result<void> AmEndpoint::SendOrDefer(NodeId id, EbbId ebb, HandlerId handler, const void* data, size_t len,
                                      uint64_t now_ns, TransmitFn transmit) {
   Peer* p = Find(id);
   if (p == nullptr || p->state == PeerState::kDead) return Error::kPeerDead;
@@ -183,7 +183,7 @@ Result<void> AmEndpoint::SendOrDefer(NodeId id, uint32_t ebb, uint16_t handler, 
 // Send's work once the peer is known, alive, and not behind deferred
 // messages. kBusy when the window and buffer are full (the callers count it:
 // Send as send_busy; SendOrDefer and DrainDeferred keep the message waiting).
-Result<void> AmEndpoint::SendNow(Peer& p, uint32_t ebb, uint16_t handler, const void* data, size_t len, uint64_t now_ns,
+Result<void> AmEndpoint::SendNow(Peer& p, EbbId ebb, HandlerId handler, const void* data, size_t len, uint64_t now_ns,
                                  TransmitFn transmit) {
   if (!config_.aggregate && !p.builder.empty() && !FlushPeer(p, now_ns, transmit)) return Error::kBusy;
   if (!config_.aggregate && !p.channel.CanSend()) return Error::kBusy;
@@ -203,11 +203,12 @@ Result<void> AmEndpoint::SendNow(Peer& p, uint32_t ebb, uint16_t handler, const 
 }
 
 // Appends a record; false when the ring lacks room.
-bool AmEndpoint::Defer(Peer& p, uint32_t ebb, uint16_t handler, const void* data, size_t len) {
-  uint8_t* r = deferred_.Reserve(kDeferredMeta + len, handler);
+bool AmEndpoint::Defer(Peer& p, EbbId ebb, HandlerId handler, const void* data, size_t len) {
+  uint8_t* r = deferred_.Reserve(kDeferredMeta + len, Raw(handler));
   if (r == nullptr) return false;
   std::memcpy(r, &p.id, 4);
-  std::memcpy(r + 4, &ebb, 4);
+  const uint32_t raw_ebb = Raw(ebb);
+  std::memcpy(r + 4, &raw_ebb, 4);
   if (len != 0) std::memcpy(r + kDeferredMeta, data, len);
   deferred_.Commit();
   ++deferred_count_;
@@ -233,7 +234,8 @@ void AmEndpoint::DrainDeferred(uint64_t now_ns, TransmitFn transmit) {
     if (p != nullptr && p->stuck_pass == pass) continue;  // an earlier record of this peer is waiting
     if (p == nullptr || p->state == PeerState::kDead) {
       ++counters_.deferred_dropped;
-    } else if (auto sr = SendNow(*p, ebb, r.tag, r.payload + kDeferredMeta, r.length - kDeferredMeta, now_ns, transmit);
+    } else if (auto sr = SendNow(*p, EbbId{ebb}, HandlerId{r.tag}, r.payload + kDeferredMeta, r.length - kDeferredMeta,
+                                 now_ns, transmit);
                !sr.ok() && sr.error() == Error::kBusy) {
       p->stuck_pass = pass;  // the message waits on
       ++stuck;
@@ -370,7 +372,7 @@ uint64_t AmEndpoint::PollPeer(Peer& p, uint64_t now_ns, TransmitFn transmit) {
 // A transport message (membership, death notice) rides in the aggregation
 // buffer, ahead of deferred messages, and goes out now. False when the
 // window and buffer are full (the membership counts it as lost).
-bool AmEndpoint::SendSystem(Peer& p, uint16_t handler, const void* data, size_t len, uint64_t now_ns,
+bool AmEndpoint::SendSystem(Peer& p, HandlerId handler, const void* data, size_t len, uint64_t now_ns,
                             TransmitFn transmit) {
   auto first = p.builder.Add(kSystemEbb, handler, data, len);
   bool added = first.ok() && *first;

@@ -36,7 +36,7 @@ void SealFrame(uint8_t* frame, const FrameHeader& header, const SipKey& key) {
 }
 
 AmMessage MessageIterator::operator*() const {
-  return AmMessage{wire::Load32(record_), wire::Load16(record_ + 4), wire::Load16(record_ + 6),
+  return AmMessage{EbbId{wire::Load32(record_)}, HandlerId{wire::Load16(record_ + 4)}, wire::Load16(record_ + 6),
                    record_ + kRecordHeaderBytes};
 }
 
@@ -126,13 +126,13 @@ size_t FrameBuilder::room() const {
   return (capacity_ - used) & ~size_t{7};
 }
 
-Result<uint8_t*> FrameBuilder::Reserve(uint32_t ebb, uint16_t handler, size_t len) {
+Result<uint8_t*> FrameBuilder::Reserve(EbbId ebb, HandlerId handler, size_t len) {
   size_t record = RecordBytes(len);
   if (len > kMaxMessageBytes || kHeaderBytes + record > capacity_) return Error::kOutOfRange;
   if (kHeaderBytes + payload_bytes_ + record > capacity_) return static_cast<uint8_t*>(nullptr);
   uint8_t* r = buffer_ + kHeaderBytes + payload_bytes_;
-  wire::Store32(r, ebb);
-  wire::Store16(r + 4, handler);
+  wire::Store32(r, Raw(ebb));
+  wire::Store16(r + 4, Raw(handler));
   wire::Store16(r + 6, static_cast<uint16_t>(len));
   std::memset(r + kRecordHeaderBytes + len, 0, record - kRecordHeaderBytes - len);
   payload_bytes_ += record;
@@ -140,7 +140,7 @@ Result<uint8_t*> FrameBuilder::Reserve(uint32_t ebb, uint16_t handler, size_t le
   return r + kRecordHeaderBytes;
 }
 
-Result<bool> FrameBuilder::Add(uint32_t ebb, uint16_t handler, const void* data, size_t len) {
+Result<bool> FrameBuilder::Add(EbbId ebb, HandlerId handler, const void* data, size_t len) {
   Result<uint8_t*> at = Reserve(ebb, handler, len);
   if (!at.ok()) return at.error();
   if (*at == nullptr) return false;

@@ -17,25 +17,26 @@ Result<void> CoreMailbox::Init(size_t bytes) {
   return {};
 }
 
-bool CoreMailbox::Put(NodeId from, uint32_t ebb, uint16_t handler, const uint8_t* data, size_t length) {
-  uint8_t* p = ring_.Reserve(kMetaBytes + length, handler);
+bool CoreMailbox::Put(NodeId from, EbbId ebb, HandlerId handler, const uint8_t* data, size_t length) {
+  uint8_t* p = ring_.Reserve(kMetaBytes + length, Raw(handler));
   if (p == nullptr) return false;
   std::memcpy(p, &from, 4);
-  std::memcpy(p + 4, &ebb, 4);
+  const uint32_t raw_ebb = Raw(ebb);
+  std::memcpy(p + 4, &raw_ebb, 4);
   if (length != 0) std::memcpy(p + kMetaBytes, data, length);
   ring_.Commit();
   trigger_.Fire();
   return true;
 }
 
-Result<void> CoreMailbox::AddListener(uint32_t ebb, Handler handler) {
+Result<void> CoreMailbox::AddListener(EbbId ebb, Handler handler) {
   auto h = std::make_shared<Handler>(std::move(handler));
   SpinGuard guard(lock_);
   if (!listeners_.emplace(ebb, std::move(h)).second) return Error::kAlreadyExists;
   return {};
 }
 
-void CoreMailbox::RemoveListener(uint32_t ebb) {
+void CoreMailbox::RemoveListener(EbbId ebb) {
   std::shared_ptr<Handler> gone;  // destroyed outside the lock
   SpinGuard guard(lock_);
   auto it = listeners_.find(ebb);
@@ -44,7 +45,7 @@ void CoreMailbox::RemoveListener(uint32_t ebb) {
   listeners_.erase(it);
 }
 
-std::shared_ptr<Handler> CoreMailbox::Find(uint32_t ebb) {
+std::shared_ptr<Handler> CoreMailbox::Find(EbbId ebb) {
   SpinGuard guard(lock_);
   auto it = listeners_.find(ebb);
   return it == listeners_.end() ? nullptr : it->second;
@@ -64,9 +65,9 @@ void CoreMailbox::Drain() {
     std::memcpy(&ebb, r.payload + 4, 4);
     size_t length = r.length - kMetaBytes;
     std::memcpy(copy, r.payload + kMetaBytes, length);
-    uint16_t handler = r.tag;
+    HandlerId handler{r.tag};
     ring_.Pop(r);  // freed before the handler runs: nobody can take it twice
-    std::shared_ptr<Handler> h = Find(ebb);
+    std::shared_ptr<Handler> h = Find(EbbId{ebb});
     if (h == nullptr) {
       no_listener_.fetch_add(1, std::memory_order_relaxed);
       continue;

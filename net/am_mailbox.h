@@ -37,27 +37,27 @@ class CoreMailbox {
   // Delivery context, the transport lock held (so one producer at a time):
   // copies the message and posts a drain. False when it has no room (the
   // caller checked Room before taking the frame: it counts an overflow).
-  bool Put(NodeId from, uint32_t ebb, uint16_t handler, const uint8_t* data, size_t length);
+  bool Put(NodeId from, EbbId ebb, HandlerId handler, const uint8_t* data, size_t length);
   size_t Room() const { return ring_.Room(); }
   // Ring bytes a message of `length` bytes takes at most.
   static size_t WorstCase(size_t length) { return net::RecordRing::WorstCase(kMetaBytes + length); }
 
   // The Ebb's handler (event context, any core). kAlreadyExists.
-  Result<void> AddListener(uint32_t ebb, Handler handler);
-  void RemoveListener(uint32_t ebb);
+  Result<void> AddListener(EbbId ebb, Handler handler);
+  void RemoveListener(EbbId ebb);
   uint64_t no_listener() const { return no_listener_.load(std::memory_order_relaxed); }
 
  private:
   static constexpr size_t kMetaBytes = 8;  // u32 from, u32 ebb; the handler id is the record's tag
   void Drain();
-  std::shared_ptr<Handler> Find(uint32_t ebb);
+  std::shared_ptr<Handler> Find(EbbId ebb);
 
   int core_;
   net::RecordRing ring_;
   event::InterruptTrigger trigger_;
   uint64_t generation_ = 0;  // of the newest drain; events of core_ only
   SpinLock lock_;
-  std::unordered_map<uint32_t, std::shared_ptr<Handler>> listeners_ GUARDED_BY(lock_);
+  std::unordered_map<EbbId, std::shared_ptr<Handler>> listeners_ GUARDED_BY(lock_);
   std::atomic<uint64_t> no_listener_{0};
 };
 

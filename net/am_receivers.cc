@@ -17,21 +17,21 @@ size_t MailboxBytes() {
   return bytes < (size_t{1} << 20) ? size_t{1} << 20 : bytes;
 }
 
-size_t SlotOf(uint32_t ebb) { return (uint64_t(ebb) * 0x9E3779B97F4A7C15ull >> 40) % kReceiverSlots; }
+size_t SlotOf(EbbId ebb) { return (uint64_t(Raw(ebb)) * 0x9E3779B97F4A7C15ull >> 40) % kReceiverSlots; }
 
-const ReceiverSlot* Find(uint32_t ebb) REQUIRES(g.lock) {
+const ReceiverSlot* Find(EbbId ebb) REQUIRES(g.lock) {
   for (size_t i = SlotOf(ebb), n = 0; n < kReceiverSlots; i = (i + 1) % kReceiverSlots, ++n) {
-    if (g.receivers[i].ebb == 0) return nullptr;
+    if (g.receivers[i].ebb == kFree) return nullptr;
     if (g.receivers[i].ebb == ebb) return &g.receivers[i];
   }
   return nullptr;
 }
 
-Result<void> Insert(uint32_t ebb, Receiver* receiver, int core) REQUIRES(g.lock) {
+Result<void> Insert(EbbId ebb, Receiver* receiver, int core) REQUIRES(g.lock) {
   if (Find(ebb) != nullptr) return Error::kAlreadyExists;
   if (g.receiver_count >= kMaxReceivers) return Error::kOutOfRange;
   size_t i = SlotOf(ebb);
-  while (g.receivers[i].ebb != 0 && g.receivers[i].ebb != kTombstone) i = (i + 1) % kReceiverSlots;
+  while (g.receivers[i].ebb != kFree && g.receivers[i].ebb != kTombstone) i = (i + 1) % kReceiverSlots;
   g.receivers[i] = {ebb, receiver, core};  // a tombstone is reused only when the id is not further on (Find)
   ++g.receiver_count;
   return {};
@@ -64,7 +64,7 @@ Result<CoreMailbox*> MailboxOf(int core) EXCLUDES(g.lock) {
 // bytes of header each: at most twice the frame's payload, plus a skip.
 size_t FrameReserve() { return 2 * net::kMaxPayloadBytes + CoreMailbox::WorstCase(net::kMaxMessageBytes); }
 
-void Dispatch(NodeId from, uint32_t ebb, uint16_t handler, const uint8_t* data, size_t length) {
+void Dispatch(NodeId from, EbbId ebb, HandlerId handler, const uint8_t* data, size_t length) {
   const ReceiverSlot* slot = Find(ebb);
   if (slot == nullptr) {
     ++g.counters.no_receiver;
@@ -99,8 +99,8 @@ bool MailboxesHaveRoom(size_t bytes) {
 constexpr uint64_t kReceiverGraceNs = 10'000'000'000;
 
 bool Admit(const net::FrameView& frame, uint64_t now) {
-  bool delivers = false;             // to a receiver (acks and heartbeats alone do not end a grace)
-  uint32_t known = net::kSystemEbb;  // the last id found: aggregated frames repeat their Ebb
+  bool delivers = false;          // to a receiver (acks and heartbeats alone do not end a grace)
+  EbbId known = net::kSystemEbb;  // the last id found: aggregated frames repeat their Ebb
   for (net::AmMessage m : frame) {
     if (m.ebb == net::kSystemEbb || m.ebb == known) continue;
     if (Find(m.ebb) != nullptr) {
@@ -120,7 +120,7 @@ bool Admit(const net::FrameView& frame, uint64_t now) {
 using internal::g;
 using internal::Locked;
 
-Result<void> Register(uint32_t ebb, Receiver* receiver) {
+Result<void> Register(EbbId ebb, Receiver* receiver) {
   if (ebb == net::kSystemEbb || ebb == internal::kTombstone || receiver == nullptr) {
     return Error::kInvalidArgument;
   }
@@ -128,7 +128,7 @@ Result<void> Register(uint32_t ebb, Receiver* receiver) {
   return internal::Insert(ebb, receiver, -1);
 }
 
-Result<void> Listen(uint32_t ebb, int core, Handler handler) {
+Result<void> Listen(EbbId ebb, int core, Handler handler) {
   if (ebb == net::kSystemEbb || ebb == internal::kTombstone) return Error::kInvalidArgument;
   if (core < 0 || core >= core::Online()) return Error::kOutOfRange;
   auto mb = internal::MailboxOf(core);
@@ -143,14 +143,14 @@ Result<void> Listen(uint32_t ebb, int core, Handler handler) {
   return r;
 }
 
-void Unregister(uint32_t ebb) {
+void Unregister(EbbId ebb) {
   int core = -1;
   {
     Locked l;
     for (size_t i = internal::SlotOf(ebb), n = 0; n < internal::kReceiverSlots;
          i = (i + 1) % internal::kReceiverSlots, ++n) {
       auto& slot = g.receivers[i];
-      if (slot.ebb == 0) break;
+      if (slot.ebb == internal::kFree) break;
       if (slot.ebb != ebb) continue;
       core = slot.core;
       slot = {internal::kTombstone, nullptr, -1};  // keeps later probes going

@@ -54,7 +54,7 @@
 namespace {
 
 #ifdef FOX_NATIVE
-constexpr uint32_t kAgentEbb = 0x41474E54;  // "TNGA": the agent's records; no Ebb of a job
+constexpr fox::EbbId kAgentEbb{0x41474E54};  // "TNGA": the agent's records; no Ebb of a job
 enum : uint16_t { kAnnounce = 1, kJob = 2, kTaken = 3, kRefused = 4, kExit = 5, kExitSeen = 6 };
 constexpr uint16_t kPort = 7700;
 constexpr uint64_t kAnnounceNs = 1'000'000'000;
@@ -69,7 +69,7 @@ struct PoolIdentity {
   fox::net::Endpoint frontend;
 
   // One frame of job 1 from this node to the frontend with one record.
-  void Send(fox::net::UdpSocket& socket, uint16_t handler, const std::string& data) const {
+  void Send(fox::net::UdpSocket& socket, fox::HandlerId handler, const std::string& data) const {
     uint8_t frame[fox::net::kMaxFrameBytes];
     fox::net::FrameBuilder b(frame, sizeof frame, {config.job, config.self, 0});
     if (auto r = b.Add(kAgentEbb, handler, data.data(), std::min(data.size(), fox::net::kMaxMessageBytes));
@@ -82,7 +82,7 @@ struct PoolIdentity {
   // Whether a datagram from the frontend is a record `handler` for this boot (its first bytes
   // the nonce); `each` sees every such record's data.
   template <typename F>
-  void Records(const uint8_t* data, size_t length, uint16_t handler, F each) const {
+  void Records(const uint8_t* data, size_t length, fox::HandlerId handler, F each) const {
     fox::net::DropReason why;
     auto view = fox::net::DecodeFrame(data, length, config.key, config.job, config.self, &why);
     if (!view.ok()) return;
@@ -115,7 +115,7 @@ struct Agent {
   fox::Promise<std::string> job;
   bool taken = false;
 
-  void Send(uint16_t handler, const std::string& data) { me.Send(socket, handler, data); }
+  void Send(fox::HandlerId handler, const std::string& data) { me.Send(socket, handler, data); }
 
   // A datagram from the frontend: a kJob part of this boot's nonce.
   void OnDatagram(const uint8_t* data, size_t length) {

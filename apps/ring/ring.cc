@@ -38,6 +38,7 @@
 
 namespace {
 
+using fox::HandlerId;
 using fox::NodeId;
 using fox::ebb::Messenger;
 
@@ -87,7 +88,7 @@ void Finish(int status) {
   g.finished.SetValue(status);
 }
 
-void Send(NodeId to, uint16_t handler, const void* data, size_t len) {
+void Send(NodeId to, HandlerId handler, const void* data, size_t len) {
   auto r = Messenger::Get()->SendWait(to, kRingId, handler, data, len);
   if (!r.ok()) {
     std::printf("ring: node %u: sending to node %u failed: %s\n", g.self, to, fox::ErrorName(r.error()));
@@ -182,8 +183,8 @@ void Goodbye() {
 }
 
 // Messages, as events on core 0 (the Messenger's Listen): handlers may block.
-void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t len) {
-  switch (handler) {
+void OnMessage(NodeId from, HandlerId handler, const uint8_t* data, size_t len) {
+  switch (Raw(handler)) {
     case kHello: {
       Hello h{};
       if (g.self != 0 || len != sizeof h) break;
@@ -240,7 +241,7 @@ void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t len) {
       return;
     default: break;
   }
-  std::printf("ring: node %u: bad message (handler %u, %zu bytes) from node %u\n", g.self, handler, len, from);
+  std::printf("ring: node %u: bad message (handler %u, %zu bytes) from node %u\n", g.self, Raw(handler), len, from);
 }
 
 bool ParseArgs(int argc, char** argv, uint64_t* join_s) {
@@ -333,8 +334,9 @@ int main(int argc, char** argv) {
     std::printf("ring: node %u: no job-wide ids from node 0: %s\n", g.self, fox::ErrorName(range.error()));
     Finish(1);
   } else {
-    std::printf("ring: node %u: job-wide Ebb ids [%#x, %#x)\n", g.self, range->first, range->first + range->count);
-    Hello h{g.self, range->first, range->count};
+    std::printf("ring: node %u: job-wide Ebb ids [%#x, %#x)\n", g.self, Raw(range->first),
+                Raw(range->first) + range->count);
+    Hello h{g.self, Raw(range->first), range->count};
     if (g.self == 0) {
       OnMessage(0, kHello, reinterpret_cast<const uint8_t*>(&h), sizeof h);
     } else {

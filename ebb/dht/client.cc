@@ -14,7 +14,7 @@
 
 namespace fox::ebb::dht {
 
-Result<std::vector<uint8_t>> Node::Call(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body,
+Result<std::vector<uint8_t>> Node::Call(uint64_t key_hash, HandlerId handler, const std::vector<uint8_t>& body,
                                         uint64_t rpc_timeout_ms) {
   uint64_t deadline = clock::NowNs() + Dht::kRouteTimeoutMs * 1'000'000;
   bool retried_dead = false;
@@ -101,7 +101,7 @@ Result<Dht::Item> Node::Write(DhtWrite write) {
   return Item{{}, 0, net::wire::Load64(reply->data())};
 }
 
-std::vector<std::vector<uint8_t>> Node::AskEveryNode(uint16_t handler, const std::vector<uint8_t>& body, size_t* asked,
+std::vector<std::vector<uint8_t>> Node::AskEveryNode(HandlerId handler, const std::vector<uint8_t>& body, size_t* asked,
                                                      Error* last_error) {
   std::vector<std::vector<uint8_t>> answers;
   *asked = 0;
@@ -122,7 +122,7 @@ std::vector<std::vector<uint8_t>> Node::AskEveryNode(uint16_t handler, const std
   return answers;
 }
 
-bool Node::AllAcknowledge(const std::vector<NodeId>& nodes, EbbId ebb, uint16_t handler,
+bool Node::AllAcknowledge(const std::vector<NodeId>& nodes, EbbId ebb, HandlerId handler,
                           const std::vector<uint8_t>& body, uint64_t timeout_ms) {
   std::vector<Future<Result<Rpc::Bytes>>> calls;
   for (NodeId n : nodes) calls.push_back(Rpc::Get()->Call(n, ebb, handler, body.data(), body.size(), timeout_ms));

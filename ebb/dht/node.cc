@@ -57,7 +57,7 @@ int ServingCores() {
 
 Node::Node() : core_(core::Current()), serving_cores_(ServingCores()) {
   (void)Rpc::Get()->pending();  // constructs the Rpc Ebb here: replies need it
-  auto serve = [this](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+  auto serve = [this](NodeId from, HandlerId handler, const uint8_t* data, size_t length) {
     Serve(from, handler, data, length);
   };
   if (auto r = Messenger::Get()->ListenAny(kDhtId, serve, core_); !r.ok()) {
@@ -71,7 +71,7 @@ Node::Node() : core_(core::Current()), serving_cores_(ServingCores()) {
       shard->items.share_bytes(&bytes_pool_);  // max_bytes is the node's
       shard->items.share_reads(RetireLater);   // ReadShared, from the other cores
     }
-    auto serve_shard = [this, shard](NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+    auto serve_shard = [this, shard](NodeId from, HandlerId handler, const uint8_t* data, size_t length) {
       ServeShard(*shard, from, handler, data, length);
     };
     if (auto r = Messenger::Get()->ListenAny(kDhtShardIds[i], serve_shard, shard->core); !r.ok()) {

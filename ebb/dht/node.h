@@ -86,21 +86,21 @@ class Node {
   // Sends `body` under `handler` to the primary of `key_hash` (its shard's
   // Ebb there) and returns the reply's payload (after its status),
   // retrying while rings disagree and once after the primary died.
-  Result<std::vector<uint8_t>> Call(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body,
+  Result<std::vector<uint8_t>> Call(uint64_t key_hash, HandlerId handler, const std::vector<uint8_t>& body,
                                     uint64_t rpc_timeout_ms = 10'000);
   // Sends `body` to every node of the ring; the replies (their payloads
   // after an ok status) and how many nodes there were.
-  std::vector<std::vector<uint8_t>> AskEveryNode(uint16_t handler, const std::vector<uint8_t>& body, size_t* asked,
+  std::vector<std::vector<uint8_t>> AskEveryNode(HandlerId handler, const std::vector<uint8_t>& body, size_t* asked,
                                                  Error* last_error);
   // Sends `body` under `handler` to Ebb `ebb` on each of `nodes`; true if
   // all answer kOk. Blocks.
-  bool AllAcknowledge(const std::vector<NodeId>& nodes, EbbId ebb, uint16_t handler, const std::vector<uint8_t>& body,
+  bool AllAcknowledge(const std::vector<NodeId>& nodes, EbbId ebb, HandlerId handler, const std::vector<uint8_t>& body,
                       uint64_t timeout_ms);
 
   // ---- serve.cc
-  void Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
-  void ServeShard(Shard& s, NodeId from, uint16_t handler, const uint8_t* data, size_t length);
-  void ServeKey(Shard& s, const Caller& caller, uint16_t handler, const uint8_t* body, size_t length);
+  void Serve(NodeId from, HandlerId handler, const uint8_t* data, size_t length);
+  void ServeShard(Shard& s, NodeId from, HandlerId handler, const uint8_t* data, size_t length);
+  void ServeKey(Shard& s, const Caller& caller, HandlerId handler, const uint8_t* body, size_t length);
   void ServeGet(Shard& s, const Caller& caller, const uint8_t* body, size_t length);
   void ServeWrite(Shard& s, const Caller& caller, const uint8_t* body, size_t length);
   void ServeFlush(NodeId from, uint64_t id, const uint8_t* body, size_t length);
@@ -126,7 +126,7 @@ class Node {
   // A request for a key whose primary is this node: served by its shard
   // directly (inline if the calling core is the shard's), no transport and
   // no Rpc. Returns the reply as Rpc would.
-  Result<std::vector<uint8_t>> CallLocal(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body);
+  Result<std::vector<uint8_t>> CallLocal(uint64_t key_hash, HandlerId handler, const std::vector<uint8_t>& body);
   // The shard of `key_hash` when this node is its primary by the calling
   // core's ring, else null.
   Shard* ShardHere(uint64_t key_hash);

@@ -20,10 +20,10 @@ namespace fox::ebb::dht {
 
 // ---- the node's messages (home core)
 
-void Node::Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+void Node::Serve(NodeId from, HandlerId handler, const uint8_t* data, size_t length) {
   auto request = Rpc::ParseRequest(data, length);
   if (!request) return Count(&Stats::bad_requests);  // no request id: nothing to answer
-  switch (handler) {
+  switch (Raw(handler)) {
     case kFlush: return ServeFlush(from, request->id, request->body, request->length);
     case kCount: return ServeCount(from, request->id);
     case kJoin: return ServeJoin(from, request->id);
@@ -91,7 +91,7 @@ void Node::ServeCount(NodeId from, uint64_t id) {
 
 // ---- a key's messages (events on its shard's core)
 
-void Node::ServeShard(Shard& s, NodeId from, uint16_t handler, const uint8_t* data, size_t length) {
+void Node::ServeShard(Shard& s, NodeId from, HandlerId handler, const uint8_t* data, size_t length) {
   auto request = Rpc::ParseRequest(data, length);
   if (!request) {  // no request id: nothing to answer
     s.Count(&Stats::bad_requests);
@@ -100,8 +100,8 @@ void Node::ServeShard(Shard& s, NodeId from, uint16_t handler, const uint8_t* da
   ServeKey(s, Caller{from, request->id, nullptr}, handler, request->body, request->length);
 }
 
-void Node::ServeKey(Shard& s, const Caller& caller, uint16_t handler, const uint8_t* body, size_t length) {
-  switch (handler) {
+void Node::ServeKey(Shard& s, const Caller& caller, HandlerId handler, const uint8_t* body, size_t length) {
+  switch (Raw(handler)) {
     case kGet: return ServeGet(s, caller, body, length);
     case kWrite: return ServeWrite(s, caller, body, length);
     case kReplicate: return ServeReplicate(s, caller, body, length, /*write=*/true);
@@ -221,7 +221,7 @@ void Node::ApplyWrite(Shard& s, NodeId from, const DhtWrite& write, const Caller
 
 // ---- calls whose primary is this node (no transport)
 
-Result<std::vector<uint8_t>> Node::CallLocal(uint64_t key_hash, uint16_t handler, const std::vector<uint8_t>& body) {
+Result<std::vector<uint8_t>> Node::CallLocal(uint64_t key_hash, HandlerId handler, const std::vector<uint8_t>& body) {
   Shard& s = ShardFor(key_hash);
   Caller caller{am::Self(), 0, std::make_shared<Promise<Result<std::vector<uint8_t>>>>()};
   auto reply = caller.local->GetFuture();

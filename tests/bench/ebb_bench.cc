@@ -136,7 +136,9 @@ double MissNs(const std::vector<EbbRef<Leaf>>& refs, int core) {
 // Hands out ids beyond the direct table, for the far-map figure.
 class FarSource : public fox::ebb::IdRangeSource {
  public:
-  fox::Result<fox::ebb::IdRange> AcquireRange(uint32_t count) override { return fox::ebb::IdRange{1u << 24, count}; }
+  fox::Result<fox::ebb::IdRange> AcquireRange(uint32_t count) override {
+    return fox::ebb::IdRange{fox::EbbId{1u << 24}, count};
+  }
 };
 
 }  // namespace

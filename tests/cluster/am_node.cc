@@ -70,9 +70,11 @@
 
 namespace {
 
+using fox::EbbId;
+using fox::HandlerId;
 using fox::NodeId;
 
-constexpr uint32_t kEbb = 0x00A70001;  // this program's receiver (a dynamic-looking id)
+constexpr EbbId kEbb{0x00A70001};  // this program's receiver (a dynamic-looking id)
 // All traffic goes through the Messenger Ebb (an Ebb talking to its
 // counterparts on other nodes, native or hosted).
 fox::ebb::EbbRef<fox::ebb::Messenger> Messenger() { return fox::ebb::Messenger::Get(); }
@@ -96,8 +98,8 @@ enum Handler : uint16_t {
   kManyResult,
   kBlocker,
 };
-constexpr uint32_t kManyBase = 0x00A80000;  // the many step's Ebb ids: kManyBase + i
-constexpr uint32_t kBlockerEbb = 0x00A70002;
+constexpr EbbId kManyBase{0x00A80000};  // the many step's Ebb ids: kManyBase + i
+constexpr EbbId kBlockerEbb{0x00A70002};
 
 // Every node's landing zone for puts: a SAS segment, at the same address on
 // every node (native or hosted), so a sender addresses it with a pointer.
@@ -162,7 +164,7 @@ bool Verify(const uint8_t* p, size_t len, uint64_t* seq) {
 
 // Replies are sent in delivery context (interrupt level on native nodes),
 // which cannot wait for a full window: the transport parks them.
-void Reply(NodeId to, uint16_t handler, const void* data, size_t len) {
+void Reply(NodeId to, HandlerId handler, const void* data, size_t len) {
   if (!Messenger()->SendOrDefer(to, kEbb, handler, data, len).ok()) g_reply_failures.fetch_add(1);
 }
 
@@ -185,10 +187,10 @@ uint64_t CountBadPutBytes(NodeId from, uint64_t count, uint64_t size) {
 // no blocking: counters and replies only.
 class Receiver : public fox::am::Receiver {
  public:
-  void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t len) override {
+  void OnMessage(NodeId from, HandlerId handler, const uint8_t* data, size_t len) override {
     PerNode& n = Of(from);
     uint64_t seq = 0;
-    switch (handler) {
+    switch (Raw(handler)) {
       case kEcho: Reply(from, kEchoReply, data, len); break;
       case kEchoReply:
         if (!Verify(data, len, &seq)) n.echo_errors.fetch_add(1);
@@ -295,7 +297,7 @@ bool WaitUntil(F done, uint64_t ms) {
   return true;
 }
 
-void SendOrDie(NodeId to, uint16_t handler, const void* data, size_t len) {
+void SendOrDie(NodeId to, HandlerId handler, const void* data, size_t len) {
   auto r = Messenger()->SendWait(to, kEbb, handler, data, len);
   if (!r.ok()) {
     std::printf("am_node: send to node %u failed: %s\n", to, fox::ErrorName(r.error()));
@@ -304,7 +306,7 @@ void SendOrDie(NodeId to, uint16_t handler, const void* data, size_t len) {
 }
 
 // Sends messages 0..count-1 (Fill'ed, at least 8 bytes) to `peer`'s handler.
-void SendNumbered(NodeId peer, uint16_t handler, uint64_t count, size_t size) {
+void SendNumbered(NodeId peer, HandlerId handler, uint64_t count, size_t size) {
   size = std::max<size_t>(size, 8);
   std::vector<uint8_t> buf(size);
   for (uint64_t i = 0; i < count; ++i) {
@@ -416,7 +418,7 @@ void Put(NodeId peer, uint64_t count, size_t size) {
 // (the last one: not the Messenger's).
 int LargeCore() { return fox::core::Online() - 1; }
 
-void OnLarge(NodeId from, uint16_t handler, std::vector<uint8_t> data) {
+void OnLarge(NodeId from, HandlerId handler, std::vector<uint8_t> data) {
   PerNode& n = Of(from);
   if (fox::core::Current() != LargeCore()) n.large_errors.fetch_add(1);
   uint64_t seq = 0;
@@ -496,7 +498,7 @@ void ListenMany(size_t ebbs) {
     int core = int(i % size_t(fox::core::Online()));
     auto r = Messenger()->Listen(
         kManyBase + uint32_t(i),
-        [i](NodeId from, uint16_t handler, const uint8_t* data, size_t len) {
+        [i](NodeId from, HandlerId handler, const uint8_t* data, size_t len) {
           if (handler == kMany) OnMany(from, i, data, len);
         },
         core);
@@ -531,7 +533,7 @@ void Blockers(uint64_t count) {
   std::atomic<uint64_t> distinct{0}, returned{0};
   fox::Promise<void> release;
   auto released = std::make_shared<fox::Future<void>>(release.GetFuture());
-  auto r = Messenger()->Listen(kBlockerEbb, [&](NodeId, uint16_t, const uint8_t* data, size_t len) {
+  auto r = Messenger()->Listen(kBlockerEbb, [&](NodeId, HandlerId, const uint8_t* data, size_t len) {
     uint64_t seq = ~0ull;
     if (len == 8) std::memcpy(&seq, data, 8);
     if (seq >= count) return;
@@ -590,7 +592,7 @@ void Status(NodeId peer, bool expect_gone) {
 
 // A request PEER's receiver ignores (an unknown handler): the call times out.
 void RpcTimeout(NodeId peer) {
-  constexpr uint16_t kUnanswered = 999;
+  constexpr HandlerId kUnanswered{999};
   uint64_t t0 = fox::clock::NowNs();
   auto r = fox::ebb::Rpc::Get()->Call(peer, kEbb, kUnanswered, "?", 1, 300).Block();
   uint64_t ms = (fox::clock::NowNs() - t0) / 1'000'000;
@@ -690,14 +692,14 @@ void TcpEcho(uint16_t port, uint64_t connections) {
 // ids with AllocateId() from job-wide ranges, publishes its ranges in the
 // map under key kRangesKey + node, waits for node `other`'s list and checks
 // that no id was handed to both.
-constexpr fox::ebb::EbbId kRangesKey = 0x40000000;
+constexpr fox::ebb::EbbId kRangesKey{0x40000000};
 
 std::string RangesOf(const std::vector<fox::ebb::EbbId>& ids) {
   std::string out;
   for (size_t i = 0; i < ids.size();) {
     size_t j = i + 1;
     while (j < ids.size() && ids[j] == ids[j - 1] + 1) ++j;
-    out += std::to_string(ids[i]) + ":" + std::to_string(j - i) + ",";
+    out += std::to_string(Raw(ids[i])) + ":" + std::to_string(j - i) + ",";
     i = j;
   }
   return out;
@@ -731,7 +733,7 @@ void IdMap(uint64_t count, NodeId other) {
     CHECK(colon != std::string::npos && comma != std::string::npos && colon < comma);
     uint64_t first = std::strtoull(theirs.c_str() + pos, nullptr, 10);
     uint64_t n = std::strtoull(theirs.c_str() + colon + 1, nullptr, 10);
-    for (auto id : ids) CHECK(id < first || id >= first + n);
+    for (auto id : ids) CHECK(Raw(id) < first || Raw(id) >= first + n);
     ++ranges;
     pos = comma + 1;
   }

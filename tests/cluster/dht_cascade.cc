@@ -32,10 +32,11 @@
 #include "fox/timer.h"
 
 namespace {
+using fox::HandlerId;
 using fox::NodeId;
 using fox::ebb::Dht;
 
-constexpr uint32_t kControl = 0x00D70002;  // this program's control messages
+constexpr fox::EbbId kControl{0x00D70002};  // this program's control messages
 enum : uint16_t { kDie = 1, kCheck = 2 };
 std::atomic<uint64_t> g_check{0};
 
@@ -62,7 +63,7 @@ bool WaitUntil(uint64_t ms, auto done) {
   return true;
 }
 
-void Control(NodeId to, uint16_t handler, uint64_t arg) {
+void Control(NodeId to, HandlerId handler, uint64_t arg) {
   uint8_t body[8];
   fox::net::wire::StoreLe<uint64_t>(body, arg);
   auto r = fox::ebb::Messenger::Get()->SendWait(to, kControl, handler, body, sizeof body);
@@ -145,7 +146,7 @@ int main(int argc, char** argv) {
   auto config = fox::am::ConfigFromBootArgs();
   if (!config.ok()) return 2;
   Dht* dht = &*Dht::Get();  // before the transport: its receiver
-  auto control = [](NodeId, uint16_t handler, const uint8_t* data, size_t length) {
+  auto control = [](NodeId, HandlerId handler, const uint8_t* data, size_t length) {
     if (length != 8) return;
     if (handler == kDie) Die("told to");
     if (handler == kCheck) g_check = fox::net::wire::Load64(data);

@@ -46,7 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     uint8_t sum = 0;
     for (size_t i = 0; i < m.length; ++i) sum = uint8_t(sum ^ m.data[i]);  // touch every byte (ASan)
     asm volatile("" : : "r"(sum));
-    if (m.handler & 1) (void)ep.SendOrDefer(from, 78, m.handler, m.data, m.length, now, tx);  // a reply
+    if (fox::Raw(m.handler) & 1)
+      (void)ep.SendOrDefer(from, fox::EbbId{78}, m.handler, m.data, m.length, now, tx);  // a reply
   };
   auto on_state = [](NodeId, PeerState) {};
   std::vector<uint8_t> frame;
@@ -68,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (op & 8) {  // the driver refuses frames with a message for Ebb 13 ("no receiver yet")
           auto admit = [](const FrameView& f) {
             for (AmMessage m : f) {
-              if (m.ebb == 13) return false;
+              if (m.ebb == fox::EbbId{13}) return false;
             }
             return true;
           };
@@ -82,9 +83,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 1: {  // a send of op bytes to peer 1 or 3, or the same through the deferred buffer
         uint8_t payload[256] = {};
         if (op & 16) {
-          (void)ep.SendOrDefer((op & 8) ? 1 : 3, 77, op, payload, op, now, tx);
+          (void)ep.SendOrDefer((op & 8) ? 1 : 3, fox::EbbId{77}, fox::HandlerId{op}, payload, op, now, tx);
         } else {
-          (void)ep.Send((op & 8) ? 1 : 3, 77, op, payload, op, now, tx);
+          (void)ep.Send((op & 8) ? 1 : 3, fox::EbbId{77}, fox::HandlerId{op}, payload, op, now, tx);
         }
         break;
       }

@@ -89,7 +89,7 @@ void Feed(State& s, const FrameView& v) {
     alignas(8) uint8_t buf[kMaxFrameBytes];
     FrameBuilder b(buf, sizeof buf, ch.config().address);
     uint64_t tag = s.inputs;
-    CHECK(*b.Add(1, 2, &tag, sizeof tag));
+    CHECK(*b.Add(fox::EbbId{1}, fox::HandlerId{2}, &tag, sizeof tag));
     CHECK(ch.Send(b).ok());
   }
   uint32_t buffered_before = ch.buffered();

@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   constexpr size_t kMaxMessage = 64 << 10, kMaxPartial = 256 << 10;
   Reassembler r(
       kMaxMessage, kMaxPartial,
-      [](uint32_t from, uint32_t, uint16_t, std::vector<uint8_t> bytes) {
+      [](uint32_t from, fox::EbbId, fox::HandlerId, std::vector<uint8_t> bytes) {
         if (from > 3 || bytes.size() > kMaxMessage) __builtin_trap();
       },
       [](uint32_t, const char* why) {
@@ -36,8 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (op & 4) {  // a well-formed header from small fields, then `len` bytes
       if (i + 6 > size) break;
       frag.assign(kFragmentHeaderBytes, 0);
-      EncodeFragmentHeader(frag.data(), data[i] & 7, 9, 1, fox::net::wire::Load16(data + i + 1) * 16u,
-                           fox::net::wire::Load16(data + i + 3) * 16u);
+      EncodeFragmentHeader(frag.data(), data[i] & 7, fox::EbbId{9}, fox::HandlerId{1},
+                           fox::net::wire::Load16(data + i + 1) * 16u, fox::net::wire::Load16(data + i + 3) * 16u);
       i += 5;
       size_t n = len > size - i ? size - i : len;
       frag.insert(frag.end(), data + i, data + i + n);

@@ -25,15 +25,15 @@ TEST(StaticId, IsDeterministicAndPinned) {
   EXPECT_EQ(StaticId("fox.GlobalIdMap"), kGlobalIdMapId);
   std::string built = std::string("fox.") + "GlobalIdMap";
   EXPECT_EQ(StaticId(built), kGlobalIdMapId);
-  EXPECT_EQ(kGlobalIdMapId, 4243u);
-  EXPECT_EQ(StaticId("fox.Messenger"), 2498u);
-  EXPECT_EQ(StaticId(""), 1u + NameHash("") % kStaticIdCount);
+  EXPECT_EQ(Raw(kGlobalIdMapId), 4243u);
+  EXPECT_EQ(Raw(StaticId("fox.Messenger")), 2498u);
+  EXPECT_EQ(Raw(StaticId("")), 1u + NameHash("") % kStaticIdCount);
 }
 
 TEST(StaticId, StaysInTheStaticRange) {
   for (int i = 0; i < 100000; ++i) {
     EbbId id = StaticId("name" + std::to_string(i));
-    ASSERT_TRUE(IsStaticId(id)) << id;
+    ASSERT_TRUE(IsStaticId(id)) << Raw(id);
     ASSERT_FALSE(IsDynamicId(id));
   }
 }
@@ -43,16 +43,16 @@ TEST(StaticId, DistinctnessCheckFindsCollisions) {
   EXPECT_FALSE(StaticIdsDistinct({"fox.Dht", "fox.Messenger", "fox.Dht"}));
   // Find two different names that collide and check the checker sees them.
   std::vector<std::string> names;
-  std::vector<int> owner(kFirstDynamicId, -1);
+  std::vector<int> owner(Raw(kFirstDynamicId), -1);
   std::string a, b;
   for (int i = 0; a.empty(); ++i) {
     names.push_back("app.Ebb" + std::to_string(i));
     EbbId id = StaticId(names.back());
-    if (owner[id] >= 0) {
-      a = names[owner[id]];
+    if (owner[Raw(id)] >= 0) {
+      a = names[owner[Raw(id)]];
       b = names.back();
     }
-    owner[id] = i;
+    owner[Raw(id)] = i;
   }
   EXPECT_NE(a, b);
   EXPECT_FALSE(StaticIdsDistinct({"x", a, "y", b}));
@@ -133,7 +133,7 @@ TEST(IdAllocator, ExhaustionIsAnError) {
 
 class BadSource : public IdRangeSource {
  public:
-  Result<IdRange> AcquireRange(uint32_t count) override { return IdRange{5, count}; }
+  Result<IdRange> AcquireRange(uint32_t count) override { return IdRange{EbbId{5}, count}; }
 };
 
 TEST(IdAllocator, ARangeOfNonDynamicIdsIsRejected) {
@@ -144,11 +144,11 @@ TEST(IdAllocator, ARangeOfNonDynamicIdsIsRejected) {
 
 TEST(IdAllocator, SetSourceDropsTheCurrentRange) {
   LocalIdRangeSource local(kFirstDynamicId, kFirstDynamicId + 999);
-  LocalIdRangeSource global(1u << 20);
+  LocalIdRangeSource global(EbbId{1u << 20});
   IdAllocator allocator(&local, 100);
   EXPECT_EQ(*allocator.Allocate(), kFirstDynamicId);
   allocator.SetSource(&global);
-  EXPECT_EQ(*allocator.Allocate(), 1u << 20);
+  EXPECT_EQ(*allocator.Allocate(), EbbId{1u << 20});
   EXPECT_EQ(allocator.abandoned(), 99u);
 }
 

@@ -32,10 +32,10 @@ class Cell : public SharedEbb<Cell> {
 
 TEST(EbbRef, IsJustTheId) {
   static_assert(sizeof(EbbRef<Cell>) == sizeof(EbbId));
-  constexpr EbbRef<Cell> ref(1234);
-  static_assert(ref.id() == 1234);
+  constexpr EbbRef<Cell> ref(EbbId{1234});
+  static_assert(ref.id() == EbbId{1234});
   static_assert(!EbbRef<Cell>());
-  EXPECT_EQ(EbbRef<Cell>(7), EbbRef<Cell>(7));
+  EXPECT_EQ(EbbRef<Cell>(EbbId{7}), EbbRef<Cell>(EbbId{7}));
 }
 
 TEST(EbbRef, FirstAccessMissesThenHits) {
@@ -92,8 +92,8 @@ TEST(EbbRef, NullRefThrowsDeadEbbError) {
 }
 
 TEST(EbbRef, UnknownIdsThrowDeadEbbError) {
-  EXPECT_THROW(EbbRef<Cell>(AllocateId())->value(), DeadEbbError);  // never created
-  EXPECT_THROW(EbbRef<Cell>(0xFFFFFFFFu)->value(), DeadEbbError);   // reserved
+  EXPECT_THROW(EbbRef<Cell>(AllocateId())->value(), DeadEbbError);        // never created
+  EXPECT_THROW(EbbRef<Cell>(EbbId{0xFFFFFFFFu})->value(), DeadEbbError);  // reserved
   // Cell is not default-constructible, so a static id is not created lazily.
   EXPECT_THROW(EbbRef<Cell>(testing::FreshStaticId("test.ref.unknown"))->value(), DeadEbbError);
 }
@@ -103,19 +103,19 @@ class FarSource : public IdRangeSource {
  public:
   Result<IdRange> AcquireRange(uint32_t count) override {
     IdRange r{next_, count};
-    next_ += count;
+    next_ = next_ + count;
     return r;
   }
 
  private:
-  EbbId next_ = 5'000'000;
+  EbbId next_{5'000'000};
 };
 
 TEST(EbbRef, FarIdsUseTheFarMapWithoutCountingMisses) {
   FarSource source;
   IdAllocator allocator(&source, 16);
   EbbId id = *allocator.Allocate();
-  ASSERT_GE(id, kDirectSlots);
+  ASSERT_GE(Raw(id), kDirectSlots);
   EbbRef<Cell> cell = Cell::CreateAt(id, 7);
 
   uint64_t misses = GetCoreStats(0).rep_misses;
@@ -129,7 +129,7 @@ TEST(EbbRef, FarIdsUseTheFarMapWithoutCountingMisses) {
   EXPECT_EQ(cell.LocalRepOrNull(), nullptr);  // interrupt-safe path: direct table only
 
   // A far id must not be confused with the direct id it aliases modulo 2^16.
-  EXPECT_THROW(EbbRef<Cell>(id % kDirectSlots)->value(), DeadEbbError);
+  EXPECT_THROW(EbbRef<Cell>(EbbId{Raw(id) % kDirectSlots})->value(), DeadEbbError);
 
   Destroy(cell);
   EXPECT_THROW(cell->value(), DeadEbbError);

@@ -22,8 +22,8 @@ class ReassemblerTest : public ::testing::Test {
   Reassembler Make(size_t max_message = 1 << 20, size_t max_partial = 4 << 20) {
     return Reassembler(
         max_message, max_partial,
-        [this](uint32_t from, uint32_t ebb, uint16_t handler, std::vector<uint8_t> data) {
-          got.push_back({from, ebb, handler, std::move(data)});
+        [this](uint32_t from, EbbId ebb, HandlerId handler, std::vector<uint8_t> data) {
+          got.push_back({from, Raw(ebb), Raw(handler), std::move(data)});
         },
         [this](uint32_t, const char* why) { drops.push_back(why); });
   }
@@ -35,7 +35,7 @@ class ReassemblerTest : public ::testing::Test {
     do {
       size_t n = std::min(chunk, data.size() - offset);
       std::vector<uint8_t> f(kFragmentHeaderBytes + n);
-      EncodeFragmentHeader(f.data(), id, ebb, handler, uint32_t(data.size()), uint32_t(offset));
+      EncodeFragmentHeader(f.data(), id, EbbId{ebb}, HandlerId{handler}, uint32_t(data.size()), uint32_t(offset));
       if (n != 0) std::memcpy(f.data() + kFragmentHeaderBytes, data.data() + offset, n);
       out.push_back(std::move(f));
       offset += n;

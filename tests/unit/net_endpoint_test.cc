@@ -67,7 +67,7 @@ class Cluster {
   }
 
   Result<void> Send(int from, int to, uint32_t ebb, uint16_t handler, const std::vector<uint8_t>& d) {
-    return eps_[from]->Send(NodeId(to + 1), ebb, handler, d.data(), d.size(), now_, Tx(from));
+    return eps_[from]->Send(NodeId(to + 1), EbbId{ebb}, HandlerId{handler}, d.data(), d.size(), now_, Tx(from));
   }
 
   // Runs the network and every endpoint's timers until `until_ns`.
@@ -92,7 +92,8 @@ class Cluster {
         eps_[p.to]->OnDatagram(
             p.bytes.data(), p.bytes.size(), now_,
             [&](NodeId from, const AmMessage& m) {
-              inbox_[p.to].push_back({from, m.ebb, m.handler, std::vector<uint8_t>(m.data, m.data + m.length)});
+              inbox_[p.to].push_back(
+                  {from, Raw(m.ebb), Raw(m.handler), std::vector<uint8_t>(m.data, m.data + m.length)});
               if (on_deliver) on_deliver(p.to, inbox_[p.to].back());
             },
             Tx(p.to));
@@ -253,7 +254,7 @@ TEST(AmEndpoint, SendOrDeferParksMessagesInOrderWhileTheWindowIsFull) {
   Cluster c(2, cfg, {});
   auto defer = [&](uint64_t i) {
     std::vector<uint8_t> d = Payload(i, 1000);
-    return c.ep(0).SendOrDefer(2, 5, 1, d.data(), d.size(), c.now(), c.Tx(0));
+    return c.ep(0).SendOrDefer(2, EbbId{5}, HandlerId{1}, d.data(), d.size(), c.now(), c.Tx(0));
   };
   for (uint64_t i = 0; i < 40; ++i) ASSERT_TRUE(defer(i).ok()) << i;
   EXPECT_EQ(c.ep(0).deferred_messages(), 35u);  // 4 frames in the window + 1 in the buffer went straight on
@@ -281,7 +282,7 @@ TEST(AmEndpoint, SendOrDeferIsBusyOnlyWhenTheDeferredBufferIsFull) {
   Result<void> r{};
   for (;;) {
     std::vector<uint8_t> d = Payload(accepted, 1000);
-    r = c.ep(0).SendOrDefer(2, 5, 1, d.data(), d.size(), c.now(), c.Tx(0));
+    r = c.ep(0).SendOrDefer(2, EbbId{5}, HandlerId{1}, d.data(), d.size(), c.now(), c.Tx(0));
     if (!r.ok()) break;
     ++accepted;
   }
@@ -293,7 +294,7 @@ TEST(AmEndpoint, SendOrDeferIsBusyOnlyWhenTheDeferredBufferIsFull) {
     c.RunUntil(c.now() + 200 * kUs);
     for (;;) {
       std::vector<uint8_t> d = Payload(accepted, 1000);
-      if (!c.ep(0).SendOrDefer(2, 5, 1, d.data(), d.size(), c.now(), c.Tx(0)).ok()) break;
+      if (!c.ep(0).SendOrDefer(2, EbbId{5}, HandlerId{1}, d.data(), d.size(), c.now(), c.Tx(0)).ok()) break;
       ++accepted;
     }
   }
@@ -314,7 +315,7 @@ TEST(AmEndpoint, ASilentPeerDoesNotHoldUpAnothersDeferredMessages) {
   for (uint64_t i = 0; i < 20; ++i) {
     for (NodeId to : {NodeId(2), NodeId(3)}) {
       std::vector<uint8_t> d = Payload(i, 1000);
-      ASSERT_TRUE(c.ep(0).SendOrDefer(to, 5, 1, d.data(), d.size(), c.now(), c.Tx(0)).ok());
+      ASSERT_TRUE(c.ep(0).SendOrDefer(to, EbbId{5}, HandlerId{1}, d.data(), d.size(), c.now(), c.Tx(0)).ok());
     }
   }
   c.RunUntil(c.now() + 100 * kMs);
@@ -325,7 +326,7 @@ TEST(AmEndpoint, ASilentPeerDoesNotHoldUpAnothersDeferredMessages) {
   c.RunUntil(c.now() + 1 * kMs);
   EXPECT_EQ(c.ep(0).deferred_messages(), 0u);
   EXPECT_EQ(c.ep(0).counters().deferred_dropped, 17u);
-  EXPECT_EQ(c.ep(0).SendOrDefer(2, 5, 1, "x", 1, c.now(), c.Tx(0)).error(), Error::kPeerDead);
+  EXPECT_EQ(c.ep(0).SendOrDefer(2, EbbId{5}, HandlerId{1}, "x", 1, c.now(), c.Tx(0)).error(), Error::kPeerDead);
 }
 
 // Replies sent in delivery context with SendOrDefer over a lossy network
@@ -339,7 +340,7 @@ TEST(AmEndpoint, RepliesInDeliveryContextThroughALossyNetwork) {
   uint64_t refused = 0;
   c.on_deliver = [&](int node, const Delivered& d) {
     if (node != 1) return;
-    if (!c.ep(1).SendOrDefer(1, 6, 2, d.data.data(), d.data.size(), c.now(), c.Tx(1)).ok()) ++refused;
+    if (!c.ep(1).SendOrDefer(1, EbbId{6}, HandlerId{2}, d.data.data(), d.data.size(), c.now(), c.Tx(1)).ok()) ++refused;
   };
   // The requester keeps at most 256 requests unanswered: that bounds what
   // the replies can need of the deferred buffer (256 * 332 bytes < 256 KiB).
@@ -375,7 +376,7 @@ TEST(AmEndpoint, FramesRefusedByAdmitAreRetransmittedUntilAdmitted) {
   bool open = false;
   auto admit = [&](const FrameView& f) {
     ++asked;
-    for (AmMessage m : f) EXPECT_EQ(m.ebb, 5u);
+    for (AmMessage m : f) EXPECT_EQ(m.ebb, EbbId{5});
     return open;
   };
   AmEndpoint::AdmitFn admit_fn(admit);
@@ -437,7 +438,7 @@ TEST(AmEndpoint, RejectsBadArguments) {
   Cluster c(2, Quiet(), {});
   std::vector<uint8_t> big(kMaxMessageBytes + 1);
   EXPECT_EQ(c.Send(0, 1, 5, 1, big).error(), Error::kOutOfRange);
-  EXPECT_EQ(c.ep(0).Send(99, 5, 1, "x", 1, c.now(), c.Tx(0)).error(), Error::kPeerDead);
+  EXPECT_EQ(c.ep(0).Send(99, EbbId{5}, HandlerId{1}, "x", 1, c.now(), c.Tx(0)).error(), Error::kPeerDead);
   EXPECT_EQ(c.ep(0).AddPeer(1, 0, c.now()).error(), Error::kInvalidArgument);  // itself
   EXPECT_EQ(c.ep(0).AddPeer(2, 1, c.now()).error(), Error::kAlreadyExists);
   std::vector<uint8_t> max(kMaxMessageBytes, 7);
@@ -486,7 +487,7 @@ std::vector<uint8_t> FrameFromAStranger() {
     frame.assign(f, f + n);
     return true;
   };
-  EXPECT_TRUE(stranger.Send(2, 5, 1, "hi", 2, 0, tx).ok());
+  EXPECT_TRUE(stranger.Send(2, EbbId{5}, HandlerId{1}, "hi", 2, 0, tx).ok());
   stranger.Flush(AmEndpoint::kAnyPeer, 0, tx);
   return frame;
 }

@@ -53,7 +53,7 @@ TEST(AmFrame, RoundTripSeveralMessages) {
   std::vector<std::vector<uint8_t>> payloads = {Bytes(0, 1), Bytes(1, 2), Bytes(7, 3),
                                                 Bytes(8, 4), Bytes(9, 5), Bytes(300, 6)};
   for (size_t i = 0; i < payloads.size(); ++i) {
-    Result<bool> r = b.Add(100 + i, static_cast<uint16_t>(i), payloads[i].data(), payloads[i].size());
+    Result<bool> r = b.Add(EbbId{uint32_t(100 + i)}, HandlerId{uint16_t(i)}, payloads[i].data(), payloads[i].size());
     ASSERT_TRUE(r.ok());
     ASSERT_TRUE(*r);
   }
@@ -80,8 +80,8 @@ TEST(AmFrame, RoundTripSeveralMessages) {
   size_t i = 0;
   for (AmMessage m : v) {
     ASSERT_LT(i, payloads.size());
-    EXPECT_EQ(m.ebb, 100 + i);
-    EXPECT_EQ(m.handler, i);
+    EXPECT_EQ(Raw(m.ebb), 100 + i);
+    EXPECT_EQ(Raw(m.handler), i);
     ASSERT_EQ(m.length, payloads[i].size());
     if (m.length != 0) EXPECT_EQ(std::memcmp(m.data, payloads[i].data(), m.length), 0);
     EXPECT_EQ((m.data - v.data()) % 8, 0);  // aligned relative to the frame
@@ -95,11 +95,11 @@ TEST(AmFrame, ExactFitAndFull) {
   auto big = Bytes(kMaxMessageBytes, 9);
   {
     FrameBuilder b(buf, sizeof buf, kToMe);
-    Result<bool> r = b.Add(1, 2, big.data(), big.size());  // one message fills the frame
+    Result<bool> r = b.Add(EbbId{1}, HandlerId{2}, big.data(), big.size());  // one message fills the frame
     ASSERT_TRUE(r.ok() && *r);
     EXPECT_EQ(b.payload_bytes(), kMaxPayloadBytes);
     EXPECT_EQ(b.room(), 0u);
-    Result<bool> full = b.Add(1, 2, nullptr, 0);  // not even an empty message fits now
+    Result<bool> full = b.Add(EbbId{1}, HandlerId{2}, nullptr, 0);  // not even an empty message fits now
     ASSERT_TRUE(full.ok());
     EXPECT_FALSE(*full);
     size_t len = b.Finish(1, 0, 1, kKey);
@@ -109,7 +109,7 @@ TEST(AmFrame, ExactFitAndFull) {
   {
     // Too large for any frame: an error, not "flush and retry".
     FrameBuilder b(buf, sizeof buf, kToMe);
-    Result<bool> r = b.Add(1, 2, big.data(), kMaxMessageBytes + 1);
+    Result<bool> r = b.Add(EbbId{1}, HandlerId{2}, big.data(), kMaxMessageBytes + 1);
     EXPECT_EQ(r.error(), Error::kOutOfRange);
     EXPECT_TRUE(b.empty());
   }
@@ -117,10 +117,10 @@ TEST(AmFrame, ExactFitAndFull) {
     // 177 empty messages fill a frame exactly.
     FrameBuilder b(buf, sizeof buf, kToMe);
     for (size_t i = 0; i < kMaxMessagesPerFrame; ++i) {
-      Result<bool> r = b.Add(static_cast<uint32_t>(i), 0, nullptr, 0);
+      Result<bool> r = b.Add(EbbId{uint32_t(i)}, HandlerId{0}, nullptr, 0);
       ASSERT_TRUE(r.ok() && *r) << i;
     }
-    Result<bool> r = b.Add(0, 0, nullptr, 0);
+    Result<bool> r = b.Add(EbbId{0}, HandlerId{0}, nullptr, 0);
     ASSERT_TRUE(r.ok());
     EXPECT_FALSE(*r);
     size_t len = b.Finish(1, 0, 1, kKey);
@@ -129,19 +129,19 @@ TEST(AmFrame, ExactFitAndFull) {
     Result<FrameView> d = DecodeFrame(buf, len, kKey, kJob, kMe, &why);
     ASSERT_TRUE(d.ok()) << DropReasonName(why);
     size_t n = 0;
-    for (AmMessage m : *d) EXPECT_EQ(m.ebb, n++);
+    for (AmMessage m : *d) EXPECT_EQ(Raw(m.ebb), n++);
     EXPECT_EQ(n, kMaxMessagesPerFrame);
   }
   {
     // room() is exact: a message of room() bytes fits, then nothing does.
     FrameBuilder b(buf, sizeof buf, kToMe);
-    ASSERT_TRUE(*b.Add(1, 1, big.data(), 100));
+    ASSERT_TRUE(*b.Add(EbbId{1}, HandlerId{1}, big.data(), 100));
     size_t room = b.room();
     EXPECT_EQ(room, kMaxPayloadBytes - RecordBytes(100) - kRecordHeaderBytes);
-    Result<bool> r = b.Add(1, 1, big.data(), room + 1);
+    Result<bool> r = b.Add(EbbId{1}, HandlerId{1}, big.data(), room + 1);
     ASSERT_TRUE(r.ok());
     EXPECT_FALSE(*r);
-    Result<bool> fits = b.Add(1, 1, big.data(), room);
+    Result<bool> fits = b.Add(EbbId{1}, HandlerId{1}, big.data(), room);
     ASSERT_TRUE(fits.ok() && *fits);
     EXPECT_EQ(b.payload_bytes(), kMaxPayloadBytes);
   }
@@ -151,13 +151,13 @@ TEST(AmFrame, SmallCapacityBuilder) {
   uint8_t buf[kHeaderBytes + 24];
   std::memset(buf, 0xee, sizeof buf);
   FrameBuilder b(buf, sizeof buf, kToMe);
-  EXPECT_EQ(b.Add(1, 1, "0123456789abcdefg", 17).error(), Error::kOutOfRange);  // 32 > 24
-  ASSERT_TRUE(*b.Add(1, 1, "0123456789abcdef", 16));                            // 24 bytes
+  EXPECT_EQ(b.Add(EbbId{1}, HandlerId{1}, "0123456789abcdefg", 17).error(), Error::kOutOfRange);  // 32 > 24
+  ASSERT_TRUE(*b.Add(EbbId{1}, HandlerId{1}, "0123456789abcdef", 16));                            // 24 bytes
   EXPECT_EQ(b.Finish(1, 2, 3, kKey), sizeof buf);
   EXPECT_TRUE(Decode(buf, sizeof buf).ok);
   uint8_t tiny[kHeaderBytes - 1];
   FrameBuilder t(tiny, sizeof tiny, kToMe);
-  EXPECT_EQ(t.Add(1, 1, nullptr, 0).error(), Error::kOutOfRange);
+  EXPECT_EQ(t.Add(EbbId{1}, HandlerId{1}, nullptr, 0).error(), Error::kOutOfRange);
   EXPECT_EQ(t.Finish(1, 2, 3, kKey), 0u);
 }
 
@@ -165,7 +165,7 @@ TEST(AmFrame, ReserveSerializesInPlace) {
   alignas(8) uint8_t buf[kMaxFrameBytes];
   std::memset(buf, 0xaa, sizeof buf);  // padding must come out zero anyway
   FrameBuilder b(buf, sizeof buf, kToMe);
-  Result<uint8_t*> at = b.Reserve(5, 6, 3);
+  Result<uint8_t*> at = b.Reserve(EbbId{5}, HandlerId{6}, 3);
   ASSERT_TRUE(at.ok());
   ASSERT_NE(*at, nullptr);
   std::memcpy(*at, "abc", 3);
@@ -174,8 +174,8 @@ TEST(AmFrame, ReserveSerializesInPlace) {
   Result<FrameView> d = DecodeFrame(buf, len, kKey, kJob, kMe, &why);
   ASSERT_TRUE(d.ok()) << DropReasonName(why);
   AmMessage m = *d->begin();
-  EXPECT_EQ(m.ebb, 5u);
-  EXPECT_EQ(m.handler, 6u);
+  EXPECT_EQ(Raw(m.ebb), 5u);
+  EXPECT_EQ(Raw(m.handler), 6u);
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(m.data), m.length), "abc");
 }
 
@@ -198,8 +198,8 @@ class CraftedFrame : public ::testing::Test {
  protected:
   void SetUp() override {
     FrameBuilder b(buf_, sizeof buf_, kToMe);
-    ASSERT_TRUE(*b.Add(1, 2, "hello", 5));
-    ASSERT_TRUE(*b.Add(3, 4, "world!!!", 8));
+    ASSERT_TRUE(*b.Add(EbbId{1}, HandlerId{2}, "hello", 5));
+    ASSERT_TRUE(*b.Add(EbbId{3}, HandlerId{4}, "world!!!", 8));
     len_ = b.Finish(100, 200, 64, kKey);
     ASSERT_TRUE(Decode(buf_, len_).ok);
     h_ = DecodeFrame(buf_, len_, kKey, kJob, kMe)->header();

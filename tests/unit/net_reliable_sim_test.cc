@@ -41,8 +41,8 @@ struct SimParams {
 
 // Message i: ebb and handler derived from i, data = i followed by i % 41
 // bytes derived from i, so that every frame carries a different mix.
-uint32_t EbbOf(uint64_t i) { return static_cast<uint32_t>(i * 2654435761u); }
-uint16_t HandlerOf(uint64_t i) { return static_cast<uint16_t>(i ^ (i >> 16)); }
+EbbId EbbOf(uint64_t i) { return EbbId{static_cast<uint32_t>(i * 2654435761u)}; }
+HandlerId HandlerOf(uint64_t i) { return HandlerId{static_cast<uint16_t>(i ^ (i >> 16))}; }
 size_t LengthOf(uint64_t i) { return 8 + i % 41; }
 uint8_t ByteOf(uint64_t i, size_t k) { return static_cast<uint8_t>(i * 131 + k * 7); }
 

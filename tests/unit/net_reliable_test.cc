@@ -37,7 +37,7 @@ struct End {
   Result<uint32_t> SendTag(uint64_t tag) {
     uint8_t buf[kMaxFrameBytes];
     FrameBuilder b(buf, sizeof buf, ch.config().address);
-    EXPECT_TRUE(*b.Add(10, 1, &tag, sizeof tag));
+    EXPECT_TRUE(*b.Add(EbbId{10}, HandlerId{1}, &tag, sizeof tag));
     return ch.Send(b);
   }
 
@@ -449,7 +449,7 @@ TEST(Channel, BuilderAddressedElsewhereOrEmptyIsRejected) {
   FrameBuilder empty(buf, sizeof buf, a.ch.config().address);
   EXPECT_EQ(a.ch.Send(empty).error(), Error::kInvalidArgument);
   FrameBuilder other(buf, sizeof buf, {kJob, 1, 5});
-  ASSERT_TRUE(*other.Add(1, 1, nullptr, 0));
+  ASSERT_TRUE(*other.Add(EbbId{1}, HandlerId{1}, nullptr, 0));
   EXPECT_EQ(a.ch.Send(other).error(), Error::kInvalidArgument);
 }
 

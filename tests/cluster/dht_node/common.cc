@@ -16,7 +16,7 @@ size_t SizeOf(uint64_t i) { return i % 50 == 0 ? 5000 : 1 + i % 300; }
 
 void SleepMs(uint64_t ms) { fox::timer::Sleep(ms * 1'000'000); }
 
-void Control(NodeId to, uint16_t handler, uint64_t arg) {
+void Control(NodeId to, HandlerId handler, uint64_t arg) {
   uint8_t body[8];
   fox::net::wire::StoreLe<uint64_t>(body, arg);
   auto r = fox::ebb::Messenger::Get()->SendWait(to, kControl, handler, body, sizeof body);

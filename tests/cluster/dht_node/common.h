@@ -23,11 +23,12 @@
 #include "fox/timer.h"
 
 namespace dht_node {
+using fox::HandlerId;
 using fox::NodeId;
 using fox::ebb::Dht;
 using fox::ebb::DhtWrite;
 
-inline constexpr uint32_t kControl = 0x00D70001;  // this program's control messages (a dynamic-looking id)
+inline constexpr fox::EbbId kControl{0x00D70001};  // this program's control messages (a dynamic-looking id)
 enum : uint16_t { kDie = 1, kQuit = 2, kPid = 3, kPause = 4, kJoinGo = 5, kCheck = 6 };
 inline std::atomic<bool> g_join_go{false};
 inline std::atomic<uint64_t> g_check{0};
@@ -49,7 +50,7 @@ std::string Value(uint64_t i, size_t size);
 size_t SizeOf(uint64_t i);
 void SleepMs(uint64_t ms);
 // Sends this program's control message `handler` with `arg` to `to`.
-void Control(NodeId to, uint16_t handler, uint64_t arg);
+void Control(NodeId to, HandlerId handler, uint64_t arg);
 
 struct Tally {
   uint64_t ok = 0, missing = 0, wrong = 0;

@@ -68,16 +68,16 @@ void BadRequests(Dht* dht) {
     for (fox::ebb::EbbId ebb : {fox::ebb::kDhtId, fox::ebb::kDhtShardIds[shard]}) {
       for (const Bad& b : bad) {
         ++sent;
-        auto r = fox::ebb::Rpc::Get()->Call(n, ebb, b.handler, b.body.data(), b.body.size()).Block();
+        auto r = fox::ebb::Rpc::Get()->Call(n, ebb, HandlerId{b.handler}, b.body.data(), b.body.size()).Block();
         if (r.ok() && r->size() == 4 && fox::net::wire::Load32(r->data()) == uint32_t(fox::Error::kInvalidArgument)) {
           ++answered;
         }
       }
       // Too short to carry a request id: dropped and counted, not answered.
-      CHECK(fox::ebb::Messenger::Get()->SendWait(n, ebb, 2, "abc", 3).ok());
+      CHECK(fox::ebb::Messenger::Get()->SendWait(n, ebb, HandlerId{2}, "abc", 3).ok());
     }
     ++sent;
-    auto r = fox::ebb::Rpc::Get()->Call(n, other_shard, 1, "k", 1).Block();
+    auto r = fox::ebb::Rpc::Get()->Call(n, other_shard, HandlerId{1}, "k", 1).Block();
     if (r.ok() && r->size() == 4 && fox::net::wire::Load32(r->data()) == uint32_t(fox::Error::kInvalidArgument)) {
       ++answered;
     }
@@ -190,7 +190,7 @@ int Failover(int argc, char** argv) {
   auto config = fox::am::ConfigFromBootArgs();
   if (!config.ok()) return 2;
   Dht* dht = &*Dht::Get();
-  auto control = [victim](NodeId, uint16_t handler, const uint8_t* data, size_t length) {
+  auto control = [victim](NodeId, HandlerId handler, const uint8_t* data, size_t length) {
     if (handler == kDie && fox::am::Self() == victim) {
       std::printf("dht_node: node %u dies now (SIGKILL)\n", fox::am::Self());
       std::fflush(stdout);

@@ -84,7 +84,7 @@ int Join(int argc, char** argv) {
   if (argc < 3) return 2;
   uint64_t keys = std::strtoull(argv[2], nullptr, 10);
   bool kill_member = argc > 3 && std::string(argv[3]) == "kill";
-  auto control = [](NodeId, uint16_t handler, const uint8_t* data, size_t length) {
+  auto control = [](NodeId, HandlerId handler, const uint8_t* data, size_t length) {
     if (length != 8) return;
     if (handler == kJoinGo) g_join_go = true;
     if (handler == kDie) {

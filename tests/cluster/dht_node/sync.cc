@@ -225,7 +225,7 @@ int Sync(int argc, char** argv) {
   if (argc < 3) return 2;
   uint64_t rounds = std::strtoull(argv[2], nullptr, 10);
   uint32_t r = argc > 3 ? uint32_t(std::strtoul(argv[3], nullptr, 10)) : 2;
-  auto quit = [](NodeId, uint16_t handler, const uint8_t*, size_t length) {
+  auto quit = [](NodeId, HandlerId handler, const uint8_t*, size_t length) {
     if (handler == kQuit && length == 8) g_quit = true;
   };
   return RunMode(quit, [rounds, r](Dht* dht) {

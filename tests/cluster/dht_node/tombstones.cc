@@ -91,7 +91,7 @@ int Tombstones(Dht* dht, uint64_t keys) {
 int Tombstones(int argc, char** argv) {
   if (argc < 3) return 2;
   uint64_t keys = std::strtoull(argv[2], nullptr, 10);
-  auto control = [](NodeId, uint16_t handler, const uint8_t* data, size_t length) {
+  auto control = [](NodeId, HandlerId handler, const uint8_t* data, size_t length) {
     if (length != 8) return;
     uint64_t arg = fox::net::wire::Load64(data);
     if (handler == kQuit) g_quit = true;

@@ -93,7 +93,7 @@ int Zombie(int argc, char** argv) {
   if (argc < 3) return 2;
   uint64_t keys = std::strtoull(argv[2], nullptr, 10);
   g_expected = keys;  // the zombie reads one of them
-  auto control = [](NodeId, uint16_t handler, const uint8_t* data, size_t length) {
+  auto control = [](NodeId, HandlerId handler, const uint8_t* data, size_t length) {
     if (length != 8) return;
     if (handler == kQuit) {
       g_quit = true;

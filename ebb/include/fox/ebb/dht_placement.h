@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "fox/ebb/dht_ring.h"
-#include "fox/net/node_id.h"
+#include "fox/net/ids.h"
 #include "fox/result.h"
 
 namespace fox::ebb {

@@ -25,7 +25,7 @@
 #include <span>
 #include <vector>
 
-#include "fox/net/node_id.h"
+#include "fox/net/ids.h"
 #include "fox/result.h"
 
 namespace fox::ebb {
@@ -53,7 +53,7 @@ class DhtRing {
   // The ring one epoch later, after `joined` came and `dead` left (in one
   // step, so that a plan covers both). kAlreadyExists: a joining node is
   // on the ring (or listed twice); kNotFound: a dead node is not. Node ids
-  // are never reused (node_id.h): keeping it so is the caller's business.
+  // are never reused (fox/net/ids.h): keeping it so is the caller's business.
   Result<DhtRing> Change(const std::vector<NodeId>& joined, const std::vector<NodeId>& dead) const;
   Result<DhtRing> WithNode(NodeId node) const { return Change({node}, {}); }
   Result<DhtRing> WithoutNode(NodeId node) const { return Change({}, {node}); }

@@ -18,20 +18,22 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "fox/net/ids.h"
+
 namespace fox::ebb {
 
-using EbbId = uint32_t;
+using fox::EbbId;  // fox/net/ids.h: the transport addresses messages by it
 
-inline constexpr EbbId kNullId = 0;
-inline constexpr EbbId kFirstStaticId = 1;
-inline constexpr EbbId kFirstDynamicId = 1u << 14;
-inline constexpr uint32_t kStaticIdCount = kFirstDynamicId - kFirstStaticId;
-inline constexpr EbbId kLastDynamicId = 0xFFFFFFFEu;
+inline constexpr EbbId kNullId{0};
+inline constexpr EbbId kFirstStaticId{1};
+inline constexpr EbbId kFirstDynamicId{1u << 14};
+inline constexpr uint32_t kStaticIdCount = Raw(kFirstDynamicId) - Raw(kFirstStaticId);
+inline constexpr EbbId kLastDynamicId{0xFFFFFFFEu};
 // Dynamic ids split in two: node-local ranges (the default allocator's
 // LocalIdRangeSource) come from below kFirstGlobalDynamicId, job-wide ranges
 // (the GlobalIdMap Ebb, served over the network) from it upwards, so an id
 // handed out before a node switched to job-wide ranges never collides.
-inline constexpr EbbId kFirstGlobalDynamicId = 0x80000000u;
+inline constexpr EbbId kFirstGlobalDynamicId{0x80000000u};
 
 constexpr bool IsStaticId(EbbId id) { return id >= kFirstStaticId && id < kFirstDynamicId; }
 constexpr bool IsDynamicId(EbbId id) { return id >= kFirstDynamicId && id <= kLastDynamicId; }
@@ -58,7 +60,7 @@ constexpr uint64_t NameHash(std::string_view name) {
 // nodes and platforms. Two names may collide; list the names a program uses in
 // one StaticIdsDistinct static_assert (static_ids.h does it for fox's own).
 constexpr EbbId StaticId(std::string_view name) {
-  return kFirstStaticId + static_cast<EbbId>(NameHash(name) % kStaticIdCount);
+  return EbbId{Raw(kFirstStaticId) + static_cast<uint32_t>(NameHash(name) % kStaticIdCount)};
 }
 
 // True when no two entries of `names` get the same StaticId (a name listed

@@ -27,7 +27,7 @@
 #include "fox/ebb/shared_ebb.h"
 #include "fox/ebb/static_ids.h"
 #include "fox/future.h"
-#include "fox/net/node_id.h"
+#include "fox/net/ids.h"
 #include "fox/result.h"
 
 namespace fox::ebb {
@@ -70,7 +70,7 @@ class FileSystem : public SharedEbb<FileSystem> {
   static Result<Bytes> LocalRead(std::string_view path, uint64_t offset, uint64_t length);
 
  private:
-  void Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
+  void Serve(NodeId from, HandlerId handler, const uint8_t* data, size_t length);
   bool Local() const;
 
   NodeId server_ = 0;

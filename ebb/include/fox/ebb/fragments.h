@@ -23,18 +23,19 @@
 #include <vector>
 
 #include "fox/function.h"
+#include "fox/net/ids.h"
 
 namespace fox::ebb {
 
 inline constexpr size_t kFragmentHeaderBytes = 24;
 
 // Writes the header of the fragment of `message` at `offset` into `out`.
-void EncodeFragmentHeader(uint8_t* out, uint64_t message, uint32_t ebb, uint16_t handler, uint32_t total,
+void EncodeFragmentHeader(uint8_t* out, uint64_t message, EbbId ebb, HandlerId handler, uint32_t total,
                           uint32_t offset);
 
 class Reassembler {
  public:
-  using Deliver = Function<void(uint32_t from, uint32_t ebb, uint16_t handler, std::vector<uint8_t> data)>;
+  using Deliver = Function<void(uint32_t from, EbbId ebb, HandlerId handler, std::vector<uint8_t> data)>;
   // `why` is a static string; said for each dropped message or stray fragment.
   using Drop = Function<void(uint32_t from, const char* why)>;
 
@@ -51,8 +52,8 @@ class Reassembler {
 
  private:
   struct Partial {
-    uint32_t ebb = 0;
-    uint16_t handler = 0;
+    EbbId ebb{0};
+    HandlerId handler;
     size_t total = 0, received = 0;
     std::vector<uint8_t> data;  // `total` bytes, filled up to `received` (empty when discarding)
     bool discard = false;       // dropped at its first fragment: the rest is swallowed

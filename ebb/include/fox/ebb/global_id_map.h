@@ -56,12 +56,12 @@ class GlobalIdMap : public SharedEbb<GlobalIdMap> {
 
  private:
   class Source;
-  void Serve(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
+  void Serve(NodeId from, HandlerId handler, const uint8_t* data, size_t length);
 
   NodeId server_ = 0;
   std::unique_ptr<Source> source_;
   // Server state (touched only by the listener's core).
-  uint64_t next_id_ = kFirstGlobalDynamicId;
+  uint64_t next_id_ = Raw(kFirstGlobalDynamicId);
   std::map<EbbId, std::string> values_;
   uint64_t ranges_served_ = 0;
 };

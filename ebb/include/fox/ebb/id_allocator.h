@@ -43,7 +43,7 @@ class IdRangeSource {
 class LocalIdRangeSource final : public IdRangeSource {
  public:
   constexpr LocalIdRangeSource(EbbId first = kFirstDynamicId, EbbId last = kLastDynamicId)
-      : next_(first), end_(uint64_t{last} + 1) {}
+      : next_(Raw(first)), end_(uint64_t{Raw(last)} + 1) {}
   // Errors: kInvalidArgument for count 0, kOutOfRange when fewer than
   // `count` ids remain (the remainder is not handed out).
   Result<IdRange> AcquireRange(uint32_t count) override;

@@ -3,7 +3,7 @@
 // Each core owns a LocalTable whose slot i holds that core's representative of
 // Ebb i, or null. An EbbRef dereference is
 //
-//     rep = ThisCoreTable()->slots[id]     // natively one load from a fixed address
+//     rep = ThisCoreTable()->slots[Raw(id)]     // natively one load from a fixed address
 //     if (rep == nullptr) miss             // the one branch, predicted taken-not
 //
 // Ids at or above kDirectSlots have no slot of their own: LoadSlot sends them
@@ -83,7 +83,7 @@ inline LocalTable* EmptyTable() { return &g_empty_table; }
 // This core's representative of `id`, or null. Branch-free: ids at or above
 // kDirectSlots read slot 0, which is never filled. Safe in any context.
 [[gnu::always_inline]] inline void* LoadSlot(const LocalTable* table, EbbId id) {
-  uint32_t index = id < kDirectSlots ? id : kNullId;
+  uint32_t index = Raw(id) < kDirectSlots ? Raw(id) : Raw(kNullId);
   return table->slots[index].load(std::memory_order_relaxed);
 }
 

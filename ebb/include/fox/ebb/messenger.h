@@ -1,12 +1,12 @@
 // Messenger: messages between Ebbs on different machines (EbbRT's Messenger
 // Ebb), a shared system Ebb at the static id kMessengerId over the
 // active-message transport (fox/net/am.h). A message is addressed to a node
-// and an Ebb id, with a 16-bit handler id the Ebb defines; on the receiving
+// and an Ebb id, with a handler id the Ebb defines (fox/net/ids.h); on the receiving
 // node the Ebb's Listener gets it. The same code runs on compute nodes and in
 // Linux programs (native <-> hosted traffic is just traffic).
 //
 //   auto m = Messenger::Get();
-//   m->Listen(my_id, [](NodeId from, uint16_t h, const uint8_t* d, size_t n) {...});
+//   m->Listen(my_id, [](NodeId from, HandlerId h, const uint8_t* d, size_t n) {...});
 //   m->SendWait(node, peer_id, kMyHandler, &req, sizeof req);
 //
 // Listen's handlers run as events on a core of the listener's choice (the
@@ -73,7 +73,7 @@ class Messenger : public SharedEbb<Messenger> {
   // Direct large messages from this size on; a sender keeps at most
   // kMaxPartialBytes of them unread (then it sends fragments).
   static constexpr size_t kDirectMinBytes = size_t(16) << 10;
-  using LargeHandler = Function<void(NodeId from, uint16_t handler, std::vector<uint8_t> data)>;
+  using LargeHandler = Function<void(NodeId from, HandlerId handler, std::vector<uint8_t> data)>;
   // Bytes a sender shares with what else holds them (read, never written,
   // while the message is on its way).
   using Shared = std::shared_ptr<const std::vector<uint8_t>>;
@@ -101,17 +101,17 @@ class Messenger : public SharedEbb<Messenger> {
   }
   void StopListening(EbbId id) { am::Unregister(id); }
   // Queues a message for Ebb `id` on `node` (kBusy: full, retry).
-  Result<void> Send(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length) {
+  Result<void> Send(NodeId node, EbbId id, HandlerId handler, const void* data, size_t length) {
     return am::Send(node, id, handler, data, length);
   }
   // For listeners replying in delivery context: a message that finds the
   // peer full waits in the transport's deferred buffer (kBusy only when
   // that is full too).
-  Result<void> SendOrDefer(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length) {
+  Result<void> SendOrDefer(NodeId node, EbbId id, HandlerId handler, const void* data, size_t length) {
     return am::SendOrDefer(node, id, handler, data, length);
   }
   // The same as Send, blocking the calling event while the peer is full.
-  Result<void> SendWait(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length) {
+  Result<void> SendWait(NodeId node, EbbId id, HandlerId handler, const void* data, size_t length) {
     return am::SendWait(node, id, handler, data, length);
   }
   void Flush(NodeId node) { am::Flush(node); }
@@ -135,25 +135,25 @@ class Messenger : public SharedEbb<Messenger> {
   }
   // SendWait and Flush when the message fits in one, else SendLarge. Event
   // context; blocks while the peer's window is full.
-  Result<void> SendAny(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length);
+  Result<void> SendAny(NodeId node, EbbId id, HandlerId handler, const void* data, size_t length);
   // Asks every live peer not asked yet whether it can read this node's
   // memory (direct large messages; a peer that becomes alive later is
   // asked then), so that the first large message to it need not go as
   // fragments. Nothing natively. Event context.
   void ProbePeers();
   // SendAny taking the bytes (no copy for a direct large message).
-  Result<void> SendAny(NodeId node, EbbId id, uint16_t handler, std::vector<uint8_t> bytes);
+  Result<void> SendAny(NodeId node, EbbId id, HandlerId handler, std::vector<uint8_t> bytes);
   // SendAny of shared bytes (kept, not copied, until a direct large
   // message is read; the caller may keep reading them meanwhile).
-  Result<void> SendAny(NodeId node, EbbId id, uint16_t handler, Shared bytes);
+  Result<void> SendAny(NodeId node, EbbId id, HandlerId handler, Shared bytes);
   // Sends `length` (<= kMaxLargeBytes) bytes to Ebb `id` on `node`, blocking
   // the calling event while the peer's window is full. kOutOfRange (too
   // long), kPeerDead (unknown or dead node), kInvalidArgument (null id). To
   // this node: handed to the handler as an event, copied. Event context.
-  Result<void> SendLarge(NodeId node, EbbId id, uint16_t handler, const void* data, size_t length);
+  Result<void> SendLarge(NodeId node, EbbId id, HandlerId handler, const void* data, size_t length);
   // SendLarge taking the bytes (kept for the receiver to read when direct).
-  Result<void> SendLarge(NodeId node, EbbId id, uint16_t handler, std::vector<uint8_t> bytes);
-  Result<void> SendLarge(NodeId node, EbbId id, uint16_t handler, Shared bytes);
+  Result<void> SendLarge(NodeId node, EbbId id, HandlerId handler, std::vector<uint8_t> bytes);
+  Result<void> SendLarge(NodeId node, EbbId id, HandlerId handler, Shared bytes);
 
   // A text report of `node`'s state, one "key value" line each: node,
   // platform, cores, uptime, per-core event counters, transport counters
@@ -196,20 +196,22 @@ class Messenger : public SharedEbb<Messenger> {
     int core;
     std::shared_ptr<LargeHandler> handler;
   };
-  void Deliver(NodeId from, EbbId id, uint16_t handler, std::vector<uint8_t> data);
-  void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length);
+  void Deliver(NodeId from, EbbId id, HandlerId handler, std::vector<uint8_t> data);
+  void OnMessage(NodeId from, HandlerId handler, const uint8_t* data, size_t length);
   void ReportToFrontend();
   void AnswerStatus(NodeId from, const uint8_t* data, size_t length);
   // Handlers of the Ebb kMessengerId.
-  static constexpr uint16_t kFragment = 1;
-  static constexpr uint16_t kStatusRequest = 2;  // an Rpc request with an empty body; the report is the reply
-  static constexpr uint16_t kDirectProbe = 3;    // u64 nonce, u64 pid, u64 address of the nonce
-  static constexpr uint16_t kDirectAnswer = 4;   // u64 nonce, u64 1 (read it) or 0
-  static constexpr uint16_t kDirectMessage = 5;  // u64 id, u32 Ebb, u16 handler, u16 0, u64 length, u64 address
-  static constexpr uint16_t kDirectDone = 6;     // u64 id: read (or dropped); the sender frees it
+  enum Handler : uint16_t {
+    kFragment = 1,
+    kStatusRequest = 2,  // an Rpc request with an empty body; the report is the reply
+    kDirectProbe = 3,    // u64 nonce, u64 pid, u64 address of the nonce
+    kDirectAnswer = 4,   // u64 nonce, u64 1 (read it) or 0
+    kDirectMessage = 5,  // u64 id, u32 Ebb, u16 handler, u16 0, u64 length, u64 address
+    kDirectDone = 6,     // u64 id: read (or dropped); the sender frees it
+  };
 
   void Dropped(NodeId from, const char* why);
-  Result<void> SendFragments(NodeId node, EbbId id, uint16_t handler, const uint8_t* bytes, size_t length);
+  Result<void> SendFragments(NodeId node, EbbId id, HandlerId handler, const uint8_t* bytes, size_t length);
 
   // Direct large messages (messenger_direct.cc).
   enum class Direct : uint8_t { kUnknown, kProbing, kYes, kNo };
@@ -220,7 +222,7 @@ class Messenger : public SharedEbb<Messenger> {
   // Sends bytes [data, data + length) (kept in *shared if it is not null,
   // else copied) directly if `node` can read this node, setting *sent;
   // else leaves *sent false (and probes `node` the first time).
-  Result<void> SendDirect(NodeId node, EbbId id, uint16_t handler, const uint8_t* data, size_t length,
+  Result<void> SendDirect(NodeId node, EbbId id, HandlerId handler, const uint8_t* data, size_t length,
                           const Shared* shared, bool* sent);
   void OnProbe(NodeId from, const uint8_t* data, size_t length);
   void OnProbeAnswer(NodeId from, const uint8_t* data, size_t length);

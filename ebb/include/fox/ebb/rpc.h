@@ -37,7 +37,7 @@
 #include "fox/ebb/static_ids.h"
 #include "fox/future.h"
 #include "fox/net/am.h"
-#include "fox/net/node_id.h"
+#include "fox/net/ids.h"
 #include "fox/spinlock.h"
 
 namespace fox::ebb {
@@ -67,18 +67,18 @@ class Rpc : public SharedEbb<Rpc> {
   // Messenger::kMaxLargeBytes; otherwise the error the server failed the
   // request with. To this node: the same, through
   // the local mailbox. Event context; blocks while the peer's window is full.
-  Future<Result<Bytes>> Call(NodeId node, uint32_t ebb, uint16_t handler, const void* body, size_t length,
+  Future<Result<Bytes>> Call(NodeId node, EbbId ebb, HandlerId handler, const void* body, size_t length,
                              uint64_t timeout_ms = kDefaultTimeoutMs);
   // The same with the request in `message`: kRequestHeader bytes of room
   // for the id, then the body (not copied again: a large one is read
   // directly out of it, messenger.h).
   static constexpr size_t kRequestHeader = 8;
-  Future<Result<Bytes>> Call(NodeId node, uint32_t ebb, uint16_t handler, std::vector<uint8_t> message,
+  Future<Result<Bytes>> Call(NodeId node, EbbId ebb, HandlerId handler, std::vector<uint8_t> message,
                              uint64_t timeout_ms = kDefaultTimeoutMs);
   // The same with a message the caller shares: the id is written into its
   // header, the rest only read (the caller may read it meanwhile, and call
   // again with it once this call's future is ready).
-  Future<Result<Bytes>> Call(NodeId node, uint32_t ebb, uint16_t handler, std::shared_ptr<std::vector<uint8_t>> message,
+  Future<Result<Bytes>> Call(NodeId node, EbbId ebb, HandlerId handler, std::shared_ptr<std::vector<uint8_t>> message,
                              uint64_t timeout_ms = kDefaultTimeoutMs);
 
   struct Request {

@@ -56,7 +56,7 @@
 #include "fox/function.h"
 #include "fox/nic.h"
 #include "fox/net/am_endpoint.h"
-#include "fox/net/node_id.h"
+#include "fox/net/ids.h"
 #include "fox/result.h"
 
 namespace fox::am {
@@ -104,41 +104,41 @@ Result<void> AddPeer(NodeId node, uint32_t ip, uint16_t port = kDefaultPort);
 class Receiver {
  public:
   virtual ~Receiver() = default;
-  virtual void OnMessage(NodeId from, uint16_t handler, const uint8_t* data, size_t length) = 0;
+  virtual void OnMessage(NodeId from, HandlerId handler, const uint8_t* data, size_t length) = 0;
 };
 // One receiver per Ebb id (not 0), delivery context. kAlreadyExists,
 // kOutOfRange (table full: kMaxReceivers ids, Listen's included).
 // kInvalidArgument for id 0 or a null receiver. Any context but delivery;
 // before or after Start.
 inline constexpr size_t kMaxReceivers = 4096;
-Result<void> Register(uint32_t ebb, Receiver* receiver);
+Result<void> Register(EbbId ebb, Receiver* receiver);
 
 // A handler of messages as events (Listen). `data` is the handler's own
 // copy, valid until it returns (across blocking too).
-using Handler = Function<void(NodeId from, uint16_t handler, const uint8_t* data, size_t length)>;
+using Handler = Function<void(NodeId from, HandlerId handler, const uint8_t* data, size_t length)>;
 // Messages for `ebb` on this node run `handler` as events on `core`, through
 // that core's receive mailbox (see the top). kAlreadyExists, kOutOfRange
 // (table full, or `core` not online), kInvalidArgument (id 0), kNoMemory
 // (the core's first mailbox). Event context; before or after Start.
-Result<void> Listen(uint32_t ebb, int core, Handler handler);
+Result<void> Listen(EbbId ebb, int core, Handler handler);
 // Removes the receiver or listener of `ebb`: no delivery starts after it
 // returns (a listener's handler already running finishes). Event context.
-void Unregister(uint32_t ebb);
+void Unregister(EbbId ebb);
 
 // Queues a message. kPeerDead: unknown or dead node; kNotFound: not started;
 // kOutOfRange: too long; kBusy: full, retry (or SendWait). To this node:
 // delivered at once, in delivery context. Any core, events or delivery
 // context; never blocks.
-Result<void> Send(NodeId node, uint32_t ebb, uint16_t handler, const void* data, size_t length);
+Result<void> Send(NodeId node, EbbId ebb, HandlerId handler, const void* data, size_t length);
 // Like Send, but a message that finds the peer full waits in the node's
 // deferred buffer and goes out, in order, as the window opens; kBusy only
 // when that buffer is full too. For delivery context (replies), where
 // waiting is impossible; never blocks. Until deferred messages to a peer
 // are out, Send to it is kBusy (SendWait waits) so nothing overtakes them.
-Result<void> SendOrDefer(NodeId node, uint32_t ebb, uint16_t handler, const void* data, size_t length);
+Result<void> SendOrDefer(NodeId node, EbbId ebb, HandlerId handler, const void* data, size_t length);
 // Like Send, but blocks the calling event while the peer is full. Event
 // context only (not delivery context).
-Result<void> SendWait(NodeId node, uint32_t ebb, uint16_t handler, const void* data, size_t length);
+Result<void> SendWait(NodeId node, EbbId ebb, HandlerId handler, const void* data, size_t length);
 // Sends aggregated messages now instead of after the flush delay. Any core.
 void Flush(NodeId node = net::AmEndpoint::kAnyPeer);
 // Flushes, then waits (at most `max_ms`) until every message sent to a live

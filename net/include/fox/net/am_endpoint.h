@@ -48,7 +48,7 @@
 #include "fox/net/am_frame.h"
 #include "fox/net/drop_reason.h"
 #include "fox/net/function_ref.h"
-#include "fox/net/node_id.h"
+#include "fox/net/ids.h"
 #include "fox/net/membership.h"
 #include "fox/net/record_ring.h"
 #include "fox/net/reliable.h"
@@ -59,11 +59,11 @@ namespace fox::net {
 
 // Ebb id 0 is never a real Ebb (ebb/ids start at 1): the transport's own
 // messages use it.
-inline constexpr uint32_t kSystemEbb = 0;
+inline constexpr EbbId kSystemEbb{0};
 // Handler 1 was the heartbeat of fox before the membership protocol; a
 // node ignores system messages it does not know.
-inline constexpr uint16_t kDeadNoticeHandler = 2;  // u32 node id: that node died
-inline constexpr uint16_t kMembershipHandler = 3;  // a Membership message
+inline constexpr HandlerId kDeadNoticeHandler{2};  // u32 node id: that node died
+inline constexpr HandlerId kMembershipHandler{3};  // a Membership message
 
 struct EndpointConfig {
   uint64_t job = 0;
@@ -145,12 +145,12 @@ class AmEndpoint {
 
   // Queues one message (see the top). kPeerDead: unknown or dead peer;
   // kOutOfRange: more than kMaxMessageBytes; kBusy: full (retry later).
-  Result<void> Send(NodeId peer, uint32_t ebb, uint16_t handler, const void* data, size_t len, uint64_t now_ns,
+  Result<void> Send(NodeId peer, EbbId ebb, HandlerId handler, const void* data, size_t len, uint64_t now_ns,
                     TransmitFn transmit);
   // Like Send, but never kBusy while the deferred buffer has room (see the
   // top): the message waits there for the peer's window. kBusy only when
   // that buffer is full as well. Interrupt-safe.
-  Result<void> SendOrDefer(NodeId peer, uint32_t ebb, uint16_t handler, const void* data, size_t len, uint64_t now_ns,
+  Result<void> SendOrDefer(NodeId peer, EbbId ebb, HandlerId handler, const void* data, size_t len, uint64_t now_ns,
                            TransmitFn transmit);
   // Whether Send to `peer` would be accepted now for a message of `len`
   // bytes (false while deferred messages to it wait).
@@ -250,13 +250,13 @@ class AmEndpoint {
   struct Peer;
   Peer* Find(NodeId peer) const;
   bool FlushPeer(Peer& p, uint64_t now_ns, TransmitFn transmit);
-  bool SendSystem(Peer& p, uint16_t handler, const void* data, size_t len, uint64_t now_ns, TransmitFn transmit);
+  bool SendSystem(Peer& p, HandlerId handler, const void* data, size_t len, uint64_t now_ns, TransmitFn transmit);
   void OnDeadNotice(NodeId dead, NodeId from);
   void Fence(NodeId by);
   void SendFence(Peer& p, uint64_t now_ns, TransmitFn transmit);
-  Result<void> SendNow(Peer& p, uint32_t ebb, uint16_t handler, const void* data, size_t len, uint64_t now_ns,
+  Result<void> SendNow(Peer& p, EbbId ebb, HandlerId handler, const void* data, size_t len, uint64_t now_ns,
                        TransmitFn transmit);
-  bool Defer(Peer& p, uint32_t ebb, uint16_t handler, const void* data, size_t len);
+  bool Defer(Peer& p, EbbId ebb, HandlerId handler, const void* data, size_t len);
   void DrainDeferred(uint64_t now_ns, TransmitFn transmit);
   void Kill(Peer& p, StateFn on_state);
   bool SendMembership(NodeId to, const uint8_t* message, size_t len, uint64_t now_ns, TransmitFn transmit);

@@ -54,6 +54,7 @@
 #include <cstdint>
 
 #include "fox/net/drop_reason.h"
+#include "fox/net/ids.h"
 #include "fox/net/siphash.h"
 #include "fox/result.h"
 
@@ -137,8 +138,8 @@ void SealFrame(uint8_t* frame, const FrameHeader& header, const SipKey& key);
 
 // One message of a decoded frame. `data` points into the frame's buffer.
 struct AmMessage {
-  uint32_t ebb = 0;
-  uint16_t handler = 0;
+  EbbId ebb{0};
+  HandlerId handler{0};
   uint16_t length = 0;
   const uint8_t* data = nullptr;
 };
@@ -208,11 +209,11 @@ class FrameBuilder {
   // appended, false if the frame has no room left for it (flush, Reset, and
   // add it again), kOutOfRange if it would not fit even in an empty frame of
   // this capacity (never more than kMaxMessageBytes).
-  Result<bool> Add(uint32_t ebb, uint16_t handler, const void* data, size_t len);
+  Result<bool> Add(EbbId ebb, HandlerId handler, const void* data, size_t len);
   // Like Add, but returns where to write the `len` bytes of data, so that a
   // message can be serialized in place; nullptr when the frame is full.
   // Padding is already zeroed.
-  Result<uint8_t*> Reserve(uint32_t ebb, uint16_t handler, size_t len);
+  Result<uint8_t*> Reserve(EbbId ebb, HandlerId handler, size_t len);
 
   // Writes the header (ack-only with no messages) and MAC for sequence number
   // `seq`, cumulative ack `ack` and receive window `window`; returns the

@@ -62,7 +62,7 @@
 #include <vector>
 
 #include "fox/net/function_ref.h"
-#include "fox/net/node_id.h"
+#include "fox/net/ids.h"
 
 namespace fox::net {
 
