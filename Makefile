@@ -24,7 +24,7 @@ DEB_PACKAGES := dpkg-dev clang lld llvm cmake ninja-build g++ libstdc++-12-dev m
   libclang-rt-14-dev qemu-system-x86 grub-pc-bin grub-common xorriso mtools gdb python3 cpio iproute2 \
   libmemcached-tools python3-pymemcache memcached dnsmasq-base ipxe \
   prometheus chromium chromium-driver python3-selenium slurmctld slurmd slurm-client munge \
-  dropbear-bin openssh-client
+  dropbear-bin openssh-client mypy
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps native host test run boot iso bench faults fuzz debug clean format format-check

@@ -50,6 +50,7 @@ import struct
 import subprocess
 import sys
 import time
+from typing import List, Union
 
 TUNSETIFF = 0x400454CA
 IFF_TAP = 0x0002
@@ -322,7 +323,8 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        ports = [UdpPort(i, args.base_port + 2 * i, args.base_port + 2 * i + 1) for i in range(args.ports)]
+        ports: List[Union[UdpPort, TapPort]] = [UdpPort(i, args.base_port + 2 * i, args.base_port + 2 * i + 1)
+                                                for i in range(args.ports)]
         if args.tap:
             ports.append(TapPort(args.ports, args.tap, args.tap_addr))
     except OSError as e:

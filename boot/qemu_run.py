@@ -172,6 +172,7 @@ def run_qemu(cmd, timeout, echo=True, log=None):
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
+    assert proc.stdout is not None and proc.stderr is not None  # both PIPE
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     sel.register(proc.stderr, selectors.EVENT_READ)
@@ -186,7 +187,7 @@ def run_qemu(cmd, timeout, echo=True, log=None):
             break
         ready = sel.select(min(left, 0.5))
         for key, _ in ready:
-            chunk = os.read(key.fileobj.fileno(), 65536)
+            chunk = os.read(key.fd, 65536)
             if not chunk:
                 sel.unregister(key.fileobj)
                 open_streams -= 1

@@ -21,6 +21,7 @@ import re
 import os
 import sys
 import time
+from typing import Dict
 
 from fox import job, nodes, state
 
@@ -112,7 +113,8 @@ class WidthKnown:
     """A help formatter mixin: the width from terminal_width() unless given."""
 
     def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
-        super().__init__(prog, indent_increment, max_help_position, terminal_width() - 2 if width is None else width)
+        super().__init__(prog, indent_increment, max_help_position,  # type: ignore[call-arg]  # a mixin
+                         terminal_width() - 2 if width is None else width)
 
 
 class Formatter(WidthKnown, argparse.HelpFormatter):
@@ -127,7 +129,7 @@ class Parser(argparse.ArgumentParser):
     """An ArgumentParser (and its subcommands') with Formatter."""
 
     def __init__(self, *args, formatter_class=Formatter, **kwargs):
-        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)  # type: ignore[misc]
 
 
 COMMANDS = ("cluster", "status", "run", "kill", "add", "pxe", "logs", "ui")
@@ -430,7 +432,7 @@ def cluster_list():
             conn = state.Connection(name)
             reply = conn.call(op="status", timeout=10)
             conn.close()
-            counts = {}
+            counts: Dict[str, int] = {}
             for r in reply["nodes"]:
                 counts[r["state"]] = counts.get(r["state"], 0) + 1
             print("%s: supervisor %d, %d nodes (%s)%s" % (name, pid, len(reply["nodes"]), ", ".join(

@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import time
+from typing import IO
 
 BOOT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 READY_TIMEOUT_S = 60
@@ -105,15 +106,18 @@ class HostAgent:
         self.stderr = open(os.path.join(os.path.dirname(directory), "host-%s.log" % host), "ab")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, env=env,
                                      start_new_session=True)
-        os.set_blocking(self.proc.stdout.fileno(), False)
-        sel.register(self.proc.stdout, selectors.EVENT_READ, self.on_readable)
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both PIPE
+        self.stdin: IO[bytes] = self.proc.stdin
+        self.stdout: IO[bytes] = self.proc.stdout
+        os.set_blocking(self.stdout.fileno(), False)
+        sel.register(self.stdout, selectors.EVENT_READ, self.on_readable)
 
     def send(self, **request):
         if self.gone:
             return
         try:
-            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
-            self.proc.stdin.flush()
+            self.stdin.write(json.dumps(request).encode() + b"\n")
+            self.stdin.flush()
         except OSError:
             self.lost("its input closed")
 
@@ -128,7 +132,7 @@ class HostAgent:
 
     def on_readable(self):
         try:
-            chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
+            chunk = os.read(self.stdout.fileno(), 1 << 20)
         except BlockingIOError:
             return
         except OSError:
@@ -167,7 +171,7 @@ class HostAgent:
             left = deadline - time.monotonic()
             if left <= 0:
                 return
-            r, _, _ = select.select([self.proc.stdout], [], [], min(left, 0.2))
+            r, _, _ = select.select([self.stdout], [], [], min(left, 0.2))
             if r:
                 self.on_readable()
 
@@ -186,7 +190,7 @@ class HostAgent:
         self.gone = True
         self.log("host %s: lost: %s", self.host, why)
         try:
-            self.sel.unregister(self.proc.stdout)
+            self.sel.unregister(self.stdout)
         except (KeyError, ValueError):
             pass
         for q in list(self.qemus.values()):
@@ -198,12 +202,12 @@ class HostAgent:
         """Ends the agent: its input closed, it stops its QEMUs and removes its namespace."""
         if not self.gone:
             try:
-                self.sel.unregister(self.proc.stdout)
+                self.sel.unregister(self.stdout)
             except (KeyError, ValueError):
                 pass
         self.gone = True
         try:
-            self.proc.stdin.close()
+            self.stdin.close()
         except OSError:
             pass
         try:

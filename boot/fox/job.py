@@ -23,6 +23,7 @@ import signal
 import socket
 import sys
 import time
+from typing import Optional, Tuple
 
 from fox import nodes, state
 import build_id  # noqa: E402 (boot/, on the path through fox.nodes)
@@ -406,6 +407,8 @@ def run_hosted(app, places, app_args, timeout, out=sys.stdout, kargs=()):
     job = secrets.randbelow(2 ** 31) + 1
     peers = ",".join("%d@127.0.0.1:%d" % (i, port) for i, port in enumerate(ports))
     fd_args = " ".join(qemu_run.membership_args("hosted", places))
+    notice_r: Optional[int]  # None once place 0 has its end (closed here)
+    control_w: Optional[int]
     notice_r, notice_w = os.pipe()
     control_r, control_w = os.pipe()  # place 0's requests (frontend::RequestNodes): "add N" lines
     os.set_blocking(control_r, False)
@@ -424,8 +427,9 @@ def run_hosted(app, places, app_args, timeout, out=sys.stdout, kargs=()):
     def start_place(i, peers):
         env = place_env(FOX_ARGS="fox.node=%d fox.job=%d fox.key=%s fox.amport=%d fox.peers=%s %s %s" %
                    (i, job, key, ports[i], peers, fd_args, " ".join(kargs)))
-        pass_fds = ()
+        pass_fds: Tuple[int, ...] = ()
         if i == 0:
+            assert notice_r is not None and control_w is not None  # place 0 starts before they are closed
             env["FOX_NOTICE_FD"] = str(notice_r)
             env["FOX_CONTROL_FD"] = str(control_w)
             pass_fds = (notice_r, control_w)

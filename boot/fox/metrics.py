@@ -15,6 +15,8 @@ runs), fox_job (not `job`, which Prometheus gives the scrape target). A
 report's keys are a node's to choose: a key this module does not know is
 left out, a value that is not a whole number too.
 """
+from typing import Dict
+
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -106,7 +108,7 @@ def exposition(snap):
     f = Families()
     f.add("fox_cluster_info", "gauge", "the cluster: its name, accelerator, network and boot method", 1,
           cluster=snap.get("name"), accel=snap.get("accel"), network=snap.get("network"), boot=snap.get("boot"))
-    counts = {}
+    counts: Dict[str, int] = {}
     for row in snap["nodes"]:
         counts[row["state"]] = counts.get(row["state"], 0) + 1
     for state in sorted(set(counts) | {"booting", "idle", "running", "dead"}):

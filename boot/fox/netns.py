@@ -282,6 +282,8 @@ class BridgeNetwork:
 
     def set_pxe_boot(self, mac, image, append):
         """Node MAC's next PXE boot: `image` with `append`."""
+        if self.tftp is None:
+            raise NetError("namespace %s serves no PXE boots (not made with pxe=True)" % self.ns)
         name = publish_image(self.tftp, image)
         write_atomic(os.path.join(self.tftp, mac_path_name(mac)), ipxe_script(name, append))
 

@@ -68,6 +68,7 @@ import struct
 import subprocess
 import sys
 import time
+from typing import Deque, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from fox import hosts, metrics, netns, nodes, state, switch, web  # noqa: E402
@@ -133,7 +134,7 @@ class Supervisor:
         self.accel, _ = qemu_run.choose_accel(args.accel)
         self.sel = selectors.DefaultSelector()
         self.switch = switch.Switch(self.key, self.on_join, self.on_refuse, self.on_agent)
-        self.net = None  # bridge mode: the cluster's namespace, bridge and dnsmasq (netns.py)
+        self.net: Optional[netns.BridgeNetwork] = None  # bridge mode: the cluster's namespace, bridge and dnsmasq (netns.py)
         self.image_facts = None  # ((path, size, mtime, inode), apps, build id) of the node image last checked
         # FOX_HAND_TIMEOUT_S (tests: 0 makes every node take the reboot path after its agent was asked)
         self.hand_timeout_s = float(os.environ.get("FOX_HAND_TIMEOUT_S", self.HAND_TIMEOUT_S))
@@ -147,7 +148,7 @@ class Supervisor:
         self.hosts = args.hosts.split(",") if args.hosts else [self.host]
         self.agents = {}  # host -> hosts.HostAgent, for every host but this one
         self.http = None  # the HTTP port (web.py): metrics, the live view and its API
-        self.events = collections.deque(maxlen=EVENTS_KEPT)  # what happened, for the live view
+        self.events: Deque[dict] = collections.deque(maxlen=EVENTS_KEPT)  # what happened, for the live view
         self.next_event = 1
         self.counters = {"deaths": 0, "boots": 0, "jobs_started": 0, "jobs_ended": 0}
         self.next_id = 1
@@ -182,6 +183,7 @@ class Supervisor:
     def boot(self, n, image, append, state_name):
         self.switch.reset_node(n.k)
         if self.args.pxe:  # the arguments travel in the node's iPXE script (this host serves every host's)
+            assert self.net is not None  # PXE is a bridge mode
             self.net.set_pxe_boot(nodes.node_mac(n.k), image, append)
         if n.host != self.host:
             n.proc = self.agents[n.host].boot(n.k, n.boots + 1, image, append, self.args.cores, self.args.mem,
@@ -497,7 +499,7 @@ class Supervisor:
         """Jobs being handed to agents: sent again while unanswered; rebooted into after a while.
         Returns the seconds until the next look (None: nothing pending)."""
         now = time.monotonic()
-        soonest = None
+        soonest: Optional[float] = None
         for n in self.nodes.values():
             hand = n.handing
             if hand is None:
@@ -514,7 +516,7 @@ class Supervisor:
             if now - hand["sent"] >= self.HAND_RESEND_S:
                 hand["sent"] = now
                 self.switch.send_job(n.k, hand["text"])
-            due = hand["sent"] + self.HAND_RESEND_S - now
+            due: float = hand["sent"] + self.HAND_RESEND_S - now
             soonest = due if soonest is None else min(soonest, due)
         return soonest
 
@@ -640,7 +642,7 @@ class Supervisor:
                     return {"ok": False, "error": "no job runs on cluster %s" % self.name}
                 self.job.grow += count
             added = self.add_nodes(count, bool(request.get("wrong_key")))
-            if request.get("into_job"):
+            if request.get("into_job") and self.job is not None:
                 log("job %d: nodes %s will join it (fox add --into-job)", self.job.id, ",".join(map(str, added)))
             return {"ok": True, "nodes": added}
         if op == "kill":
@@ -755,6 +757,7 @@ class Supervisor:
         others = [h for h in self.hosts if h != self.host]
         if not others:
             return
+        assert self.net is not None  # several hosts imply bridge mode (boot_method)
         try:
             addresses = [hosts.address(h) for h in others]
             local = netns.local_address(addresses[0])  # this host's, whether it runs nodes or not

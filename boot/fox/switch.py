@@ -32,6 +32,7 @@ import socket
 import struct
 import sys
 import time
+from typing import Union
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import hub  # noqa: E402
@@ -129,6 +130,7 @@ class Switch(hub.Hub):
         self.tap = port
 
     def add_node(self, k, qemu_port=None):
+        port: Union[BridgedNode, NodePort]
         if self.tap is not None:
             port = BridgedNode(k, self.tap)
             self.by_mac[port.mac] = port
@@ -232,7 +234,7 @@ class Switch(hub.Hub):
             if arp[6:8] == b"\x00\x01" and arp[14:18] != target and (target == FRONTEND_IP or owner is not None):
                 if src is not self.tap:
                     src.counters["rx"] += 1
-                mac = SWITCH_MAC if target == FRONTEND_IP else owner.mac
+                mac = SWITCH_MAC if target == FRONTEND_IP or owner is None else owner.mac
                 reply = (arp[8:14] + mac + ETH_ARP + b"\x00\x01\x08\x00\x06\x04\x00\x02" + mac +
                          target + arp[8:14] + arp[14:18])
                 self.transmit(src, reply)

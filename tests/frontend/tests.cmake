@@ -48,3 +48,17 @@ fox_frontend_test(hosted 300)
 # so many QEMUs starve any test beside them.
 fox_frontend_test(scale64 900 RUN_SERIAL TRUE)
 fox_frontend_test(run32 900 RUN_SERIAL TRUE)
+# Issue 40: the frontend type-checked by mypy (Debian's, make deps installs it;
+# boot/mypy.ini): a call with the wrong arguments, an attribute of something
+# that may be None, a container of the wrong type fail here. Seconds.
+find_program(FOX_MYPY mypy)
+if(FOX_MYPY)
+  add_test(NAME cluster.frontend.type_check
+           COMMAND ${FOX_MYPY} --config-file ${CMAKE_SOURCE_DIR}/boot/mypy.ini
+                   --cache-dir ${CMAKE_BINARY_DIR}/mypy_cache ${CMAKE_SOURCE_DIR}/boot/fox
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/boot)
+else()
+  add_test(NAME cluster.frontend.type_check
+           COMMAND sh -c "echo 'FAILED: no mypy (make deps installs it)'; exit 1")
+endif()
+set_tests_properties(cluster.frontend.type_check PROPERTIES LABELS "unit;frontend" TIMEOUT 120)
