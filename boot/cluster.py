@@ -345,15 +345,18 @@ def node_append(i, append, dhcp=False, nodes=0, accel="tcg", cluster_size=1):
     return " ".join(words + [append]).strip()
 
 
+def node_console(workdir, i):
+    return os.path.join(workdir, "node%d.log" % i)
+
+
 class Node:
     """One QEMU node; its console is also logged to a file so others can watch it while it runs."""
 
     def __init__(self, i, cmd, workdir, timeout):
+        """`cmd`: the node's QEMU command, its console standard output logged to node_console()."""
         self.i = i
-        self.console = os.path.join(workdir, "node%d.log" % i)
+        self.console = node_console(workdir, i)
         self.pidfile = os.path.join(workdir, "node%d.pid" % i)
-        k = cmd.index("-serial")
-        cmd[k:k + 2] = ["-chardev", "stdio,id=con0,signal=off,logfile=%s" % self.console, "-serial", "chardev:con0"]
         self.cmd = cmd + ["-pidfile", self.pidfile]
         self.timeout = timeout
         self.result = None
@@ -531,7 +534,8 @@ def main():
                 cmd = qemu_run.qemu_command(args.image, node_append(i, args.append, args.dhcp,
                                                                     args.nodes if args.peers else 0, accel,
                                                                     args.nodes * args.smp),
-                                            args.smp, args.mem, accel, None, False)
+                                            args.smp, args.mem, accel, None, False,
+                                            console="stdio,signal=off,logfile=%s" % node_console(workdir, i))
                 cmd += ["-netdev", ns.netdev(i), "-device", "virtio-net-pci,netdev=n0,mac=%s%s"
                         % (node_mac(i), qemu_run.NIC_INTERFACES[args.nic])]
                 # setpriv: the QEMUs die with this harness even if it is SIGKILLed.

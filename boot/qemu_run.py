@@ -136,9 +136,13 @@ def ram_size(mem):
     return mem + "M" if mem.isdigit() else mem
 
 
-def qemu_command(image, append, smp, mem, accel, cdrom, gdb, debug_exit=True, net=None, initrd=None):
+def qemu_command(image, append, smp, mem, accel, cdrom, gdb, debug_exit=True, net=None, initrd=None, console=None,
+                 pxe=False):
     """QEMU's command for a guest: a fox image (or a Linux kernel with its `initrd`) with `append`,
-    or an ISO (`cdrom`)."""
+    an ISO (`cdrom`), or with `pxe` its NIC's iPXE ROM (the caller adds the NIC; image and append
+    travel in the iPXE script). The serial console is standard input and output, or with
+    `console` a QEMU character device, backend first ("file,path=P,append=on",
+    "stdio,signal=off,logfile=P")."""
     # Guest RAM in a memfd: host pages of 4 KiB, faulted in as the guest
     # touches them. QEMU's default anonymous RAM asks for transparent huge
     # pages, and a host that must compact memory to find one stalls the
@@ -146,7 +150,13 @@ def qemu_command(image, append, smp, mem, accel, cdrom, gdb, debug_exit=True, ne
     # quarter of boots took 20-40 ms to main instead of 11 (make bench B=boot).
     cmd = ["qemu-system-x86_64", "-machine", "pc,memory-backend=ram", "-m", str(mem),
            "-object", "memory-backend-memfd,id=ram,size=" + ram_size(mem), "-smp", str(smp),
-           "-display", "none", "-monitor", "none", "-serial", "stdio", "-no-reboot", "-nodefaults"]
+           "-display", "none", "-monitor", "none"]
+    if console:
+        backend, _, options = console.partition(",")
+        cmd += ["-chardev", "%s,id=con0%s" % (backend, "," + options if options else ""), "-serial", "chardev:con0"]
+    else:
+        cmd += ["-serial", "stdio"]
+    cmd += ["-no-reboot", "-nodefaults"]
     if debug_exit:
         cmd += ["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"]
     if accel == "kvm":
@@ -159,6 +169,8 @@ def qemu_command(image, append, smp, mem, accel, cdrom, gdb, debug_exit=True, ne
         cmd += ["-netdev", "user,id=n0,restrict=on", "-device", "virtio-net-pci,netdev=n0" + NIC_VARIANTS[net]]
     if cdrom:
         cmd += ["-cdrom", cdrom, "-boot", "d"]
+    elif pxe:
+        cmd += ["-boot", "n"]
     else:
         cmd += ["-kernel", image, "-append", append]
         if initrd:

@@ -123,12 +123,8 @@ def qemu_command(cluster, k, image, append, cores, mem, accel, console, local_po
     that ISO (whose GRUB entry carries the boot arguments) instead of -kernel; with `pxe`, from
     its NIC's iPXE ROM (the boot arguments travel in its iPXE script: netns.py)."""
     import qemu_run
-    cmd = qemu_run.qemu_command(image, append, cores, mem, accel, cdrom, False)
-    if pxe:
-        i = cmd.index("-kernel")
-        cmd[i:i + 4] = ["-boot", "n"]
-    i = cmd.index("-serial")
-    cmd[i:i + 2] = ["-chardev", "file,id=con0,path=%s,append=on" % console, "-serial", "chardev:con0"]
+    cmd = qemu_run.qemu_command(image, append, cores, mem, accel, cdrom, False, pxe=pxe,
+                                console="file,path=%s,append=on" % console)
     if tap:
         netdev = "tap,id=n0,ifname=%s,script=no,downscript=no" % tap
     else:
