@@ -1,6 +1,6 @@
 // Plans and the move in progress (dht_placement.h); the rule they follow
 // is the design comment of dht_ring.cc.
-#include "fox/ebb/dht_placement.h"
+#include "dht_placement.h"
 
 #include <algorithm>
 #include <utility>

@@ -54,7 +54,7 @@
 #include <cstring>
 #include <new>
 
-#include "fox/net/sequence.h"
+#include "sequence.h"  // internal: only the channel compares sequence numbers
 
 namespace fox::net {
 

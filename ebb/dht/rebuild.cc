@@ -26,7 +26,7 @@
 #include <algorithm>
 #include <deque>
 
-#include "fox/ebb/dht_placement.h"
+#include "../dht_placement.h"  // internal to the Ebb layer
 #include "fox/ebb/static_ids.h"
 #include "fox/event.h"
 #include "fox/log.h"

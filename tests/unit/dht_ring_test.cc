@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "fox/ebb/dht_hash.h"
-#include "fox/ebb/dht_placement.h"
+#include "dht_placement.h"  // ebb/ (internal)
 #include "fox/ebb/dht_ring.h"
 #include "dht_test_util.h"
 
