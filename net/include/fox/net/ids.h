@@ -1,5 +1,6 @@
-// The three numbers a message is addressed by, each a type of its own so that
-// Send(node, ebb, handler, ...) does not compile with two of them swapped:
+// The three numbers a message is addressed by. EbbId and HandlerId are types
+// of their own, so Send(node, ebb, handler, ...) does not compile with any two
+// of them swapped (tests/unit/ids_test.cc); NodeId is still a plain integer.
 //
 //   NodeId     a node of a job, everywhere (transport, Messenger, Ebbs, APGAS
 //              places): a number the frontend hands out and never reuses.
