@@ -34,7 +34,6 @@
 namespace fox::apgas {
 namespace detail {
 namespace {
-enum : uint16_t { kContribute = 1, kResult = 2, kKnown = 3, kTree = 4 };
 constexpr size_t kKeptTeams = 64;  // last answers kept per place (teams)
 using Slots = std::vector<std::optional<std::vector<uint8_t>>>;
 

@@ -22,6 +22,9 @@
 
 namespace fox::apgas::detail {
 
+// The TeamService Ebb's messages (kTree: the pieces of team_tree.cc's collectives).
+enum TeamHandler : uint16_t { kContribute = 1, kResult = 2, kKnown = 3, kTree = 4 };
+
 struct Contribution;
 struct Answer;
 struct Known;

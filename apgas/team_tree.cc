@@ -29,7 +29,6 @@
 namespace fox::apgas {
 namespace detail {
 namespace {
-constexpr HandlerId kTree{4};
 constexpr size_t kTrailerBytes = 8 + 8 + 4 + 4 + 8 + 8 + 8;  // team, op, tag, from, length, offset, total
 constexpr size_t kPieceBytes = ebb::Messenger::kMaxLargeBytes - kTrailerBytes;
 constexpr uint64_t kMaxValueBytes = uint64_t(1) << 36;  // a larger total is a malformed message

@@ -20,14 +20,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "boot"))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "frontend"))
 from fox import hosts, nodes  # noqa: E402
-from frontend_test import Failure, check, verdict  # noqa: E402
+from frontend_test import Failure, check, namespaces, verdict  # noqa: E402
 
 CLUSTER = "agentboots%d" % (os.getpid() % 100000)
 
@@ -56,64 +55,57 @@ class Watch:
         print("  | " + line)
 
 
-def pump(agent, sel, done, timeout, what):
-    deadline = time.monotonic() + timeout
-    while not done():
-        if agent.gone or time.monotonic() > deadline:
-            raise Failure("%s: %s" % (what, "the agent is gone" if agent.gone else "not within %d s" % timeout))
-        for key, _ in sel.select(0.2):
-            key.data()
-
-
-def netns_exists(name):
-    return os.path.exists(os.path.join("/run/netns", name))
+def pump(agent, done, timeout, what):
+    """The agent's events dispatched (HostAgent.pump) until done(); a Failure naming `what` if not."""
+    agent.pump(done, timeout)
+    if not done():
+        raise Failure("%s: %s" % (what, "the agent is gone" if agent.gone else "not within %d s" % timeout))
 
 
 def scenario(directory, started):
-    sel = selectors.DefaultSelector()
     watch = Watch()
-    agent = hosts.HostAgent("localhost", local_launcher, CLUSTER, 4242, [], os.path.join(directory, "consoles"), sel,
-                            watch.on_exit, watch.on_console, watch.log)
+    agent = hosts.HostAgent("localhost", local_launcher, CLUSTER, 4242, [], os.path.join(directory, "consoles"),
+                            selectors.DefaultSelector(), watch.on_exit, watch.on_console, watch.log)
     started.append(agent)
     ready = agent.wait_ready()
     started.append(ready["netns"])
-    check(netns_exists(ready["netns"]), "the agent is ready, its namespace %s made" % ready["netns"])
+    check(ready["netns"] in namespaces(), "the agent is ready, its namespace %s made" % ready["netns"])
     key = "%032x" % 7
     image = nodes.node_image()
     append = nodes.boot_args(2, "agent", key, nodes.POOL_JOB, "0@%s" % nodes.FRONTEND_IP)
 
     missing = os.path.join(directory, "no-such.elf")
     agent.boot(1, 1, missing, append, 1, 256, "tcg", False)
-    pump(agent, sel, lambda: (1, 1) in watch.exits, 30, "the exit of a boot without its image")
+    pump(agent, lambda: (1, 1) in watch.exits, 30, "the exit of a boot without its image")
     check(watch.exits[(1, 1)] == -1 and any(missing in line for line in watch.lines),
           "a boot whose image is not on the host: an error naming it, and its exit (rc -1)")
 
     agent.boot(1, 2, image, append, "many", 256, "tcg", False)
-    pump(agent, sel, lambda: (1, 2) in watch.exits, 30, "the exit of a malformed boot")
+    pump(agent, lambda: (1, 2) in watch.exits, 30, "the exit of a malformed boot")
     check(watch.exits[(1, 2)] == -1 and any("boot 2 of node 1 failed" in line for line in watch.lines[-3:]),
           "a malformed boot: an error, and its exit (rc -1)")
 
     agent.boot(1, 3, image, append, 1, -1, "tcg", False)
-    pump(agent, sel, lambda: (1, 3) in watch.exits, 60, "the exit of a boot QEMU refuses")
+    pump(agent, lambda: (1, 3) in watch.exits, 60, "the exit of a boot QEMU refuses")
     check(watch.exits[(1, 3)] not in (None, 0, -1) and
           any("QEMU (boot 3) said" in line for line in watch.lines[-3:]),
           "a boot QEMU refuses (memory -1 MiB): what QEMU said, and its exit (rc %s)" % watch.exits[(1, 3)])
 
     first = agent.boot(2, 1, image, append, 1, 256, "tcg", False)
-    pump(agent, sel, lambda: len(watch.consoles.get(2, b"")) > 0, 120, "node 2's console")
+    pump(agent, lambda: len(watch.consoles.get(2, b"")) > 0, 120, "node 2's console")
     check(first.poll() is None, "node 2 (boot 1) runs, its console forwarded")
     grown = len(watch.consoles[2])
     second = agent.boot(2, 2, image, append, 1, 256, "tcg", False)
-    pump(agent, sel, lambda: (2, 1) in watch.exits, 30, "the exit of node 2's superseded boot")
+    pump(agent, lambda: (2, 1) in watch.exits, 30, "the exit of node 2's superseded boot")
     check(watch.exits[(2, 1)] == -9, "a second boot of node 2 kills the first (its exit reported, rc -9)")
-    pump(agent, sel, lambda: len(watch.consoles[2]) > grown, 120, "node 2's second console")
+    pump(agent, lambda: len(watch.consoles[2]) > grown, 120, "node 2's second console")
     check(second.poll() is None and (2, 2) not in watch.exits, "node 2's second boot runs")
 
     second.kill()
-    pump(agent, sel, lambda: (2, 2) in watch.exits, 30, "the exit of node 2 killed")
+    pump(agent, lambda: (2, 2) in watch.exits, 30, "the exit of node 2 killed")
     check(watch.exits[(2, 2)] == -9, "kill of node 2: its exit (rc -9)")
     agent.close()
-    check(not netns_exists(ready["netns"]), "the agent closed: its namespace removed")
+    check(ready["netns"] not in namespaces(), "the agent closed: its namespace removed")
 
 
 def leftovers(started):
@@ -129,7 +121,7 @@ def leftovers(started):
         left.append("QEMU pid %s" % pid)
         subprocess.run(["kill", "-9", pid], check=False)
     for ns in [s for s in started if isinstance(s, str)]:
-        if netns_exists(ns):
+        if ns in namespaces():
             left.append("namespace %s" % ns)
             subprocess.run(["ip", "netns", "del", ns], check=False)
     return left
